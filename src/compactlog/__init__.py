@@ -1,0 +1,1 @@
+"""compactlog: a Kafka-compatible keyed commit log."""

@@ -1,0 +1,316 @@
+"""RecordBatch v2: header view, validation, record access, builder and header patching.
+
+Byte layout (big-endian; 61-byte header, then the records section, compressed as one stream when
+attribute bits 0-2 are non-zero)::
+
+    off size field
+      0   8  baseOffset
+      8   4  batchLength            bytes after this field (total size - 12)
+     12   4  partitionLeaderEpoch   not covered by the CRC
+     16   1  magic                  2
+     17   4  crc                    CRC-32C of bytes [21, end)
+     21   2  attributes             codec:3 | timestampType:1 | transactional:1 | control:1 | deleteHorizon:1
+     23   4  lastOffsetDelta
+     27   8  baseTimestamp          first record's ts, or the delete horizon when that bit is set
+     35   8  maxTimestamp
+     43   8  producerId
+     51   2  producerEpoch
+     53   4  baseSequence
+     57   4  recordsCount
+"""
+
+from __future__ import annotations
+
+import struct
+from collections import namedtuple
+from typing import Any, Iterator, NamedTuple, Sequence
+
+import numpy as np
+
+from ..errors import CorruptRecordError
+from . import kernels
+from .codecs import Codec, codec_from_id, compress, decompress
+
+HEADER = struct.Struct(">qiibIhiqqqhii")
+HEADER_SIZE = HEADER.size  # 61
+LOG_OVERHEAD = 12  # baseOffset + batchLength
+HEADER_SIZE_UP_TO_MAGIC = 17
+MAGIC = 2
+CRC_OFFSET = 17
+ATTRIBUTES_OFFSET = 21
+MAX_TIMESTAMP_OFFSET = 35
+
+COMPRESSION_MASK = 0x07
+TIMESTAMP_TYPE_BIT = 0x08
+TRANSACTIONAL_BIT = 0x10
+CONTROL_BIT = 0x20
+DELETE_HORIZON_BIT = 0x40
+
+CREATE_TIME = 0
+LOG_APPEND_TIME = 1
+NO_TIMESTAMP = -1
+
+_LENGTH = struct.Struct(">qi")
+_INT64 = struct.Struct(">q")
+_ATTRS_TO_MAX_TS = struct.Struct(">hiqq")  # attributes, lastOffsetDelta, baseTimestamp, maxTimestamp
+
+Record = namedtuple("Record", "topic partition offset timestamp timestamp_type key value headers")
+Record.__doc__ = "One decoded record, as a consumer sees it. ``headers`` is a tuple of (str, bytes | None)."
+
+
+def crc32c(data: Any) -> int:
+    """CRC-32C (Castagnoli) of ``data``."""
+    return kernels.crc32c(data)
+
+
+class RecordBatch:
+    """A read-only view of one v2 batch in a buffer (no copy until records are asked for)."""
+
+    __slots__ = (
+        "buffer", "base_offset", "batch_length", "partition_leader_epoch", "magic", "crc", "attributes",
+        "last_offset_delta", "base_timestamp", "max_timestamp", "producer_id", "producer_epoch",
+        "base_sequence", "record_count",
+    )
+
+    def __init__(self, buffer: Any) -> None:
+        if len(buffer) < HEADER_SIZE:
+            raise CorruptRecordError(f"batch of {len(buffer)} bytes is shorter than the 61-byte header")
+        self.buffer = buffer
+        (
+            self.base_offset, self.batch_length, self.partition_leader_epoch, self.magic, self.crc,
+            self.attributes, self.last_offset_delta, self.base_timestamp, self.max_timestamp,
+            self.producer_id, self.producer_epoch, self.base_sequence, self.record_count,
+        ) = HEADER.unpack_from(buffer, 0)
+
+    # derived header facts -------------------------------------------------------------------
+    @property
+    def size(self) -> int:
+        return self.batch_length + LOG_OVERHEAD
+
+    @property
+    def last_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta
+
+    @property
+    def next_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta + 1
+
+    @property
+    def codec(self) -> Codec:
+        return codec_from_id(self.attributes & COMPRESSION_MASK)
+
+    @property
+    def timestamp_type(self) -> int:
+        return LOG_APPEND_TIME if self.attributes & TIMESTAMP_TYPE_BIT else CREATE_TIME
+
+    @property
+    def is_transactional(self) -> bool:
+        return bool(self.attributes & TRANSACTIONAL_BIT)
+
+    @property
+    def is_control(self) -> bool:
+        return bool(self.attributes & CONTROL_BIT)
+
+    @property
+    def has_delete_horizon(self) -> bool:
+        return bool(self.attributes & DELETE_HORIZON_BIT)
+
+    @property
+    def delete_horizon_ms(self) -> int | None:
+        return self.base_timestamp if self.attributes & DELETE_HORIZON_BIT else None
+
+    @property
+    def first_timestamp(self) -> int:
+        """The first record's timestamp (the base timestamp unless it holds a delete horizon)."""
+        if not self.attributes & DELETE_HORIZON_BIT:
+            return self.base_timestamp
+        cols = self.scan()[1]
+        return self.base_timestamp + int(cols[0, kernels.C_TS_DELTA]) if len(cols) else NO_TIMESTAMP
+
+    # validation -----------------------------------------------------------------------------
+    def compute_crc(self) -> int:
+        return crc32c(memoryview(self.buffer)[ATTRIBUTES_OFFSET : self.size])
+
+    def is_valid(self) -> bool:
+        return self.size >= HEADER_SIZE and len(self.buffer) >= self.size and self.compute_crc() == self.crc
+
+    def ensure_valid(self) -> None:
+        """Kafka's ``ensureValid``: size, magic and CRC; raises CorruptRecordError naming the mismatch."""
+        if self.magic != MAGIC:
+            raise CorruptRecordError(f"unsupported batch magic {self.magic} at offset {self.base_offset} (only v2 is supported)")
+        if self.size < HEADER_SIZE:
+            raise CorruptRecordError(f"batch at offset {self.base_offset} is {self.size} bytes, less than the 61-byte header")
+        if len(self.buffer) < self.size:
+            raise CorruptRecordError(
+                f"batch at offset {self.base_offset} declares {self.size} bytes but only {len(self.buffer)} are present"
+            )
+        computed = self.compute_crc()
+        if computed != self.crc:
+            raise CorruptRecordError(
+                f"batch at offset {self.base_offset} is corrupt (stored crc = {self.crc}, computed crc = {computed})"
+            )
+
+    # records --------------------------------------------------------------------------------
+    def payload(self) -> bytes:
+        """The records section, decompressed."""
+        raw = memoryview(self.buffer)[HEADER_SIZE : self.size]
+        codec = self.codec
+        return bytes(raw) if codec is Codec.NONE else decompress(codec, bytes(raw))
+
+    def scan(self) -> tuple[bytes, np.ndarray]:
+        """Decompress and validate the records; returns (payload, int64 columns of ``kernels.NCOLS``)."""
+        data = self.payload()
+        cols = np.empty((self.record_count, kernels.NCOLS), dtype=np.int64)
+        try:
+            kernels.scan_records(data, self.record_count, cols)
+        except ValueError as exc:
+            raise CorruptRecordError(f"batch at offset {self.base_offset}: {exc}") from None
+        return data, cols
+
+    def records(self, topic: str | None = None, partition: int = -1) -> list:
+        """Decode every record into :class:`Record` tuples (compiled kernel when available)."""
+        data = self.payload()
+        override = self.max_timestamp if self.attributes & TIMESTAMP_TYPE_BIT else None
+        try:
+            return kernels.decode_records(
+                Record, topic, partition, self.timestamp_type, data, self.record_count,
+                self.base_offset, self.base_timestamp, override,
+            )
+        except ValueError as exc:
+            raise CorruptRecordError(f"batch at offset {self.base_offset}: {exc}") from None
+
+    def __repr__(self) -> str:
+        return (
+            f"RecordBatch(base_offset={self.base_offset}, last_offset={self.last_offset}, count={self.record_count}, "
+            f"size={self.size}, codec={self.codec.config_name}, crc={self.crc})"
+        )
+
+
+def iter_batches(buffer: Any, position: int = 0, end: int | None = None) -> Iterator[tuple[int, RecordBatch]]:
+    """Yield (position, batch) for each whole batch in ``buffer[position:end]``.
+
+    Stops quietly at a partial tail (fewer than 17 bytes left, or a batch running past ``end``), as a
+    segment reader does; a batch length below the v2 minimum is corruption. Batches are not
+    CRC-checked here: callers that need it call ``ensure_valid``.
+    """
+    mv = memoryview(buffer)
+    end = len(mv) if end is None else end
+    while end - position >= HEADER_SIZE_UP_TO_MAGIC:
+        _, length = _LENGTH.unpack_from(mv, position)
+        size = length + LOG_OVERHEAD
+        if length < HEADER_SIZE - LOG_OVERHEAD:
+            raise CorruptRecordError(f"batch at file position {position} has an impossible length {length}")
+        if position + size > end:
+            return
+        yield position, RecordBatch(mv[position : position + size])
+        position += size
+
+
+class BatchInfo(NamedTuple):
+    """Header facts for building a batch; defaults are those of a plain producer batch."""
+
+    base_offset: int = 0
+    timestamp_type: int = CREATE_TIME
+    producer_id: int = -1
+    producer_epoch: int = -1
+    base_sequence: int = -1
+    partition_leader_epoch: int = -1
+    is_transactional: bool = False
+    is_control: bool = False
+
+
+def build_batch(
+    keys: Sequence[bytes | None],
+    values: Sequence[bytes | None],
+    timestamps: Sequence[int] | None = None,
+    *,
+    headers: Sequence[Sequence[tuple[str | bytes, bytes | None]]] | None = None,
+    codec: Codec = Codec.NONE,
+    level: int | None = None,
+    info: BatchInfo = BatchInfo(),
+    offset_deltas: Sequence[int] | None = None,
+    last_offset_delta: int | None = None,
+    delete_horizon: int | None = None,
+    max_timestamp: int | None = None,
+) -> bytes:
+    """Build one v2 batch from parallel sequences of keys, values and timestamps.
+
+    ``offset_deltas`` (default 0..n-1) allows the gaps compaction leaves; ``last_offset_delta`` keeps a
+    cleaned batch's original extent; ``delete_horizon`` sets the KIP-534 bit and stores the horizon in
+    baseTimestamp; ``max_timestamp`` overrides the computed one (LogAppendTime keeps the original).
+    An empty key list builds the 61-byte empty batch Kafka keeps after cleaning.
+    """
+    n = len(keys)
+    if timestamps is None:
+        timestamps = [NO_TIMESTAMP] * n
+    if headers is not None:
+        headers = [
+            tuple((k.encode("utf-8") if isinstance(k, str) else k, v) for k, v in hs) for hs in headers
+        ] if any(headers) else None
+    attributes = int(codec) | (TIMESTAMP_TYPE_BIT if info.timestamp_type == LOG_APPEND_TIME else 0)
+    attributes |= TRANSACTIONAL_BIT if info.is_transactional else 0
+    attributes |= CONTROL_BIT if info.is_control else 0
+    if n:
+        first_ts = timestamps[0]
+        base_ts = first_ts if delete_horizon is None else delete_horizon
+        if delete_horizon is not None:
+            attributes |= DELETE_HORIZON_BIT
+        body = kernels.encode_records(keys, values, timestamps, base_ts, offset_deltas, headers)
+        if codec is not Codec.NONE:
+            body = compress(codec, body, level)
+        max_ts = max(timestamps) if max_timestamp is None else max_timestamp
+        lod = (n - 1 if offset_deltas is None else offset_deltas[-1]) if last_offset_delta is None else last_offset_delta
+    else:
+        attributes &= ~COMPRESSION_MASK
+        body = b""
+        base_ts = NO_TIMESTAMP
+        max_ts = NO_TIMESTAMP if max_timestamp is None else max_timestamp
+        lod = 0 if last_offset_delta is None else last_offset_delta
+    return _assemble(info, attributes, lod, base_ts, max_ts, n, body)
+
+
+def _assemble(info: BatchInfo, attributes: int, lod: int, base_ts: int, max_ts: int, count: int, body: bytes) -> bytes:
+    buf = bytearray(HEADER_SIZE + len(body))
+    HEADER.pack_into(
+        buf, 0, info.base_offset, HEADER_SIZE - LOG_OVERHEAD + len(body), info.partition_leader_epoch, MAGIC, 0,
+        attributes, lod, base_ts, max_ts, info.producer_id, info.producer_epoch, info.base_sequence, count,
+    )
+    buf[HEADER_SIZE:] = body
+    struct.pack_into(">I", buf, CRC_OFFSET, crc32c(memoryview(buf)[ATTRIBUTES_OFFSET:]))
+    return bytes(buf)
+
+
+def build_empty_batch(batch: RecordBatch) -> bytes:
+    """The 61-byte header Kafka keeps when cleaning removes every record of a batch it must retain."""
+    info = BatchInfo(
+        batch.base_offset, batch.timestamp_type, batch.producer_id, batch.producer_epoch, batch.base_sequence,
+        batch.partition_leader_epoch, batch.is_transactional, batch.is_control,
+    )
+    attrs = batch.attributes & (TIMESTAMP_TYPE_BIT | TRANSACTIONAL_BIT | CONTROL_BIT)
+    return _assemble(info, attrs, batch.last_offset_delta, NO_TIMESTAMP, batch.max_timestamp, 0, b"")
+
+
+def patch_header(
+    buf: bytearray,
+    position: int,
+    *,
+    base_offset: int,
+    partition_leader_epoch: int | None = None,
+    max_timestamp: int | None = None,
+    log_append_time: bool = False,
+) -> None:
+    """Assign offsets (and optionally LogAppendTime) in place, recomputing the CRC only when needed.
+
+    This is Kafka's in-place path: the records bytes stay as the producer wrote them.
+    """
+    struct.pack_into(">q", buf, position, base_offset)
+    if partition_leader_epoch is not None:
+        struct.pack_into(">i", buf, position + 12, partition_leader_epoch)
+    attrs, lod, base_ts, old_max = _ATTRS_TO_MAX_TS.unpack_from(buf, position + ATTRIBUTES_OFFSET)
+    new_attrs = attrs | TIMESTAMP_TYPE_BIT if log_append_time else attrs
+    new_max = old_max if max_timestamp is None else max_timestamp
+    if new_attrs != attrs or new_max != old_max:
+        _ATTRS_TO_MAX_TS.pack_into(buf, position + ATTRIBUTES_OFFSET, new_attrs, lod, base_ts, new_max)
+        (length,) = struct.unpack_from(">i", buf, position + 8)
+        end = position + LOG_OVERHEAD + length
+        struct.pack_into(">I", buf, position + CRC_OFFSET, crc32c(memoryview(buf)[position + ATTRIBUTES_OFFSET : end]))

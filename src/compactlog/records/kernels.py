@@ -1,0 +1,43 @@
+"""Binds the record kernels: the compiled ones when built, else the Python twin.
+
+Set ``COMPACTLOG_NO_EXTENSIONS=1`` to force the twin (the test suite runs once each way).
+``NATIVE`` tells which one is in use.
+"""
+
+from __future__ import annotations
+
+import os
+
+from . import _py
+from ._py import (  # noqa: F401  (column numbers are part of the kernel contract)
+    C_END,
+    C_HDR_COUNT,
+    C_HDR_POS,
+    C_KEY_LEN,
+    C_KEY_POS,
+    C_OFFSET_DELTA,
+    C_POS,
+    C_TS_DELTA,
+    C_VAL_LEN,
+    C_VAL_POS,
+    NCOLS,
+    decode_headers,
+)
+
+NATIVE = False
+encode_records = _py.encode_records
+scan_records = _py.scan_records
+decode_records = _py.decode_records
+crc32c = _py.crc32c
+
+if not os.environ.get("COMPACTLOG_NO_EXTENSIONS"):
+    try:
+        from . import _native  # type: ignore[attr-defined]
+    except ImportError:  # not built: the twin serves
+        pass
+    else:
+        NATIVE = True
+        encode_records = _native.encode_records
+        scan_records = _native.scan_records
+        decode_records = _native.decode_records
+        crc32c = _native.crc32c
