@@ -1,0 +1,102 @@
+"""File and directory names of a Kafka log directory: the one home for every name and suffix.
+
+A segment with base offset B is ``P.log``, ``P.index``, ``P.timeindex`` (and ``P.txnindex``) where P is
+B zero-padded to 20 digits. Temporary suffixes go after the extension (``P.log.cleaned``,
+``P.log.swap``, ``P.log.deleted``). A partition lives in ``<topic>-<partition>``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from ..errors import InvalidTopicError
+
+LOG_SUFFIX = ".log"
+INDEX_SUFFIX = ".index"
+TIME_INDEX_SUFFIX = ".timeindex"
+TXN_INDEX_SUFFIX = ".txnindex"
+SEGMENT_SUFFIXES = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
+CLEANED_SUFFIX = ".cleaned"
+SWAP_SUFFIX = ".swap"
+DELETED_SUFFIX = ".deleted"
+
+RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
+LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
+CLEANER_OFFSET_CHECKPOINT = "cleaner-offset-checkpoint"
+CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
+
+MAX_TOPIC_NAME_LENGTH = 249
+_LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]+")
+
+
+def filename_prefix(base_offset: int) -> str:
+    """The 20-digit, zero-padded base offset every segment file starts with."""
+    return f"{base_offset:020d}"
+
+
+def segment_file(directory: Path, base_offset: int, suffix: str, temp: str = "") -> Path:
+    return directory / f"{filename_prefix(base_offset)}{suffix}{temp}"
+
+
+def base_offset_of(path: str | os.PathLike[str]) -> int:
+    """Base offset of a segment file: the integer before the first dot."""
+    return int(os.path.basename(path).split(".", 1)[0])
+
+
+def is_segment_file(name: str) -> bool:
+    head = name.split(".", 1)[0]
+    return len(head) == 20 and head.isdigit()
+
+
+def validate_topic_name(topic: str) -> None:
+    """Kafka's topic name rules; also guarantees a topic can never name a path outside its directory."""
+    if not isinstance(topic, str) or not topic:
+        raise InvalidTopicError("Topic name is illegal, it can't be empty")
+    if topic in (".", ".."):
+        raise InvalidTopicError('Topic name cannot be "." or ".."')
+    if len(topic) > MAX_TOPIC_NAME_LENGTH:
+        raise InvalidTopicError(
+            f"Topic name is illegal, it can't be longer than {MAX_TOPIC_NAME_LENGTH} characters, topic name: {topic}"
+        )
+    if not _LEGAL_TOPIC.fullmatch(topic):
+        raise InvalidTopicError(
+            f"Topic name \"{topic}\" is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-'"
+        )
+
+
+def partition_dir_name(topic: str, partition: int) -> str:
+    return f"{topic}-{partition}"
+
+
+def parse_partition_dir(name: str) -> tuple[str, int] | None:
+    """(topic, partition) of a partition directory name, or None if it is not one."""
+    topic, sep, part = name.rpartition("-")
+    if not sep or not part.isdigit() or not topic:
+        return None
+    try:
+        validate_topic_name(topic)
+    except InvalidTopicError:
+        return None
+    return topic, int(part)
+
+
+def fsync_dir(directory: Path) -> None:
+    """Make renames and creations in ``directory`` durable."""
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def atomic_write(path: Path, text: str) -> None:
+    """Write ``path`` as Kafka writes checkpoints: ``.tmp``, fsync, rename over, fsync the directory."""
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8", newline="\n") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    fsync_dir(path.parent)

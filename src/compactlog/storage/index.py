@@ -1,0 +1,213 @@
+"""Sparse segment indexes: ``.index`` (offset -> file position) and ``.timeindex`` (timestamp -> offset).
+
+On-disk contract (big-endian, no header, fixed-size entries):
+
+* ``.index``: 8-byte entries, int32 offset relative to the segment base + int32 byte position in the
+  ``.log``; offsets strictly increasing.
+* ``.timeindex``: 12-byte entries, int64 timestamp + int32 relative offset; timestamps strictly
+  increasing, offsets non-decreasing.
+
+Kafka preallocates index files to ``segment.index.bytes`` and trims them when a segment becomes
+inactive. We keep files exactly ``entries * entry_size`` long at all times instead: the bytes on disk of
+an inactive segment are the same as Kafka's, the active segment needs no resize on open, and a torn
+tail shows up as a length that is not a multiple of the entry size. ``max_entries`` still follows
+``segment.index.bytes`` so segments roll when an index is full, as in Kafka. Indexes are derived data:
+recovery rebuilds them from the log whenever they fail the sanity check.
+
+Entries live in a numpy structured array (looked up with ``searchsorted``) mirrored by appends to the
+file.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import CorruptRecordError
+
+OFFSET_ENTRY = np.dtype([("offset", ">i4"), ("position", ">i4")])
+TIME_ENTRY = np.dtype([("timestamp", ">i8"), ("offset", ">i4")])
+
+
+class CorruptIndexError(CorruptRecordError):
+    """An index file fails its sanity check; the caller rebuilds it from the log."""
+
+
+class AbstractIndex:
+    """Shared storage, search and truncation for both index kinds; subclasses pick the entry dtype."""
+
+    dtype: np.dtype
+    key: str  # the field searched by lookups
+
+    def __init__(self, path: Path, base_offset: int, max_index_size: int) -> None:
+        self.path = Path(path)
+        self.base_offset = base_offset
+        self.max_entries = max_index_size // self.dtype.itemsize
+        self._entries = np.empty(16, dtype=self.dtype)
+        self._n = 0
+        self._file = None
+        if self.path.exists():
+            raw = np.fromfile(self.path, dtype=np.uint8)
+            if len(raw) % self.dtype.itemsize:
+                raise CorruptIndexError(
+                    f"index file {self.path.name} has size {len(raw)}, not a multiple of the entry size {self.dtype.itemsize}"
+                )
+            loaded = raw.view(self.dtype)
+            self._reserve(len(loaded))
+            self._entries[: len(loaded)] = loaded
+            self._n = len(loaded)
+
+    # storage ----------------------------------------------------------------------------------
+    def _reserve(self, n: int) -> None:
+        if n > len(self._entries):
+            grown = np.empty(max(n, 2 * len(self._entries)), dtype=self.dtype)
+            grown[: self._n] = self._entries[: self._n]
+            self._entries = grown
+
+    def _open(self):
+        if self._file is None:
+            self._file = open(self.path, "ab")
+        return self._file
+
+    def _append_entry(self, entry: tuple) -> None:
+        self._reserve(self._n + 1)
+        self._entries[self._n] = entry
+        self._open().write(self._entries[self._n : self._n + 1].tobytes())
+        self._n += 1
+
+    @property
+    def entries(self) -> int:
+        return self._n
+
+    @property
+    def is_full(self) -> bool:
+        return self._n >= self.max_entries
+
+    @property
+    def size_in_bytes(self) -> int:
+        return self._n * self.dtype.itemsize
+
+    def view(self) -> np.ndarray:
+        return self._entries[: self._n]
+
+    def flush(self) -> None:
+        if self._file is not None:
+            self._file.flush()
+            os.fsync(self._file.fileno())
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.flush()
+            self._file.close()
+            self._file = None
+
+    def reset(self) -> None:
+        """Drop every entry (before a rebuild)."""
+        self._truncate_entries(0)
+
+    def _truncate_entries(self, n: int) -> None:
+        if self._file is not None:
+            self._file.flush()
+        self._n = n
+        with open(self.path, "ab") as f:
+            f.truncate(n * self.dtype.itemsize)
+
+    def rename(self, path: Path) -> None:
+        self.close()
+        if self.path.exists():
+            os.replace(self.path, path)
+        self.path = Path(path)
+
+    def delete(self) -> None:
+        self.close()
+        self.path.unlink(missing_ok=True)
+
+    def _slot_for(self, value: int) -> int:
+        """Index of the last entry whose key is <= value, or -1."""
+        keys = self._entries[self.key][: self._n]
+        return int(np.searchsorted(keys, value, side="right")) - 1
+
+
+class OffsetIndex(AbstractIndex):
+    """Maps offsets to file positions for the batches that start an indexed chunk of the log."""
+
+    dtype = OFFSET_ENTRY
+    key = "offset"
+
+    def append(self, offset: int, position: int) -> None:
+        rel = offset - self.base_offset
+        if self._n and rel <= int(self._entries[self._n - 1]["offset"]):
+            raise CorruptIndexError(
+                f"offset {offset} is not larger than the last offset index entry in {self.path.name}"
+            )
+        self._append_entry((rel, position))
+
+    def last_offset(self) -> int:
+        return self.base_offset + (int(self._entries[self._n - 1]["offset"]) if self._n else 0)
+
+    def lookup(self, offset: int) -> tuple[int, int]:
+        """(offset, position) of the largest entry at or below ``offset``; (base, 0) when none."""
+        slot = self._slot_for(offset - self.base_offset)
+        if slot < 0:
+            return self.base_offset, 0
+        e = self._entries[slot]
+        return self.base_offset + int(e["offset"]), int(e["position"])
+
+    def truncate_to(self, offset: int) -> None:
+        """Remove entries for offsets >= ``offset``."""
+        keys = self._entries["offset"][: self._n]
+        self._truncate_entries(int(np.searchsorted(keys, offset - self.base_offset, side="left")))
+
+    def sanity_check(self, log_size: int) -> None:
+        v = self.view()
+        if len(v) and (np.any(np.diff(v["offset"].astype(np.int64)) <= 0) or int(v["offset"][0]) < 0
+                       or int(v["position"].max()) > log_size):
+            raise CorruptIndexError(f"corrupt offset index {self.path.name}")
+
+
+class TimeIndex(AbstractIndex):
+    """Maps the running maximum timestamp of a segment to the offset where it was reached."""
+
+    dtype = TIME_ENTRY
+    key = "timestamp"
+
+    @property
+    def is_full(self) -> bool:
+        # Kafka keeps the last slot for the final entry written when the segment becomes inactive.
+        return self._n >= self.max_entries - 1
+
+    def last_entry(self) -> tuple[int, int]:
+        if not self._n:
+            return -1, self.base_offset
+        e = self._entries[self._n - 1]
+        return int(e["timestamp"]), self.base_offset + int(e["offset"])
+
+    def maybe_append(self, timestamp: int, offset: int, skip_full_check: bool = False) -> None:
+        """Append only if ``timestamp`` is strictly larger than the last entry's."""
+        if not skip_full_check and self.is_full:
+            return
+        last_ts, last_off = self.last_entry()
+        if timestamp > last_ts:
+            if offset < last_off:
+                raise CorruptIndexError(f"time index offsets must not go down in {self.path.name}")
+            self._append_entry((timestamp, offset - self.base_offset))
+
+    def lookup(self, timestamp: int) -> tuple[int, int]:
+        """(timestamp, offset) of the largest entry at or below ``timestamp``; (-1, base) when none."""
+        slot = self._slot_for(timestamp)
+        if slot < 0:
+            return -1, self.base_offset
+        e = self._entries[slot]
+        return int(e["timestamp"]), self.base_offset + int(e["offset"])
+
+    def truncate_to(self, offset: int) -> None:
+        """Remove entries pointing at offsets >= ``offset``."""
+        offs = self._entries["offset"][: self._n]
+        self._truncate_entries(int(np.searchsorted(offs, offset - self.base_offset, side="left")))
+
+    def sanity_check(self) -> None:
+        v = self.view()
+        if len(v) and (np.any(np.diff(v["timestamp"]) <= 0) or np.any(np.diff(v["offset"].astype(np.int64)) < 0)):
+            raise CorruptIndexError(f"corrupt time index {self.path.name}")

@@ -1,0 +1,369 @@
+"""Log: one topic-partition's ordered segments, with append, read, roll, retention, truncation and swap.
+
+Concurrency: every change (append, roll, delete, swap, truncate) holds ``self.lock``; readers never do.
+They take the current segment view, an immutable (bases, segments) pair replaced whole on each change,
+and read through file descriptors that stay open after a segment is renamed to ``.deleted``; the files
+are closed and unlinked only after ``file.delete.delay.ms``. A reader therefore sees the old segments or
+the new ones, never a gap.
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+import random
+import shutil
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+from ..clock import SYSTEM, Time
+from ..errors import CorruptRecordError, OffsetOutOfRangeError, RecordBatchTooLargeError
+from ..records.batch import RecordBatch, iter_batches
+from . import files
+from .loader import load_log
+from .retention import SegmentFacts, segments_to_delete
+from .segment import LogSegment, SegmentParams
+from .validator import ValidatedAppend, validate_and_assign_offsets
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class FetchData:
+    """Raw bytes of whole (or, at the end, partial) batches starting at or before ``offset``."""
+
+    offset: int
+    records: bytes
+    high_watermark: int
+    log_start_offset: int
+
+
+class Log:
+    """A partition directory ``<topic>-<partition>`` and everything stored in it."""
+
+    def __init__(
+        self,
+        directory: Path,
+        config,
+        *,
+        time: Time = SYSTEM,
+        recovery_point: int = 0,
+        log_start_offset: int = 0,
+        clean_shutdown: bool = False,
+    ) -> None:
+        self.dir = Path(directory)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        parsed = files.parse_partition_dir(self.dir.name)
+        if parsed is None:
+            raise ValueError(f"{self.dir.name} is not a partition directory name (<topic>-<partition>)")
+        self.topic, self.partition = parsed
+        self.name = self.dir.name
+        self.config = config
+        self.time = time
+        self.lock = threading.RLock()
+        self._pending_deletes: list[tuple[int, LogSegment]] = []
+        loaded = load_log(self.dir, self._segment_params(), time, recovery_point, log_start_offset, clean_shutdown)
+        self._publish(loaded.segments)
+        self._next_offset = loaded.next_offset
+        self.recovery_point = loaded.recovery_point
+        self.log_start_offset = loaded.log_start_offset
+        self.truncated_on_load = loaded.truncated_bytes
+        self._unflushed = 0
+        self._last_flush_ms = time.milliseconds()
+
+    # segment view -------------------------------------------------------------------------------
+    def _segment_params(self, jitter: bool = False) -> SegmentParams:
+        c = self.config
+        roll_jitter = 0
+        if jitter and c.segment_jitter_ms > 0:
+            roll_jitter = random.randrange(min(c.segment_jitter_ms, c.segment_ms))
+        return SegmentParams(c.index_interval_bytes, c.segment_index_bytes, roll_jitter, c.preallocate)
+
+    def _publish(self, segments: list[LogSegment]) -> None:
+        segs = tuple(sorted(segments, key=lambda s: s.base_offset))
+        self._view = (tuple(s.base_offset for s in segs), segs)
+
+    @property
+    def segments(self) -> tuple[LogSegment, ...]:
+        return self._view[1]
+
+    @property
+    def active_segment(self) -> LogSegment:
+        return self._view[1][-1]
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._next_offset
+
+    @property
+    def high_watermark(self) -> int:
+        """One node, so everything appended is committed."""
+        return self._next_offset
+
+    @property
+    def size(self) -> int:
+        return sum(s.size for s in self.segments)
+
+    def segment_for(self, offset: int) -> LogSegment | None:
+        bases, segs = self._view
+        i = bisect.bisect_right(bases, offset) - 1
+        return segs[i] if i >= 0 else None
+
+    # appends ------------------------------------------------------------------------------------
+    def append(self, records: bytes, now: int | None = None) -> ValidatedAppend:
+        """Validate one client batch, assign offsets from the log end and store it."""
+        with self.lock:
+            now = self.time.milliseconds() if now is None else now
+            v = validate_and_assign_offsets(records, self._next_offset, self.config, now, self.name)
+            self._store(v.records, v.first_offset, v.last_offset, v.max_timestamp, v.offset_of_max_timestamp, now)
+            return v
+
+    def append_as_follower(self, records: bytes) -> int:
+        """Store batches whose offsets are already assigned (replication, restores, tests of gaps).
+
+        Every batch is CRC-checked and must start at or after the log end offset. Returns the new log
+        end offset.
+        """
+        with self.lock:
+            now = self.time.milliseconds()
+            consumed = 0
+            for pos, batch in iter_batches(records):
+                batch.ensure_valid()
+                if batch.base_offset < self._next_offset:
+                    raise CorruptRecordError(
+                        f"batch at offset {batch.base_offset} is below the log end offset {self._next_offset} of {self.name}"
+                    )
+                raw = bytes(batch.buffer)
+                self._store(raw, batch.base_offset, batch.last_offset, batch.max_timestamp, batch.last_offset, now)
+                consumed = pos + batch.size
+            if consumed != len(records):
+                raise CorruptRecordError(f"{len(records) - consumed} trailing bytes do not form a whole batch")
+            return self._next_offset
+
+    def _store(self, data: bytes, first: int, last: int, max_ts: int, offset_of_max_ts: int, now: int) -> None:
+        seg = self._maybe_roll(len(data), max_ts, first, last, now)
+        seg.append(last, max_ts, offset_of_max_ts, data)
+        self._next_offset = last + 1
+        self._unflushed += 1
+        c = self.config
+        if self._unflushed >= c.flush_messages or now - self._last_flush_ms >= c.flush_ms:
+            self.flush()
+
+    def _max_segment_ms(self) -> int:
+        c = self.config
+        if c.compact and c.max_compaction_lag_ms > 0:
+            return min(c.max_compaction_lag_ms, c.segment_ms)
+        return c.segment_ms
+
+    def _maybe_roll(self, size: int, max_ts: int, first: int, last: int, now: int) -> LogSegment:
+        c = self.config
+        if size > c.segment_bytes:
+            raise RecordBatchTooLargeError(
+                f"Message batch size is {size} bytes in append to partition {self.name} which exceeds the maximum "
+                f"configured segment size of {c.segment_bytes}."
+            )
+        seg = self.active_segment
+        if (
+            seg.size > c.segment_bytes - size
+            or (seg.size > 0 and seg.time_waited_for_roll(now, max_ts) > self._max_segment_ms() - seg.params.roll_jitter_ms)
+            or seg.offset_index.is_full
+            or seg.time_index.is_full
+            or not seg.can_convert_to_relative_offset(last)
+        ):
+            return self.roll(max(first, self._next_offset))
+        return seg
+
+    def roll(self, new_base: int | None = None) -> LogSegment:
+        """Close the active segment and start a new one at ``new_base`` (default: the log end offset)."""
+        with self.lock:
+            base = self._next_offset if new_base is None else new_base
+            old = self.active_segment
+            if old.base_offset == base and old.size == 0:
+                return old
+            old.on_become_inactive()
+            old.flush()
+            new = LogSegment(self.dir, base, self._segment_params(jitter=True), self.time)
+            self._publish([*self.segments, new])
+            self.recovery_point = max(self.recovery_point, base)
+            files.fsync_dir(self.dir)
+            return new
+
+    def flush(self) -> None:
+        """fsync every segment holding unflushed data and move the recovery point to the log end."""
+        with self.lock:
+            for seg in self.segments:
+                if seg.base_offset >= self.segment_base_at_or_below(self.recovery_point):
+                    seg.flush()
+            self.recovery_point = self._next_offset
+            self._unflushed = 0
+            self._last_flush_ms = self.time.milliseconds()
+
+    def segment_base_at_or_below(self, offset: int) -> int:
+        seg = self.segment_for(offset)
+        return seg.base_offset if seg else 0
+
+    # reads --------------------------------------------------------------------------------------
+    def read(self, offset: int, max_bytes: int = 1 << 20, min_one_message: bool = True) -> FetchData:
+        """The stored bytes from the batch holding ``offset`` (Kafka's fetch), without decoding."""
+        bases, segs = self._view
+        end = self._next_offset
+        if offset < self.log_start_offset or offset > end:
+            raise OffsetOutOfRangeError(
+                f"offset {offset} is out of range for {self.name} (log start offset {self.log_start_offset}, "
+                f"log end offset {end})"
+            )
+        i = max(bisect.bisect_right(bases, offset) - 1, 0)
+        while i < len(segs) and offset < end:
+            seg = segs[i]
+            got = seg.read(offset, max_bytes, max_position=seg.size, min_one_message=min_one_message)
+            if got is not None:
+                return FetchData(offset, got[1], end, self.log_start_offset)
+            i += 1
+        return FetchData(offset, b"", end, self.log_start_offset)
+
+    def batches(self, start_offset: int | None = None, end_offset: int | None = None) -> Iterator[RecordBatch]:
+        """Every whole batch holding offsets in [start_offset, end_offset), across segments, in order."""
+        start = self.log_start_offset if start_offset is None else start_offset
+        bases, segs = self._view
+        end = self._next_offset if end_offset is None else end_offset
+        i = max(bisect.bisect_right(bases, start) - 1, 0)
+        for seg in segs[i:]:
+            if seg.base_offset >= end:
+                return
+            found = seg.translate_offset(start)
+            if found is None:
+                continue
+            for _, batch in seg.batches(found[0], seg.size):
+                if batch.base_offset >= end:
+                    return
+                if batch.last_offset >= start:
+                    yield batch
+
+    def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
+        """(timestamp, offset) of the first record whose timestamp is >= ``timestamp`` (ListOffsets)."""
+        for seg in self.segments:
+            if seg.max_timestamp_so_far >= timestamp or seg is self.active_segment:
+                found = seg.find_offset_by_timestamp(timestamp, self.log_start_offset)
+                if found is not None:
+                    return found
+        return None
+
+    # retention and deletion -----------------------------------------------------------------------
+    def delete_old_segments(self, now: int | None = None) -> int:
+        """Apply log-start-offset, ``retention.bytes`` and ``retention.ms`` rules; returns segments deleted."""
+        with self.lock:
+            now = self.time.milliseconds() if now is None else now
+            c = self.config
+            segs = self.segments
+            facts = [SegmentFacts(s.base_offset, s.size, s.largest_timestamp) for s in segs]
+            decision = segments_to_delete(
+                facts, log_start_offset=self.log_start_offset, log_end_offset=self._next_offset, now=now,
+                retention_ms=c.retention_ms, retention_bytes=c.retention_bytes, delete_policy=c.delete,
+            )
+            if decision is None:
+                return 0
+            doomed = list(segs[: decision.count])
+            if len(doomed) == len(segs):
+                self.roll()
+            self.delete_segments(doomed, reason=decision.reason)
+            return len(doomed)
+
+    def delete_segments(self, doomed: list[LogSegment], reason: str = "") -> None:
+        """Remove segments from the log now; their files go after ``file.delete.delay.ms``."""
+        with self.lock:
+            ids = {id(s) for s in doomed}
+            self._publish([s for s in self.segments if id(s) not in ids])
+            self.log_start_offset = max(self.log_start_offset, self.segments[0].base_offset)
+            for seg in doomed:
+                log.info("deleting segment %s of %s (%s)", seg.base_offset, self.name, reason)
+                self._schedule_delete(seg)
+            files.fsync_dir(self.dir)
+
+    def _schedule_delete(self, seg: LogSegment) -> None:
+        seg.change_suffix(seg.temp_suffix, files.DELETED_SUFFIX)
+        due = self.time.milliseconds() + self.config.file_delete_delay_ms
+        if self.config.file_delete_delay_ms <= 0:
+            seg.delete_files()
+        else:
+            self._pending_deletes.append((due, seg))
+
+    def delete_expired_files(self, now: int | None = None, force: bool = False) -> int:
+        """Close and unlink ``.deleted`` segments whose delay has passed."""
+        now = self.time.milliseconds() if now is None else now
+        with self.lock:
+            due = [s for t, s in self._pending_deletes if force or t <= now]
+            self._pending_deletes = [(t, s) for t, s in self._pending_deletes if not (force or t <= now)]
+        for seg in due:
+            seg.delete_files()
+        return len(due)
+
+    def increment_log_start_offset(self, offset: int) -> None:
+        """Advance the log start offset (Kafka's DeleteRecords); segments below it go at the next retention."""
+        with self.lock:
+            if offset > self._next_offset:
+                raise OffsetOutOfRangeError(f"cannot move the log start offset of {self.name} past its end {self._next_offset}")
+            self.log_start_offset = max(self.log_start_offset, offset)
+
+    # swap -----------------------------------------------------------------------------------------
+    def replace_segments(self, new_segments: list[LogSegment], old_segments: list[LogSegment]) -> None:
+        """Swap cleaned segments in crash-safely: ``.cleaned`` -> ``.swap``, old -> ``.deleted``, ``.swap`` -> live.
+
+        Recovery at open completes or undoes a swap interrupted at any step (see loader).
+        """
+        with self.lock:
+            new_sorted = sorted(new_segments, key=lambda s: s.base_offset)
+            live = {id(s) for s in self.segments}
+            old = sorted((s for s in old_segments if id(s) in live), key=lambda s: s.base_offset)
+            for seg in reversed(new_sorted):
+                seg.change_suffix(files.CLEANED_SUFFIX, files.SWAP_SUFFIX)
+            old_ids = {id(s) for s in old}
+            self._publish([s for s in self.segments if id(s) not in old_ids] + new_sorted)
+            for seg in old:
+                self._schedule_delete(seg)
+            for seg in new_sorted:
+                seg.change_suffix(files.SWAP_SUFFIX, "")
+            files.fsync_dir(self.dir)
+
+    def truncate_to(self, offset: int) -> bool:
+        """Remove every record at or after ``offset``; returns whether anything was removed."""
+        with self.lock:
+            if offset >= self._next_offset:
+                return False
+            keep = [s for s in self.segments if s.base_offset < offset]
+            drop = [s for s in self.segments if s.base_offset >= offset]
+            if not keep:
+                keep = [LogSegment(self.dir, offset, self._segment_params(jitter=True), self.time)]
+            else:
+                keep[-1].truncate_to(offset)
+            self._publish(keep)
+            for seg in drop:
+                self._schedule_delete(seg)
+            self._next_offset = self.active_segment.read_next_offset()
+            self.recovery_point = min(self.recovery_point, self._next_offset)
+            self.log_start_offset = min(self.log_start_offset, self._next_offset)
+            return True
+
+    # lifecycle ------------------------------------------------------------------------------------
+    def update_config(self, config) -> None:
+        with self.lock:
+            self.config = config
+
+    def close(self) -> None:
+        with self.lock:
+            self.flush()
+            for seg in self.segments:
+                seg.close()
+            self.delete_expired_files(force=True)
+
+    def delete(self) -> None:
+        """Close every file and remove the partition directory."""
+        with self.lock:
+            for seg in self.segments:
+                seg.close_handlers()
+            self.delete_expired_files(force=True)
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+    def __repr__(self) -> str:
+        return f"Log({self.name}, start={self.log_start_offset}, end={self._next_offset}, segments={len(self.segments)})"

@@ -1,0 +1,181 @@
+"""Append validation and offset assignment (Kafka's LogValidator, client path).
+
+One client append is one v2 batch. It is checked (size against ``max.message.bytes``, CRC, the record
+structure, keys on compacted topics, timestamps) and then either
+
+* kept **in place**: the producer's bytes are stored as they are and only the header is patched
+  (base offset, and maxTimestamp plus the LogAppendTime bit when the topic uses LogAppendTime). This
+  applies when the stored codec equals the target codec and, for compressed batches, the inner offset
+  deltas are exactly 0..n-1; or
+* **rebuilt** with the topic's codec and level (``compression.type`` other than ``producer`` and
+  different from the batch's), offsets assigned from the log end offset.
+
+Record-level checks run on the kernel's column scan with numpy, never in a Python loop per record.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import (
+    CorruptRecordError,
+    InvalidRecordError,
+    InvalidTimestampError,
+    RecordTooLargeError,
+)
+from ..records import kernels
+from ..records.batch import (
+    LOG_APPEND_TIME,
+    TIMESTAMP_TYPE_BIT,
+    BatchInfo,
+    RecordBatch,
+    build_batch,
+    iter_batches,
+    patch_header,
+)
+from ..records.codecs import Codec, codec_from_name
+
+LONG_MAX = 2**63 - 1
+
+
+@dataclass(frozen=True)
+class ValidatedAppend:
+    """What the log needs to store one validated append."""
+
+    records: bytes
+    first_offset: int
+    last_offset: int
+    max_timestamp: int
+    offset_of_max_timestamp: int
+    log_append_time: int  # -1 unless the topic uses LogAppendTime
+    record_count: int
+    recompressed: bool
+
+
+def target_codec(compression_type: str, source: Codec) -> Codec:
+    """The codec stored on disk: the topic's, or the producer's when ``compression.type=producer``."""
+    return source if compression_type == "producer" else codec_from_name(compression_type)
+
+
+def _level_for(config, codec: Codec) -> int | None:
+    return {
+        Codec.GZIP: config.compression_gzip_level,
+        Codec.LZ4: config.compression_lz4_level,
+        Codec.ZSTD: config.compression_zstd_level,
+    }.get(codec)
+
+
+def _single_batch(records: bytes, where: str) -> RecordBatch:
+    found = list(iter_batches(records))
+    if not found:
+        raise CorruptRecordError(f"the append to {where} holds no complete record batch ({len(records)} bytes)")
+    pos, batch = found[-1]
+    if pos + batch.size != len(records):
+        raise CorruptRecordError(f"the append to {where} ends with {len(records) - pos - batch.size} bytes of a partial batch")
+    if len(found) > 1:
+        raise InvalidRecordError(f"the append to {where} holds {len(found)} batches; a v2 append must hold exactly one")
+    return batch
+
+
+def check_timestamps(timestamps: np.ndarray, now: int, config, where: str) -> None:
+    """Kafka's CreateTime window: message.timestamp.before.max.ms / after.max.ms (-1 is exempt)."""
+    ts = timestamps[timestamps != -1]
+    if (timestamps < -1).any():
+        raise InvalidTimestampError(f"record timestamp must be >= 0 or -1 in {where}")
+    before, after = config.message_timestamp_before_max_ms, config.message_timestamp_after_max_ms
+    if len(ts) and before < LONG_MAX and (now - ts.min()) > before:
+        raise InvalidTimestampError(
+            f"Timestamp {int(ts.min())} of message in {where} is before the allowed window "
+            f"(message.timestamp.before.max.ms={before}, now={now})"
+        )
+    if len(ts) and after < LONG_MAX and (ts.max() - now) > after:
+        raise InvalidTimestampError(
+            f"Timestamp {int(ts.max())} of message in {where} is after the allowed window "
+            f"(message.timestamp.after.max.ms={after}, now={now})"
+        )
+
+
+def validate_and_assign_offsets(records: bytes, next_offset: int, config, now: int, where: str) -> ValidatedAppend:
+    """Validate one client append for the log whose next offset is ``next_offset``.
+
+    ``config`` is the topic's LogConfig; ``where`` names the partition in messages (``topic-0``).
+    Raises a typed error naming what was wrong; nothing is written by this function.
+    """
+    batch = _single_batch(records, where)
+    if batch.size > config.max_message_bytes:
+        raise RecordTooLargeError(
+            f"The record batch size in the append to {where} is {batch.size} bytes which exceeds the maximum "
+            f"configured value of {config.max_message_bytes}."
+        )
+    batch.ensure_valid()
+    if batch.base_offset != 0:
+        raise InvalidRecordError(
+            f"The baseOffset of the record batch in the append to {where} should be 0, but it is {batch.base_offset}"
+        )
+    n = batch.record_count
+    if n <= 0 or batch.last_offset_delta + 1 != n:
+        raise InvalidRecordError(
+            f"Record count {n} and last offset delta {batch.last_offset_delta} of the batch in the append to "
+            f"{where} do not match (a producer batch holds records 0..n-1)"
+        )
+    if batch.is_control:
+        raise InvalidRecordError(f"Clients are not allowed to write control records (append to {where})")
+    if batch.is_transactional:
+        raise InvalidRecordError(
+            f"Transactional batches are not supported by compactlog (append to {where}); produce without transactions"
+        )
+    if batch.producer_id >= 0 and batch.base_sequence < 0:
+        raise InvalidRecordError(f"Invalid sequence number {batch.base_sequence} for producer {batch.producer_id} in {where}")
+
+    data, cols = batch.scan()
+    if config.compact and (cols[:, kernels.C_KEY_LEN] < 0).any():
+        raise InvalidRecordError(f"Compacted topic cannot accept message without key in topic partition {where}.")
+    log_append = config.message_timestamp_type == "LogAppendTime"
+    timestamps = batch.base_timestamp + cols[:, kernels.C_TS_DELTA]
+    if batch.has_delete_horizon:
+        raise InvalidRecordError(f"Clients may not set the delete-horizon attribute (append to {where})")
+    if not log_append:
+        check_timestamps(timestamps, now, config, where)
+        if batch.attributes & TIMESTAMP_TYPE_BIT:
+            raise InvalidTimestampError(
+                f"Invalid timestamp type in the batch for {where}: LogAppendTime on a CreateTime topic"
+            )
+    max_ts = int(timestamps.max()) if n else -1
+    source = batch.codec
+    target = target_codec(config.compression_type, source)
+    deltas_ok = bool((cols[:, kernels.C_OFFSET_DELTA] == np.arange(n)).all())
+    last = next_offset + n - 1
+
+    if source == target and (deltas_ok or source is Codec.NONE):
+        buf = bytearray(records)
+        patch_header(
+            buf, 0, base_offset=last - batch.last_offset_delta,
+            max_timestamp=now if log_append else max_ts, log_append_time=log_append,
+        )
+        return ValidatedAppend(bytes(buf), next_offset, last, now if log_append else max_ts, last,
+                               now if log_append else -1, n, False)
+
+    recs = batch.records()
+    info = BatchInfo(
+        base_offset=next_offset,
+        timestamp_type=LOG_APPEND_TIME if log_append else batch.timestamp_type,
+        producer_id=batch.producer_id,
+        producer_epoch=batch.producer_epoch,
+        base_sequence=batch.base_sequence,
+        partition_leader_epoch=batch.partition_leader_epoch,
+    )
+    rebuilt = build_batch(
+        [r.key for r in recs], [r.value for r in recs], [r.timestamp for r in recs],
+        headers=[r.headers for r in recs] if any(r.headers for r in recs) else None,
+        codec=target, level=_level_for(config, target), info=info,
+        max_timestamp=now if log_append else None,
+    )
+    if len(rebuilt) > config.max_message_bytes:
+        raise RecordTooLargeError(
+            f"The record batch size in the append to {where} is {len(rebuilt)} bytes after recompression to "
+            f"{target.config_name}, which exceeds the maximum configured value of {config.max_message_bytes}."
+        )
+    return ValidatedAppend(rebuilt, next_offset, last, now if log_append else max_ts, last,
+                           now if log_append else -1, n, True)
