@@ -219,3 +219,34 @@ def decode_records(
             record_type(topic, partition, base_offset + row[C_OFFSET_DELTA], ts, timestamp_type, key, value, headers)
         )
     return out
+
+
+def murmur2(data: bytes) -> int:
+    """Kafka's murmur2 (seed 0x9747b28c) as a signed 32-bit int: the default partitioner's hash."""
+    m, r = 0x5BD1E995, 24
+    length = len(data)
+    h = (0x9747B28C ^ length) & 0xFFFFFFFF
+    n4 = length & ~3
+    for i in range(0, n4, 4):
+        k = int.from_bytes(data[i : i + 4], "little")
+        k = (k * m) & 0xFFFFFFFF
+        k ^= k >> r
+        k = (k * m) & 0xFFFFFFFF
+        h = ((h * m) & 0xFFFFFFFF) ^ k
+    rest = length & 3
+    if rest == 3:
+        h ^= data[n4 + 2] << 16
+    if rest >= 2:
+        h ^= data[n4 + 1] << 8
+    if rest >= 1:
+        h ^= data[n4]
+        h = (h * m) & 0xFFFFFFFF
+    h ^= h >> 13
+    h = (h * m) & 0xFFFFFFFF
+    h ^= h >> 15
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+def partition_for_keys(keys: Sequence[bytes | None], num_partitions: int) -> list[int]:
+    """Kafka's default partition per key: ``(murmur2(key) & 0x7fffffff) % n``; -1 for a null key."""
+    return [-1 if k is None else (murmur2(k) & 0x7FFFFFFF) % num_partitions for k in keys]

@@ -58,6 +58,8 @@ class AbstractIndex:
             self._reserve(len(loaded))
             self._entries[: len(loaded)] = loaded
             self._n = len(loaded)
+        else:
+            self.path.touch()  # Kafka creates both index files with the segment
 
     # storage ----------------------------------------------------------------------------------
     def _reserve(self, n: int) -> None:

@@ -285,7 +285,7 @@ class Log:
         seg.change_suffix(seg.temp_suffix, files.DELETED_SUFFIX)
         due = self.time.milliseconds() + self.config.file_delete_delay_ms
         if self.config.file_delete_delay_ms <= 0:
-            seg.delete_files()
+            seg.unlink_files()
         else:
             self._pending_deletes.append((due, seg))
 
@@ -296,7 +296,7 @@ class Log:
             due = [s for t, s in self._pending_deletes if force or t <= now]
             self._pending_deletes = [(t, s) for t, s in self._pending_deletes if not (force or t <= now)]
         for seg in due:
-            seg.delete_files()
+            seg.unlink_files()
         return len(due)
 
     def increment_log_start_offset(self, offset: int) -> None:

@@ -304,10 +304,25 @@ class LogSegment:
 
     def delete_files(self) -> None:
         self.close_handlers()
+        self.unlink_files()
+
+    def unlink_files(self) -> None:
+        """Remove the files but keep the descriptor: readers still holding this segment read on.
+
+        The descriptor closes when the last reference goes (``__del__``), as with any unlinked file.
+        """
         for p in [self.log_path, *self.index_paths()]:
             Path(p).unlink(missing_ok=True)
         txn = files.segment_file(self.directory, self.base_offset, files.TXN_INDEX_SUFFIX, self.temp_suffix)
         txn.unlink(missing_ok=True)
+
+    def __del__(self) -> None:
+        fd = getattr(self, "_fd", -1)
+        if fd >= 0:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
 
     def __repr__(self) -> str:
         return f"LogSegment(base_offset={self.base_offset}, size={self.size}, suffix={self.temp_suffix!r})"

@@ -1,0 +1,262 @@
+"""The embedded Python API: open a data directory, administer topics, produce and consume.
+
+::
+
+    import compactlog
+
+    with compactlog.open("data") as cl:
+        cl.create_topic("latest-product-price", config={"cleanup.policy": "compact"})
+        cl.produce("latest-product-price", b"10", key=b"p3")
+        cl.produce_batch("latest-product-price", [(b"p5", b"7"), (b"p3", b"11")], compression="zstd")
+        for rec in cl.consume("latest-product-price", from_beginning=True):
+            print(rec.offset, rec.key, rec.value)
+
+Each method is one call into the storage layer; the CLI commands are thin shells over these methods.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Iterator, Mapping, Sequence
+
+import numpy as np
+
+from .clock import SYSTEM, Time
+from .errors import InvalidRequestError, UnknownTopicOrPartitionError
+from .records import kernels
+from .records.batch import NO_TIMESTAMP, Record, build_batch
+from .records.codecs import check_level, codec_from_name
+from .storage.config import BrokerConfig, LogConfig
+from .storage.log import Log
+from .storage.manager import LogManager, TopicDescription
+from .storage.validator import ValidatedAppend
+
+DEFAULT_BATCH_BYTES = 16384  # the Java producer's batch.size
+
+Headers = Sequence[tuple[str, bytes | None]]
+
+
+@dataclass(frozen=True)
+class RecordMetadata:
+    """Where a produced record (or the first record of a produced run) was stored."""
+
+    topic: str
+    partition: int
+    offset: int
+    timestamp: int
+
+
+@dataclass(frozen=True)
+class AppendResult:
+    """What one ``produce_batch`` stored in one partition."""
+
+    partition: int
+    first_offset: int
+    last_offset: int
+    batches: int
+
+
+def open(data_dir: str | os.PathLike[str], config: Mapping[str, str] | str | os.PathLike[str] | None = None,
+         *, time: Time = SYSTEM, background: bool = False) -> "CompactLog":  # noqa: A001 - mirrors sqlite3.connect
+    """Open (creating if needed, recovering if it crashed) a data directory."""
+    return CompactLog(data_dir, config, time=time, background=background)
+
+
+class CompactLog:
+    """A data directory with its topics. Use as a context manager, or call :meth:`close`."""
+
+    def __init__(self, data_dir: str | os.PathLike[str], config: Mapping[str, str] | str | os.PathLike[str] | None = None,
+                 *, time: Time = SYSTEM, background: bool = False) -> None:
+        if isinstance(config, (str, os.PathLike)):
+            broker = BrokerConfig.from_file(Path(config))
+        else:
+            broker = BrokerConfig(dict(config or {}))
+        self.time = time
+        self.manager = LogManager(data_dir, broker, time)
+        self._round_robin = itertools.count()
+        if background:
+            self.manager.start_background()
+
+    # admin --------------------------------------------------------------------------------------
+    def create_topic(self, name: str, partitions: int | None = None, config: Mapping[str, str] | None = None) -> TopicDescription:
+        return self.manager.create_topic(name, partitions, {k: str(v) for k, v in (config or {}).items()})
+
+    def delete_topic(self, name: str) -> None:
+        self.manager.delete_topic(name)
+
+    def list_topics(self) -> list[str]:
+        return self.manager.list_topics()
+
+    def describe_topic(self, name: str) -> TopicDescription:
+        return self.manager.describe_topic(name)
+
+    def alter_topic_config(self, name: str, set: Mapping[str, str] | None = None,  # noqa: A002 - kafka-configs' words
+                           delete: Sequence[str] | None = None) -> LogConfig:
+        return self.manager.alter_topic_config(name, {k: str(v) for k, v in (set or {}).items()}, list(delete or []))
+
+    def log(self, topic: str, partition: int = 0) -> Log:
+        """The partition's Log, for lower-level work (raw reads, appends of built batches)."""
+        return self.manager.get_log(topic, partition)
+
+    # produce ------------------------------------------------------------------------------------
+    def partition_for(self, topic: str, key: bytes | None) -> int:
+        """Kafka's default partitioner: murmur2 of the key; keyless records go round-robin."""
+        n = self.manager.partitions_for(topic)
+        if key is None:
+            return next(self._round_robin) % n
+        return kernels.partition_for_keys([key], n)[0]
+
+    def _check_partition(self, topic: str, partition: int) -> None:
+        n = self.manager.partitions_for(topic)
+        if not 0 <= partition < n:
+            raise UnknownTopicOrPartitionError(f"Partition {partition} of topic '{topic}' does not exist (the topic has {n}).")
+
+    def produce(self, topic: str, value: bytes | None, key: bytes | None = None, *, partition: int | None = None,
+                timestamp: int | None = None, headers: Headers | None = None, compression: str = "none",
+                level: int | None = None) -> RecordMetadata:
+        """Append one record (one batch of one record, as a producer with linger.ms=0 sends it)."""
+        p = self.partition_for(topic, key) if partition is None else partition
+        self._check_partition(topic, p)
+        codec = codec_from_name(compression)
+        check_level(codec, level)
+        ts = self.time.milliseconds() if timestamp is None else timestamp
+        batch = build_batch([key], [value], [ts], headers=[headers] if headers else None, codec=codec, level=level)
+        v = self.manager.get_log(topic, p).append(batch)
+        return RecordMetadata(topic, p, v.first_offset, v.max_timestamp if v.log_append_time >= 0 else ts)
+
+    def produce_batch(self, topic: str, records: Iterable[tuple], *, partition: int | None = None,
+                      compression: str = "none", level: int | None = None, timestamp: int | None = None,
+                      batch_bytes: int = DEFAULT_BATCH_BYTES) -> list[AppendResult]:
+        """Append many records, split by partition and into batches of about ``batch_bytes``.
+
+        ``records`` holds (key, value) or (key, value, headers) tuples. Keys pick partitions with
+        murmur2 unless ``partition`` is given. Returns one result per partition written.
+        """
+        rows = list(records)
+        if not rows:
+            return []
+        codec = codec_from_name(compression)
+        check_level(codec, level)
+        n = self.manager.partitions_for(topic)
+        keys = [r[0] for r in rows]
+        values = [r[1] for r in rows]
+        headers = [r[2] if len(r) > 2 else () for r in rows] if any(len(r) > 2 and r[2] for r in rows) else None
+        if partition is not None:
+            self._check_partition(topic, partition)
+            parts = np.full(len(rows), partition, dtype=np.int64)
+        else:
+            parts = np.asarray(kernels.partition_for_keys(keys, n), dtype=np.int64)
+            keyless = parts < 0
+            if keyless.any():
+                parts[keyless] = next(self._round_robin) % n  # sticky for this call, as Kafka's producer does
+        ts = self.time.milliseconds() if timestamp is None else timestamp
+        sizes = np.fromiter(map(_size, values), dtype=np.int64, count=len(values)) + \
+            np.fromiter(map(_size, keys), dtype=np.int64, count=len(keys)) + 8
+        results = []
+        for p in np.unique(parts).tolist():
+            idx = np.flatnonzero(parts == p)
+            lg = self.manager.get_log(topic, p)
+            first = last = -1
+            nbatches = 0
+            for chunk in _chunks(idx, sizes, batch_bytes):
+                ks = [keys[i] for i in chunk] if len(idx) != len(rows) else keys[chunk[0] : chunk[-1] + 1]
+                vs = [values[i] for i in chunk] if len(idx) != len(rows) else values[chunk[0] : chunk[-1] + 1]
+                hs = None if headers is None else [headers[i] for i in chunk]
+                v = lg.append(build_batch(ks, vs, [ts] * len(ks), headers=hs, codec=codec, level=level))
+                first = v.first_offset if first < 0 else first
+                last = v.last_offset
+                nbatches += 1
+            results.append(AppendResult(p, first, last, nbatches))
+        return results
+
+    def append_batch(self, topic: str, partition: int, batch: bytes) -> ValidatedAppend:
+        """Append a batch the caller built (offsets assigned here); the fastest way in."""
+        return self.manager.get_log(topic, partition).append(batch)
+
+    # consume ------------------------------------------------------------------------------------
+    def consume(self, topic: str, partition: int | None = None, *, from_beginning: bool = False,
+                offset: int | None = None, timestamp: int | None = None, max_records: int | None = None) -> Iterator[Record]:
+        """Records up to the current end of the log, partition by partition.
+
+        Start position: ``offset`` (one partition), the first record at or after ``timestamp``, the
+        beginning, or (default, as a new Kafka consumer with auto.offset.reset=latest) the end.
+        """
+        n = self.manager.partitions_for(topic)
+        parts = range(n) if partition is None else [partition]
+        if offset is not None and partition is None and n > 1:
+            raise InvalidRequestError("an explicit offset needs a partition")
+        left = max_records
+        for p in parts:
+            lg = self.manager.get_log(topic, p)
+            start = self._start_offset(lg, from_beginning, offset, timestamp)
+            for batch in lg.batches(start):
+                for rec in batch.records(topic, p):
+                    if rec.offset < start:
+                        continue
+                    yield rec
+                    if left is not None:
+                        left -= 1
+                        if left <= 0:
+                            return
+
+    def _start_offset(self, lg: Log, from_beginning: bool, offset: int | None, timestamp: int | None) -> int:
+        if offset is not None:
+            if not lg.log_start_offset <= offset <= lg.log_end_offset:
+                from .errors import OffsetOutOfRangeError
+
+                raise OffsetOutOfRangeError(
+                    f"offset {offset} is out of range for {lg.name} ({lg.log_start_offset}..{lg.log_end_offset})"
+                )
+            return offset
+        if timestamp is not None:
+            found = lg.offset_for_timestamp(timestamp)
+            return lg.log_end_offset if found is None else found[1]
+        return lg.log_start_offset if from_beginning else lg.log_end_offset
+
+    def beginning_offsets(self, topic: str) -> dict[int, int]:
+        return {p: self.manager.get_log(topic, p).log_start_offset for p in range(self.manager.partitions_for(topic))}
+
+    def end_offsets(self, topic: str) -> dict[int, int]:
+        return {p: self.manager.get_log(topic, p).log_end_offset for p in range(self.manager.partitions_for(topic))}
+
+    # housekeeping -------------------------------------------------------------------------------
+    def clean(self, topic: str | None = None) -> dict[tuple[str, int], int]:
+        """One round of housekeeping now: retention (delete policy). Returns segments deleted."""
+        if topic is not None:
+            self.manager.partitions_for(topic)
+        return self.manager.run_retention(topic)
+
+    def flush(self) -> None:
+        self.manager.flush()
+
+    def close(self) -> None:
+        self.manager.close()
+
+    def __enter__(self) -> "CompactLog":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _size(b: bytes | None) -> int:
+    return 0 if b is None else len(b)
+
+
+def _chunks(idx: np.ndarray, sizes: np.ndarray, batch_bytes: int) -> Iterator[list[int]]:
+    """Split record indexes into runs of about ``batch_bytes`` (at least one record each)."""
+    cum = np.cumsum(sizes[idx])
+    start = 0
+    total = len(idx)
+    while start < total:
+        base = cum[start - 1] if start else 0
+        end = int(np.searchsorted(cum, base + batch_bytes, side="right"))
+        end = max(end, start + 1)
+        yield idx[start:end].tolist()
+        start = end
+
+
+__all__ = ["AppendResult", "CompactLog", "RecordMetadata", "open", "NO_TIMESTAMP"]

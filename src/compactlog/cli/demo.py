@@ -1,0 +1,59 @@
+"""``demo``: the README's main job, the "latest product price" walkthrough run end to end.
+
+Each step is the real command, run as its own process, so what it prints is what a user sees.
+"""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+
+TOPIC = "latest-product-price"
+PRICES = "p3:10\np5:7\np3:11\np6:25\np6:12\np5:14\np5:17\n"
+
+
+def steps(data: str) -> list[tuple[list[str], str | None]]:
+    """The walkthrough as (arguments, standard input) pairs."""
+    d = ["--data-dir", data]
+    seg0 = str(Path(data) / f"{TOPIC}-0" / ("0" * 20 + ".log"))
+    return [
+        (["topics", *d, "--create", "--topic", TOPIC, "--partitions", "1", "--config", "cleanup.policy=compact",
+          "--config", "segment.ms=100", "--config", "min.cleanable.dirty.ratio=0.01", "--config", "delete.retention.ms=100"], None),
+        (["produce", *d, "--topic", TOPIC, "--property", "parse.key=true", "--property", "key.separator=:"], PRICES),
+        (["consume", *d, "--topic", TOPIC, "--from-beginning", "--property", "print.key=true", "--property", "key.separator=:"], None),
+        (["topics", *d, "--describe", "--topic", TOPIC], None),
+        (["configs", *d, "--alter", "--topic", TOPIC, "--add-config", "compression.type=zstd"], None),
+        (["produce", *d, "--topic", TOPIC, "--property", "parse.key=true", "--property", "key.separator=:"], "p3:9\np7:30\n"),
+        (["configs", *d, "--describe", "--topic", TOPIC], None),
+        (["dump-log", "--files", seg0, "--print-data-log"], None),
+        (["clean", *d, "--topic", TOPIC], None),
+        (["consume", *d, "--topic", TOPIC, "--from-beginning", "--property", "print.key=true",
+          "--property", "print.offset=true", "--property", "key.separator=:"], None),
+    ]
+
+
+@click.command("demo")
+@click.option("--data-dir", default="demo-data", show_default=True, type=click.Path(file_okay=False),
+              help="Where to keep the walkthrough's data (its topic is recreated on every run).")
+def demo(data_dir: str) -> None:
+    """Run the latest-product-price walkthrough end to end, printing each command and its output."""
+    base = [sys.executable, "-m", "compactlog"]
+    if (Path(data_dir) / "__topics" / f"{TOPIC}.json").exists():
+        subprocess.run([*base, "topics", "--data-dir", data_dir, "--delete", "--topic", TOPIC], check=True,
+                       capture_output=True)
+    for i, (args, stdin) in enumerate(steps(data_dir), start=1):
+        shown = "compactlog " + shlex.join(args)
+        if stdin is not None:
+            shown = f"printf {shlex.quote(stdin.replace(chr(10), chr(92) + 'n'))} | {shown}"
+        click.secho(f"\n[{i}/{len(steps(data_dir))}] $ {shown}", fg="cyan", bold=True)
+        proc = subprocess.run([*base, *args], input=(stdin or "").encode(), capture_output=True)
+        sys.stdout.buffer.write(proc.stdout)
+        sys.stdout.flush()
+        if proc.returncode != 0:
+            sys.stderr.buffer.write(proc.stderr)
+            raise click.ClickException(f"step {i} failed with exit status {proc.returncode}")
+    click.secho("\nThe walkthrough ran end to end.", fg="green")

@@ -1,0 +1,27 @@
+"""The ``compactlog`` command group."""
+
+from __future__ import annotations
+
+import logging
+
+import click
+
+from .. import __version__
+from .console import consume, produce
+from .demo import demo
+from .dumplog import dump_log
+from .housekeeping import clean
+from .topics import configs, topics
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
+@click.version_option(__version__, prog_name="compactlog")
+@click.option("-v", "--verbose", count=True, help="Log more (-v info, -vv debug).")
+def main(verbose: int) -> None:
+    """compactlog: Kafka's storage, log compaction and compression over a local data directory."""
+    logging.basicConfig(level=[logging.WARNING, logging.INFO, logging.DEBUG][min(verbose, 2)],
+                        format="[%(asctime)s] %(levelname)s %(message)s (%(name)s)")
+
+
+for command in (topics, configs, produce, consume, dump_log, clean, demo):
+    main.add_command(command)

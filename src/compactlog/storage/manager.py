@@ -1,0 +1,319 @@
+"""LogManager: every partition log in one data directory, their topics, checkpoints and housekeeping.
+
+Layout of a data directory (Kafka's, plus one folder of topic metadata)::
+
+    <data>/
+      .lock                                  held while a process has the directory open
+      .kafka_cleanshutdown                   present only after a clean close
+      recovery-point-offset-checkpoint       Kafka's checkpoint text format
+      log-start-offset-checkpoint
+      cleaner-offset-checkpoint              (written by the log cleaner)
+      __topics/<topic>.json                  topic id, partition count, config overrides
+      <topic>-<partition>/                   segments, partition.metadata
+
+Kafka keeps topic metadata in its controller's log; with no controller here, one small JSON file per
+topic, written atomically, plays that part. Per-topic configs are stored as the strings the user gave,
+so ``describe`` shows them as they were set.
+"""
+
+from __future__ import annotations
+
+import base64
+import fcntl
+import json
+import logging
+import os
+import shutil
+import threading
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..clock import SYSTEM, Time
+from ..errors import (
+    InvalidPartitionsError,
+    KafkaStorageError,
+    TopicAlreadyExistsError,
+    UnknownTopicOrPartitionError,
+)
+from . import files
+from .checkpoint import OffsetCheckpointFile
+from .config import BrokerConfig, LogConfig, validate_topic_overrides
+from .log import Log
+
+log = logging.getLogger(__name__)
+
+TOPICS_DIR = "__topics"
+LOCK_FILE = ".lock"
+DELETE_SUFFIX = "-delete"
+
+
+@dataclass(frozen=True)
+class PartitionInfo:
+    partition: int
+    log_start_offset: int
+    log_end_offset: int
+    size_bytes: int
+    segments: int
+
+
+@dataclass(frozen=True)
+class TopicDescription:
+    name: str
+    topic_id: str
+    partitions: list[PartitionInfo]
+    config: LogConfig
+
+
+class LogManager:
+    """Opens (and recovers) a data directory; creates, deletes and alters topics; runs retention."""
+
+    def __init__(self, data_dir: str | os.PathLike[str], broker: BrokerConfig | None = None, time: Time = SYSTEM) -> None:
+        self.dir = Path(data_dir)
+        self.broker = broker if broker is not None else BrokerConfig({})
+        self.time = time
+        self.lock = threading.RLock()
+        self.dir.mkdir(parents=True, exist_ok=True)
+        (self.dir / TOPICS_DIR).mkdir(exist_ok=True)
+        self._lock_fd = os.open(self.dir / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(self._lock_fd)
+            raise KafkaStorageError(
+                f"Failed to acquire lock on file .lock in {self.dir}. A compactlog process is already using this data directory."
+            ) from None
+        self.recovery_checkpoint = OffsetCheckpointFile(self.dir / files.RECOVERY_POINT_CHECKPOINT)
+        self.start_checkpoint = OffsetCheckpointFile(self.dir / files.LOG_START_OFFSET_CHECKPOINT)
+        self.logs: dict[tuple[str, int], Log] = {}
+        self.topics: dict[str, dict] = {}
+        self._closed = False
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        # Hooks for the layers above (the cleaner pauses or forgets a partition on these).
+        self.on_partition_deleted: list = []  # (topic, partition) -> None
+        self.on_config_changed: list = []  # (topic, LogConfig) -> None
+        self._load()
+
+    # loading ------------------------------------------------------------------------------------
+    def _load(self) -> None:
+        marker = self.dir / files.CLEAN_SHUTDOWN_FILE
+        clean = marker.exists()
+        recovery = self.recovery_checkpoint.read()
+        starts = self.start_checkpoint.read()
+        for entry in sorted((self.dir / TOPICS_DIR).glob("*.json")):
+            meta = json.loads(entry.read_text(encoding="utf-8"))
+            self.topics[meta["name"]] = meta
+        for child in sorted(self.dir.iterdir()):
+            if child.is_dir() and child.name.endswith(DELETE_SUFFIX):
+                shutil.rmtree(child, ignore_errors=True)
+                continue
+            parsed = files.parse_partition_dir(child.name) if child.is_dir() else None
+            if parsed is None:
+                continue
+            topic, partition = parsed
+            if topic not in self.topics:
+                log.warning("ignoring partition directory %s: no topic metadata for %s", child.name, topic)
+                continue
+            self.logs[parsed] = Log(
+                child, self.log_config(topic), time=self.time,
+                recovery_point=recovery.get(parsed, 0), log_start_offset=starts.get(parsed, 0),
+                clean_shutdown=clean,
+            )
+        for topic, meta in self.topics.items():  # a crash during create may have left some out
+            for p in range(meta["partitions"]):
+                if (topic, p) not in self.logs:
+                    self._create_log(topic, p)
+        marker.unlink(missing_ok=True)
+        self.checkpoint()
+
+    def log_config(self, topic: str) -> LogConfig:
+        return LogConfig(self.topics[topic].get("config", {}), self.broker)
+
+    def _create_log(self, topic: str, partition: int) -> Log:
+        d = self.dir / files.partition_dir_name(topic, partition)
+        d.mkdir(exist_ok=True)
+        meta = self.topics[topic]
+        files.atomic_write(d / "partition.metadata", f"version: 0\ntopic_id: {meta['topic_id']}\n")
+        lg = Log(d, self.log_config(topic), time=self.time, clean_shutdown=True)
+        self.logs[(topic, partition)] = lg
+        return lg
+
+    def _write_topic(self, meta: dict) -> None:
+        files.atomic_write(self.dir / TOPICS_DIR / f"{meta['name']}.json", json.dumps(meta, indent=2, sort_keys=True))
+
+    # topics -------------------------------------------------------------------------------------
+    def create_topic(self, name: str, partitions: int | None = None, config: dict[str, str] | None = None) -> TopicDescription:
+        """Create a topic; config overrides are validated against Kafka's table before anything is written."""
+        files.validate_topic_name(name)
+        n = self.broker.get("num.partitions") if partitions is None or partitions == -1 else partitions
+        if not isinstance(n, int) or n <= 0:
+            raise InvalidPartitionsError(f"Number of partitions must be larger than 0, got {partitions}.")
+        overrides = validate_topic_overrides(dict(config or {}))
+        with self.lock:
+            if name in self.topics:
+                raise TopicAlreadyExistsError(f"Topic '{name}' already exists.")
+            collisions = [t for t in self.topics if t.replace(".", "_") == name.replace(".", "_")]
+            if collisions:
+                raise TopicAlreadyExistsError(
+                    f"Topic '{name}' collides with existing topic: {collisions[0]} ('.' and '_' are treated alike, as in Kafka)"
+                )
+            topic_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+            meta = {"name": name, "topic_id": topic_id, "partitions": n, "config": overrides}
+            self._write_topic(meta)
+            self.topics[name] = meta
+            for p in range(n):
+                self._create_log(name, p)
+        return self.describe_topic(name)
+
+    def _require(self, name: str) -> dict:
+        meta = self.topics.get(name)
+        if meta is None:
+            raise UnknownTopicOrPartitionError(f"Topic '{name}' does not exist.")
+        return meta
+
+    def delete_topic(self, name: str) -> None:
+        """Remove the topic's metadata first (it stops existing), then its partition directories."""
+        with self.lock:
+            self._require(name)
+            doomed = [(k, lg) for k, lg in self.logs.items() if k[0] == name]
+            for hook in self.on_partition_deleted:
+                for k, _ in doomed:
+                    hook(k)
+            (self.dir / TOPICS_DIR / f"{name}.json").unlink()
+            files.fsync_dir(self.dir / TOPICS_DIR)
+            del self.topics[name]
+            for k, lg in doomed:
+                del self.logs[k]
+                marked = lg.dir.with_name(f"{lg.dir.name}.{uuid.uuid4().hex}{DELETE_SUFFIX}")
+                for seg in lg.segments:
+                    seg.close_handlers()
+                lg.delete_expired_files(force=True)
+                os.replace(lg.dir, marked)
+                shutil.rmtree(marked, ignore_errors=True)
+            self.checkpoint()
+
+    def list_topics(self) -> list[str]:
+        return sorted(self.topics)
+
+    def partitions_for(self, name: str) -> int:
+        return self._require(name)["partitions"]
+
+    def describe_topic(self, name: str) -> TopicDescription:
+        meta = self._require(name)
+        parts = []
+        for p in range(meta["partitions"]):
+            lg = self.logs[(name, p)]
+            parts.append(PartitionInfo(p, lg.log_start_offset, lg.log_end_offset, lg.size, len(lg.segments)))
+        return TopicDescription(name, meta["topic_id"], parts, self.log_config(name))
+
+    def alter_topic_config(self, name: str, set_configs: dict[str, str] | None = None,
+                           delete_configs: list[str] | None = None) -> LogConfig:
+        """kafka-configs --alter: add or replace overrides, remove others; applied to open logs at once."""
+        with self.lock:
+            meta = self._require(name)
+            current = dict(meta.get("config", {}))
+            from .config import alter as alter_overrides
+
+            updated = alter_overrides(current, set_configs or {}, delete_configs or [])
+            new_meta = {**meta, "config": updated}
+            self._write_topic(new_meta)
+            self.topics[name] = new_meta
+            cfg = self.log_config(name)
+            for (t, _), lg in self.logs.items():
+                if t == name:
+                    lg.update_config(cfg)
+            for hook in self.on_config_changed:
+                hook(name, cfg)
+            return cfg
+
+    def get_log(self, topic: str, partition: int) -> Log:
+        lg = self.logs.get((topic, partition))
+        if lg is None:
+            if topic in self.topics:
+                raise UnknownTopicOrPartitionError(
+                    f"Partition {partition} of topic '{topic}' does not exist (the topic has {self.topics[topic]['partitions']})."
+                )
+            raise UnknownTopicOrPartitionError(f"Topic '{topic}' does not exist.")
+        return lg
+
+    # housekeeping ---------------------------------------------------------------------------------
+    def checkpoint(self) -> None:
+        """Write recovery points and log start offsets (Kafka's periodic checkpoint tasks)."""
+        with self.lock:
+            logs = dict(self.logs)
+        self.recovery_checkpoint.write({k: lg.recovery_point for k, lg in logs.items()})
+        self.start_checkpoint.write(
+            {k: lg.log_start_offset for k, lg in logs.items() if lg.log_start_offset > lg.segments[0].base_offset}
+        )
+
+    def run_retention(self, topic: str | None = None) -> dict[tuple[str, int], int]:
+        """Delete segments by log start offset, ``retention.ms`` and ``retention.bytes`` (delete policy).
+
+        Compacted topics get only the log-start-offset rule here; their ``compact,delete`` retention runs
+        in the cleaner's loop, as in Kafka. Returns segments deleted per partition.
+        """
+        with self.lock:
+            logs = {k: lg for k, lg in self.logs.items() if topic is None or k[0] == topic}
+        done = {}
+        for k, lg in logs.items():
+            n = lg.delete_old_segments()
+            lg.delete_expired_files()
+            if n:
+                done[k] = n
+        if done:
+            self.checkpoint()
+        return done
+
+    def flush(self) -> None:
+        with self.lock:
+            for lg in self.logs.values():
+                lg.flush()
+        self.checkpoint()
+
+    def start_background(self) -> None:
+        """Periodic retention, file deletion and checkpoints, for long-running processes."""
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._housekeeping, name="compactlog-log-manager", daemon=True)
+            self._thread.start()
+
+    def _housekeeping(self) -> None:
+        interval = self.broker.get("log.retention.check.interval.ms")
+        ckpt = self.broker.get("log.flush.offset.checkpoint.interval.ms")
+        tick = min(interval, ckpt, 1000) / 1000
+        last_retention = last_ckpt = self.time.milliseconds()
+        while not self._stop.wait(tick):
+            now = self.time.milliseconds()
+            try:
+                if now - last_retention >= interval:
+                    self.run_retention()
+                    last_retention = now
+                for lg in list(self.logs.values()):
+                    lg.delete_expired_files(now)
+                if now - last_ckpt >= ckpt:
+                    self.checkpoint()
+                    last_ckpt = now
+            except Exception:  # keep housekeeping alive; the next tick retries
+                log.exception("log manager housekeeping failed")
+
+    def close(self) -> None:
+        """Flush, checkpoint, write the clean-shutdown marker and release the directory lock."""
+        if self._closed:
+            return
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        with self.lock:
+            for lg in self.logs.values():
+                lg.close()
+            self.checkpoint()
+            files.atomic_write(self.dir / files.CLEAN_SHUTDOWN_FILE, "")
+            self._closed = True
+            fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+            os.close(self._lock_fd)
+
+    def __enter__(self) -> "LogManager":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
