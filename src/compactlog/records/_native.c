@@ -1,0 +1,668 @@
+/*
+ * Compiled record kernels: the per-record loops of the record format, out of the interpreter.
+ *
+ * Same contract, results and error texts as the Python twin in _py.py (the readable statement of the
+ * record layout); the test suite pins the two together. Everything here works on buffers (bytes,
+ * bytearray, memoryview slices, mmap) without copying them.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <nmmintrin.h>
+#define HAVE_X86_CRC 1
+#endif
+
+#define NCOLS 10
+enum { C_POS, C_END, C_OFFSET_DELTA, C_TS_DELTA, C_KEY_POS, C_KEY_LEN, C_VAL_POS, C_VAL_LEN, C_HDR_POS, C_HDR_COUNT };
+
+/* ------------------------------------------------------------------------------------------------
+ * Errors are recorded without the GIL and turned into ValueError afterwards, with the twin's words.
+ */
+enum {
+    E_NONE, E_VARINT_EOF, E_VARINT_LONG, E_EXPECTED_RECORDS, E_RECORD_LEN, E_RECORD_PAST_BATCH,
+    E_FIELD_LEN, E_FIELD_PAST_RECORD, E_HEADER_COUNT, E_LEN_MISMATCH, E_REMAINING
+};
+
+typedef struct {
+    int code;
+    long long a, b;
+    const char *what;
+} scan_err;
+
+static PyObject *raise_scan_error(const scan_err *e) {
+    switch (e->code) {
+    case E_VARINT_EOF: return PyErr_Format(PyExc_ValueError, "premature EOF while reading a varint");
+    case E_VARINT_LONG: return PyErr_Format(PyExc_ValueError, "varint is longer than %lld bytes", e->a);
+    case E_EXPECTED_RECORDS:
+        return PyErr_Format(PyExc_ValueError, "premature EOF: expected %lld records, found %lld", e->a, e->b);
+    case E_RECORD_LEN: return PyErr_Format(PyExc_ValueError, "invalid record length %lld", e->a);
+    case E_RECORD_PAST_BATCH:
+        return PyErr_Format(PyExc_ValueError, "premature EOF: record of %lld bytes runs past the batch", e->a);
+    case E_FIELD_LEN: return PyErr_Format(PyExc_ValueError, "invalid %s length %lld", e->what, e->a);
+    case E_FIELD_PAST_RECORD:
+        return PyErr_Format(PyExc_ValueError, "premature EOF: %s of %lld bytes runs past the record", e->what, e->a);
+    case E_HEADER_COUNT: return PyErr_Format(PyExc_ValueError, "invalid header count %lld", e->a);
+    case E_LEN_MISMATCH:
+        return PyErr_Format(PyExc_ValueError, "record length %lld does not match its %lld bytes of content", e->a, e->b);
+    case E_REMAINING:
+        return PyErr_Format(PyExc_ValueError, "%lld bytes still remaining after %lld records", e->a, e->b);
+    default: return PyErr_Format(PyExc_ValueError, "malformed records");
+    }
+}
+
+/* Zigzag varint reader; returns the new position or -1 with err set. */
+static inline Py_ssize_t read_varint(const uint8_t *d, Py_ssize_t pos, Py_ssize_t end, int max_bytes,
+                                     int64_t *out, scan_err *err) {
+    uint64_t z = 0;
+    int shift = 0;
+    for (int i = 1;; i++) {
+        if (pos >= end) {
+            err->code = E_VARINT_EOF;
+            return -1;
+        }
+        uint8_t b = d[pos++];
+        if (shift < 64) z |= (uint64_t)(b & 0x7F) << shift;
+        if (!(b & 0x80)) break;
+        if (i >= max_bytes) {
+            err->code = E_VARINT_LONG;
+            err->a = max_bytes;
+            return -1;
+        }
+        shift += 7;
+    }
+    *out = (int64_t)(z >> 1) ^ -(int64_t)(z & 1);
+    return pos;
+}
+
+/* A length-prefixed bytes field; sets *fpos and *flen (-1 = null). */
+static inline Py_ssize_t read_field(const uint8_t *d, Py_ssize_t pos, Py_ssize_t end, const char *what, int nullable,
+                                    int64_t *fpos, int64_t *flen, scan_err *err) {
+    int64_t len;
+    pos = read_varint(d, pos, end, 5, &len, err);
+    if (pos < 0) return -1;
+    if (len < 0) {
+        if (len == -1 && nullable) {
+            *fpos = pos;
+            *flen = -1;
+            return pos;
+        }
+        err->code = E_FIELD_LEN;
+        err->what = what;
+        err->a = len;
+        return -1;
+    }
+    if (pos + len > end) {
+        err->code = E_FIELD_PAST_RECORD;
+        err->what = what;
+        err->a = len;
+        return -1;
+    }
+    *fpos = pos;
+    *flen = len;
+    return pos + len;
+}
+
+/* Validate one record at pos; fills row[NCOLS]; returns the record's end or -1. */
+static Py_ssize_t scan_one(const uint8_t *d, Py_ssize_t total, Py_ssize_t pos, int64_t *row, scan_err *err) {
+    Py_ssize_t start = pos;
+    int64_t length, v, hcount, ignore_pos, ignore_len;
+    pos = read_varint(d, pos, total, 5, &length, err);
+    if (pos < 0) return -1;
+    if (length <= 0) {
+        err->code = E_RECORD_LEN;
+        err->a = length;
+        return -1;
+    }
+    Py_ssize_t end = pos + length;
+    if (end > total) {
+        err->code = E_RECORD_PAST_BATCH;
+        err->a = length;
+        return -1;
+    }
+    pos += 1; /* attributes */
+    if ((pos = read_varint(d, pos, end, 10, &v, err)) < 0) return -1;
+    row[C_TS_DELTA] = v;
+    if ((pos = read_varint(d, pos, end, 5, &v, err)) < 0) return -1;
+    row[C_OFFSET_DELTA] = v;
+    if ((pos = read_field(d, pos, end, "key", 1, &row[C_KEY_POS], &row[C_KEY_LEN], err)) < 0) return -1;
+    if ((pos = read_field(d, pos, end, "value", 1, &row[C_VAL_POS], &row[C_VAL_LEN], err)) < 0) return -1;
+    if ((pos = read_varint(d, pos, end, 5, &hcount, err)) < 0) return -1;
+    if (hcount < 0) {
+        err->code = E_HEADER_COUNT;
+        err->a = hcount;
+        return -1;
+    }
+    row[C_HDR_POS] = pos;
+    row[C_HDR_COUNT] = hcount;
+    for (int64_t h = 0; h < hcount; h++) {
+        if ((pos = read_field(d, pos, end, "header key", 0, &ignore_pos, &ignore_len, err)) < 0) return -1;
+        if ((pos = read_field(d, pos, end, "header value", 1, &ignore_pos, &ignore_len, err)) < 0) return -1;
+    }
+    if (pos != end) {
+        err->code = E_LEN_MISMATCH;
+        err->a = length;
+        err->b = (long long)(pos - (end - length));
+        return -1;
+    }
+    row[C_POS] = start;
+    row[C_END] = end;
+    return end;
+}
+
+static Py_ssize_t scan_all(const uint8_t *d, Py_ssize_t total, Py_ssize_t count, int64_t *out, scan_err *err) {
+    Py_ssize_t pos = 0;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        if (pos >= total) {
+            err->code = E_EXPECTED_RECORDS;
+            err->a = count;
+            err->b = i;
+            return -1;
+        }
+        pos = scan_one(d, total, pos, out + i * NCOLS, err);
+        if (pos < 0) return -1;
+    }
+    if (pos != total) {
+        err->code = E_REMAINING;
+        err->a = total - pos;
+        err->b = count;
+        return -1;
+    }
+    return pos;
+}
+
+/* scan_records(data, count, out) -> bytes read */
+static PyObject *scan_records(PyObject *self, PyObject *args) {
+    PyObject *data_obj, *out_obj;
+    Py_ssize_t count;
+    if (!PyArg_ParseTuple(args, "OnO", &data_obj, &count, &out_obj)) return NULL;
+    Py_buffer data, out;
+    if (PyObject_GetBuffer(data_obj, &data, PyBUF_SIMPLE) < 0) return NULL;
+    if (PyObject_GetBuffer(out_obj, &out, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) {
+        PyBuffer_Release(&data);
+        return NULL;
+    }
+    if (count < 0 || out.len < (Py_ssize_t)(count * NCOLS * sizeof(int64_t))) {
+        PyBuffer_Release(&data);
+        PyBuffer_Release(&out);
+        return PyErr_Format(PyExc_ValueError, "out must hold %zd rows of %d int64 columns", count, NCOLS);
+    }
+    scan_err err = {0};
+    Py_ssize_t res;
+    Py_BEGIN_ALLOW_THREADS
+    res = scan_all((const uint8_t *)data.buf, data.len, count, (int64_t *)out.buf, &err);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&data);
+    PyBuffer_Release(&out);
+    if (res < 0) return raise_scan_error(&err);
+    return PyLong_FromSsize_t(res);
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * decode_records: one pass that validates and builds record tuples of the caller's namedtuple type.
+ */
+static PyObject *bytes_or_none(const uint8_t *d, int64_t pos, int64_t len) {
+    if (len < 0) Py_RETURN_NONE;
+    return PyBytes_FromStringAndSize((const char *)d + pos, (Py_ssize_t)len);
+}
+
+static PyObject *decode_headers_at(const uint8_t *d, Py_ssize_t end, Py_ssize_t pos, int64_t count) {
+    if (count == 0) return PyTuple_New(0);
+    PyObject *tup = PyTuple_New((Py_ssize_t)count);
+    if (!tup) return NULL;
+    scan_err err = {0};
+    for (int64_t h = 0; h < count; h++) {
+        int64_t kp, kl, vp, vl;
+        pos = read_field(d, pos, end, "header key", 0, &kp, &kl, &err);
+        if (pos >= 0) pos = read_field(d, pos, end, "header value", 1, &vp, &vl, &err);
+        if (pos < 0) {
+            Py_DECREF(tup);
+            return raise_scan_error(&err);
+        }
+        PyObject *k = PyUnicode_DecodeUTF8((const char *)d + kp, (Py_ssize_t)kl, "strict");
+        PyObject *v = k ? bytes_or_none(d, vp, vl) : NULL;
+        PyObject *pair = (k && v) ? PyTuple_Pack(2, k, v) : NULL;
+        Py_XDECREF(k);
+        Py_XDECREF(v);
+        if (!pair) {
+            Py_DECREF(tup);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(tup, (Py_ssize_t)h, pair);
+    }
+    return tup;
+}
+
+static PyObject *decode_records(PyObject *self, PyObject *args) {
+    PyObject *type_obj, *topic, *data_obj, *override_obj;
+    long long partition, ts_type, base_offset, base_ts;
+    Py_ssize_t count;
+    if (!PyArg_ParseTuple(args, "OOLLOnLLO", &type_obj, &topic, &partition, &ts_type, &data_obj, &count, &base_offset,
+                          &base_ts, &override_obj))
+        return NULL;
+    if (!PyType_Check(type_obj) || !PyType_IsSubtype((PyTypeObject *)type_obj, &PyTuple_Type))
+        return PyErr_Format(PyExc_TypeError, "record_type must be a tuple subclass");
+    PyTypeObject *rtype = (PyTypeObject *)type_obj;
+    int has_override = override_obj != Py_None;
+    long long override = 0;
+    if (has_override) {
+        override = PyLong_AsLongLong(override_obj);
+        if (override == -1 && PyErr_Occurred()) return NULL;
+    }
+    Py_buffer data;
+    if (PyObject_GetBuffer(data_obj, &data, PyBUF_SIMPLE) < 0) return NULL;
+    const uint8_t *d = (const uint8_t *)data.buf;
+    Py_ssize_t total = data.len, pos = 0;
+    PyObject *list = PyList_New(count < 0 ? 0 : count);
+    PyObject *part = PyLong_FromLongLong(partition), *tstype = PyLong_FromLongLong(ts_type);
+    if (!list || !part || !tstype) goto fail;
+    scan_err err = {0};
+    int64_t row[NCOLS];
+    for (Py_ssize_t i = 0; i < count; i++) {
+        if (pos >= total) {
+            err.code = E_EXPECTED_RECORDS;
+            err.a = count;
+            err.b = i;
+            raise_scan_error(&err);
+            goto fail;
+        }
+        pos = scan_one(d, total, pos, row, &err);
+        if (pos < 0) {
+            raise_scan_error(&err);
+            goto fail;
+        }
+        PyObject *rec = rtype->tp_alloc(rtype, 8);
+        if (!rec) goto fail;
+        PyList_SET_ITEM(list, i, rec);
+        Py_INCREF(topic);
+        PyTuple_SET_ITEM(rec, 0, topic);
+        Py_INCREF(part);
+        PyTuple_SET_ITEM(rec, 1, part);
+        PyObject *off = PyLong_FromLongLong(base_offset + row[C_OFFSET_DELTA]);
+        PyObject *ts = PyLong_FromLongLong(has_override ? override : base_ts + row[C_TS_DELTA]);
+        PyObject *key = bytes_or_none(d, row[C_KEY_POS], row[C_KEY_LEN]);
+        PyObject *val = bytes_or_none(d, row[C_VAL_POS], row[C_VAL_LEN]);
+        PyObject *hdrs = decode_headers_at(d, row[C_END], row[C_HDR_POS], row[C_HDR_COUNT]);
+        Py_INCREF(tstype);
+        PyTuple_SET_ITEM(rec, 4, tstype);
+        /* set what exists so a partial record is freed cleanly */
+        PyTuple_SET_ITEM(rec, 2, off);
+        PyTuple_SET_ITEM(rec, 3, ts);
+        PyTuple_SET_ITEM(rec, 5, key);
+        PyTuple_SET_ITEM(rec, 6, val);
+        PyTuple_SET_ITEM(rec, 7, hdrs);
+        if (!off || !ts || !key || !val || !hdrs) goto fail;
+    }
+    if (pos != total) {
+        err.code = E_REMAINING;
+        err.a = total - pos;
+        err.b = count;
+        raise_scan_error(&err);
+        goto fail;
+    }
+    PyBuffer_Release(&data);
+    Py_DECREF(part);
+    Py_DECREF(tstype);
+    return list;
+fail:
+    PyBuffer_Release(&data);
+    Py_XDECREF(part);
+    Py_XDECREF(tstype);
+    Py_XDECREF(list); /* PyList_New's unset slots are NULL, which list dealloc skips */
+    return NULL;
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * encode_records: build an uncompressed records section.
+ */
+typedef struct {
+    char *buf;
+    Py_ssize_t len, cap;
+} wbuf;
+
+static int wb_reserve(wbuf *w, Py_ssize_t extra) {
+    if (w->len + extra <= w->cap) return 0;
+    Py_ssize_t cap = w->cap ? w->cap : 1024;
+    while (cap < w->len + extra) cap *= 2;
+    char *nb = PyMem_Realloc(w->buf, cap);
+    if (!nb) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    w->buf = nb;
+    w->cap = cap;
+    return 0;
+}
+
+static inline int varint_size(uint64_t z) {
+    int n = 1;
+    while (z >= 0x80) {
+        z >>= 7;
+        n++;
+    }
+    return n;
+}
+
+static inline uint64_t zigzag(int64_t n) { return ((uint64_t)n << 1) ^ (uint64_t)(n >> 63); }
+
+static inline void put_varint(wbuf *w, int64_t n) {
+    uint64_t z = zigzag(n);
+    while (z >= 0x80) {
+        w->buf[w->len++] = (char)((z & 0x7F) | 0x80);
+        z >>= 7;
+    }
+    w->buf[w->len++] = (char)z;
+}
+
+typedef struct {
+    Py_buffer view;
+    int is_null;
+} field;
+
+static int get_field(PyObject *obj, field *f) {
+    if (obj == Py_None) {
+        f->is_null = 1;
+        f->view.buf = NULL;
+        f->view.len = 0;
+        f->view.obj = NULL;
+        return 0;
+    }
+    f->is_null = 0;
+    return PyObject_GetBuffer(obj, &f->view, PyBUF_SIMPLE);
+}
+
+static void release_field(field *f) {
+    if (!f->is_null && f->view.obj) PyBuffer_Release(&f->view);
+}
+
+static inline Py_ssize_t field_size(const field *f) {
+    return f->is_null ? 1 : varint_size(zigzag(f->view.len)) + f->view.len;
+}
+
+static inline void put_field(wbuf *w, const field *f) {
+    if (f->is_null) {
+        put_varint(w, -1);
+        return;
+    }
+    put_varint(w, f->view.len);
+    memcpy(w->buf + w->len, f->view.buf, f->view.len);
+    w->len += f->view.len;
+}
+
+static PyObject *encode_records(PyObject *self, PyObject *args) {
+    PyObject *keys_obj, *values_obj, *ts_obj, *deltas_obj, *headers_obj;
+    long long base_ts;
+    if (!PyArg_ParseTuple(args, "OOOLOO", &keys_obj, &values_obj, &ts_obj, &base_ts, &deltas_obj, &headers_obj))
+        return NULL;
+    PyObject *keys = PySequence_Fast(keys_obj, "keys must be a sequence");
+    PyObject *values = keys ? PySequence_Fast(values_obj, "values must be a sequence") : NULL;
+    PyObject *tss = values ? PySequence_Fast(ts_obj, "timestamps must be a sequence") : NULL;
+    PyObject *deltas = NULL, *headers = NULL, *result = NULL;
+    wbuf w = {0};
+    if (!tss) goto done;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(keys);
+    if (PySequence_Fast_GET_SIZE(values) != n || PySequence_Fast_GET_SIZE(tss) != n) {
+        PyErr_SetString(PyExc_ValueError, "keys, values and timestamps must have the same length");
+        goto done;
+    }
+    if (deltas_obj != Py_None) {
+        if (!(deltas = PySequence_Fast(deltas_obj, "offset_deltas must be a sequence"))) goto done;
+        if (PySequence_Fast_GET_SIZE(deltas) != n) {
+            PyErr_SetString(PyExc_ValueError, "offset_deltas must have one entry per record");
+            goto done;
+        }
+    }
+    if (headers_obj != Py_None) {
+        if (!(headers = PySequence_Fast(headers_obj, "headers must be a sequence"))) goto done;
+        if (PySequence_Fast_GET_SIZE(headers) != n) {
+            PyErr_SetString(PyExc_ValueError, "headers must have one entry per record");
+            goto done;
+        }
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        field k, v;
+        if (get_field(PySequence_Fast_GET_ITEM(keys, i), &k) < 0) goto done;
+        if (get_field(PySequence_Fast_GET_ITEM(values, i), &v) < 0) {
+            release_field(&k);
+            goto done;
+        }
+        long long ts = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(tss, i));
+        long long od = i;
+        if (deltas) od = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(deltas, i));
+        if (PyErr_Occurred()) {
+            release_field(&k);
+            release_field(&v);
+            goto done;
+        }
+        PyObject *hseq = NULL;
+        Py_ssize_t hn = 0, hbytes = 0;
+        field *hf = NULL;
+        if (headers) {
+            hseq = PySequence_Fast(PySequence_Fast_GET_ITEM(headers, i), "each record's headers must be a sequence");
+            if (!hseq) {
+                release_field(&k);
+                release_field(&v);
+                goto done;
+            }
+            hn = PySequence_Fast_GET_SIZE(hseq);
+            hf = hn ? PyMem_Calloc(2 * hn, sizeof(field)) : NULL;
+            int ok = hn == 0 || hf != NULL;
+            Py_ssize_t got = 0;
+            for (Py_ssize_t h = 0; ok && h < hn; h++) {
+                PyObject *pair = PySequence_Fast_GET_ITEM(hseq, h);
+                PyObject *hk, *hv;
+                if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) {
+                    PyErr_SetString(PyExc_ValueError, "a header must be a (key, value) tuple");
+                    ok = 0;
+                    break;
+                }
+                hk = PyTuple_GET_ITEM(pair, 0);
+                hv = PyTuple_GET_ITEM(pair, 1);
+                if (hk == Py_None) {
+                    PyErr_SetString(PyExc_ValueError, "a header key cannot be null");
+                    ok = 0;
+                    break;
+                }
+                if (get_field(hk, &hf[2 * h]) < 0) { ok = 0; break; }
+                got = 2 * h + 1;
+                if (get_field(hv, &hf[2 * h + 1]) < 0) { ok = 0; break; }
+                got = 2 * h + 2;
+                hbytes += field_size(&hf[2 * h]) + field_size(&hf[2 * h + 1]);
+            }
+            if (!ok) {
+                for (Py_ssize_t j = 0; j < got; j++) release_field(&hf[j]);
+                PyMem_Free(hf);
+                Py_DECREF(hseq);
+                release_field(&k);
+                release_field(&v);
+                if (!PyErr_Occurred()) PyErr_NoMemory();
+                goto done;
+            }
+        }
+        int64_t ts_delta = (int64_t)ts - (int64_t)base_ts;
+        Py_ssize_t body = 1 + varint_size(zigzag(ts_delta)) + varint_size(zigzag(od)) + field_size(&k) + field_size(&v) +
+                          varint_size(zigzag(hn)) + hbytes;
+        int err = wb_reserve(&w, body + 10);
+        if (!err) {
+            put_varint(&w, body);
+            w.buf[w.len++] = 0;
+            put_varint(&w, ts_delta);
+            put_varint(&w, od);
+            put_field(&w, &k);
+            put_field(&w, &v);
+            put_varint(&w, hn);
+            for (Py_ssize_t h = 0; h < 2 * hn; h++) put_field(&w, &hf[h]);
+        }
+        for (Py_ssize_t h = 0; h < 2 * hn; h++) release_field(&hf[h]);
+        PyMem_Free(hf);
+        Py_XDECREF(hseq);
+        release_field(&k);
+        release_field(&v);
+        if (err) goto done;
+    }
+    result = PyBytes_FromStringAndSize(w.buf ? w.buf : "", w.len);
+done:
+    PyMem_Free(w.buf);
+    Py_XDECREF(keys);
+    Py_XDECREF(values);
+    Py_XDECREF(tss);
+    Py_XDECREF(deltas);
+    Py_XDECREF(headers);
+    return result;
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * CRC-32C: the SSE4.2 instruction where the CPU has it, else slicing-by-8 tables.
+ */
+static uint32_t crc_table[8][256];
+
+static void crc_init(void) {
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = i;
+        for (int k = 0; k < 8; k++) c = (c >> 1) ^ (0x82F63B78u & (0u - (c & 1u)));
+        crc_table[0][i] = c;
+    }
+    for (uint32_t i = 0; i < 256; i++)
+        for (int t = 1; t < 8; t++) crc_table[t][i] = (crc_table[t - 1][i] >> 8) ^ crc_table[0][crc_table[t - 1][i] & 0xFF];
+}
+
+static uint32_t crc_sw(uint32_t crc, const uint8_t *p, size_t n) {
+    crc = ~crc;
+    while (n >= 8) {
+        uint64_t v;
+        memcpy(&v, p, 8);
+        v ^= crc; /* little-endian hosts */
+        crc = crc_table[7][v & 0xFF] ^ crc_table[6][(v >> 8) & 0xFF] ^ crc_table[5][(v >> 16) & 0xFF] ^
+              crc_table[4][(v >> 24) & 0xFF] ^ crc_table[3][(v >> 32) & 0xFF] ^ crc_table[2][(v >> 40) & 0xFF] ^
+              crc_table[1][(v >> 48) & 0xFF] ^ crc_table[0][v >> 56];
+        p += 8;
+        n -= 8;
+    }
+    while (n--) crc = (crc >> 8) ^ crc_table[0][(crc ^ *p++) & 0xFF];
+    return ~crc;
+}
+
+#ifdef HAVE_X86_CRC
+__attribute__((target("sse4.2"))) static uint32_t crc_hw(uint32_t crc, const uint8_t *p, size_t n) {
+    uint64_t c = ~crc;
+    while (n && ((uintptr_t)p & 7)) {
+        c = _mm_crc32_u8((uint32_t)c, *p++);
+        n--;
+    }
+    while (n >= 8) {
+        uint64_t v;
+        memcpy(&v, p, 8);
+        c = _mm_crc32_u64(c, v);
+        p += 8;
+        n -= 8;
+    }
+    while (n--) c = _mm_crc32_u8((uint32_t)c, *p++);
+    return ~(uint32_t)c;
+}
+#endif
+
+static int use_hw_crc = 0;
+
+static PyObject *crc32c(PyObject *self, PyObject *arg) {
+    Py_buffer b;
+    if (PyObject_GetBuffer(arg, &b, PyBUF_SIMPLE) < 0) return NULL;
+    uint32_t c;
+    const uint8_t *p = (const uint8_t *)b.buf;
+    size_t n = (size_t)b.len;
+    int release_gil = n > 65536;
+    PyThreadState *ts = release_gil ? PyEval_SaveThread() : NULL;
+#ifdef HAVE_X86_CRC
+    c = use_hw_crc ? crc_hw(0, p, n) : crc_sw(0, p, n);
+#else
+    c = crc_sw(0, p, n);
+#endif
+    if (release_gil) PyEval_RestoreThread(ts);
+    PyBuffer_Release(&b);
+    return PyLong_FromUnsignedLong(c);
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * murmur2 (Kafka's default partitioner).
+ */
+static int32_t murmur2_raw(const uint8_t *d, Py_ssize_t len) {
+    const uint32_t m = 0x5bd1e995;
+    uint32_t h = 0x9747b28cu ^ (uint32_t)len;
+    Py_ssize_t n4 = len & ~(Py_ssize_t)3;
+    for (Py_ssize_t i = 0; i < n4; i += 4) {
+        uint32_t k = (uint32_t)d[i] | ((uint32_t)d[i + 1] << 8) | ((uint32_t)d[i + 2] << 16) | ((uint32_t)d[i + 3] << 24);
+        k *= m;
+        k ^= k >> 24;
+        k *= m;
+        h *= m;
+        h ^= k;
+    }
+    switch (len & 3) {
+    case 3: h ^= (uint32_t)d[n4 + 2] << 16; /* fall through */
+    case 2: h ^= (uint32_t)d[n4 + 1] << 8;  /* fall through */
+    case 1:
+        h ^= d[n4];
+        h *= m;
+    }
+    h ^= h >> 13;
+    h *= m;
+    h ^= h >> 15;
+    return (int32_t)h;
+}
+
+static PyObject *murmur2(PyObject *self, PyObject *arg) {
+    Py_buffer b;
+    if (PyObject_GetBuffer(arg, &b, PyBUF_SIMPLE) < 0) return NULL;
+    int32_t h = murmur2_raw((const uint8_t *)b.buf, b.len);
+    PyBuffer_Release(&b);
+    return PyLong_FromLong(h);
+}
+
+static PyObject *partition_for_keys(PyObject *self, PyObject *args) {
+    PyObject *keys_obj;
+    long long n;
+    if (!PyArg_ParseTuple(args, "OL", &keys_obj, &n)) return NULL;
+    if (n <= 0) return PyErr_Format(PyExc_ValueError, "num_partitions must be positive, got %lld", n);
+    PyObject *keys = PySequence_Fast(keys_obj, "keys must be a sequence");
+    if (!keys) return NULL;
+    Py_ssize_t len = PySequence_Fast_GET_SIZE(keys);
+    PyObject *out = PyList_New(len);
+    for (Py_ssize_t i = 0; out && i < len; i++) {
+        PyObject *k = PySequence_Fast_GET_ITEM(keys, i);
+        long long p = -1;
+        if (k != Py_None) {
+            Py_buffer b;
+            if (PyObject_GetBuffer(k, &b, PyBUF_SIMPLE) < 0) {
+                Py_CLEAR(out);
+                break;
+            }
+            p = ((long long)murmur2_raw((const uint8_t *)b.buf, b.len) & 0x7fffffffLL) % n;
+            PyBuffer_Release(&b);
+        }
+        PyList_SET_ITEM(out, i, PyLong_FromLongLong(p));
+    }
+    Py_DECREF(keys);
+    return out;
+}
+
+static PyMethodDef methods[] = {
+    {"scan_records", scan_records, METH_VARARGS, "Validate records and write their columns into an int64 array."},
+    {"decode_records", decode_records, METH_VARARGS, "Decode records into record tuples."},
+    {"encode_records", encode_records, METH_VARARGS, "Encode records into an uncompressed records section."},
+    {"crc32c", crc32c, METH_O, "CRC-32C of a buffer."},
+    {"murmur2", murmur2, METH_O, "Kafka's murmur2 hash as a signed 32-bit int."},
+    {"partition_for_keys", partition_for_keys, METH_VARARGS, "Kafka's default partition of each key (-1 for null)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_native", "Compiled record kernels.", -1, methods};
+
+PyMODINIT_FUNC PyInit__native(void) {
+    crc_init();
+#ifdef HAVE_X86_CRC
+    __builtin_cpu_init();
+    use_hw_crc = __builtin_cpu_supports("sse4.2");
+#endif
+    return PyModule_Create(&module);
+}
