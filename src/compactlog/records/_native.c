@@ -200,6 +200,42 @@ static PyObject *scan_records(PyObject *self, PyObject *args) {
     return PyLong_FromSsize_t(res);
 }
 
+/* summarize_records(data, count) -> (null_keys, min_ts_delta, max_ts_delta, sequential_offsets) */
+static PyObject *summarize_records(PyObject *self, PyObject *args) {
+    PyObject *data_obj;
+    Py_ssize_t count;
+    if (!PyArg_ParseTuple(args, "On", &data_obj, &count)) return NULL;
+    Py_buffer data;
+    if (PyObject_GetBuffer(data_obj, &data, PyBUF_SIMPLE) < 0) return NULL;
+    const uint8_t *d = (const uint8_t *)data.buf;
+    Py_ssize_t total = data.len, pos = 0;
+    scan_err err = {0};
+    int64_t row[NCOLS], nulls = 0, lo = 0, hi = 0;
+    int sequential = 1;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        if (pos >= total) {
+            err.code = E_EXPECTED_RECORDS;
+            err.a = count;
+            err.b = i;
+            break;
+        }
+        pos = scan_one(d, total, pos, row, &err);
+        if (pos < 0) break;
+        nulls += row[C_KEY_LEN] < 0;
+        if (i == 0 || row[C_TS_DELTA] < lo) lo = row[C_TS_DELTA];
+        if (i == 0 || row[C_TS_DELTA] > hi) hi = row[C_TS_DELTA];
+        sequential &= row[C_OFFSET_DELTA] == i;
+    }
+    if (!err.code && pos != total) {
+        err.code = E_REMAINING;
+        err.a = total - pos;
+        err.b = count;
+    }
+    PyBuffer_Release(&data);
+    if (err.code) return raise_scan_error(&err);
+    return Py_BuildValue("(LLLO)", (long long)nulls, (long long)lo, (long long)hi, sequential ? Py_True : Py_False);
+}
+
 /* ------------------------------------------------------------------------------------------------
  * decode_records: one pass that validates and builds record tuples of the caller's namedtuple type.
  */
@@ -648,6 +684,7 @@ static PyObject *partition_for_keys(PyObject *self, PyObject *args) {
 
 static PyMethodDef methods[] = {
     {"scan_records", scan_records, METH_VARARGS, "Validate records and write their columns into an int64 array."},
+    {"summarize_records", summarize_records, METH_VARARGS, "Validate records and return the facts append validation needs."},
     {"decode_records", decode_records, METH_VARARGS, "Decode records into record tuples."},
     {"encode_records", encode_records, METH_VARARGS, "Encode records into an uncompressed records section."},
     {"crc32c", crc32c, METH_O, "CRC-32C of a buffer."},

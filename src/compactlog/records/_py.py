@@ -250,3 +250,21 @@ def murmur2(data: bytes) -> int:
 def partition_for_keys(keys: Sequence[bytes | None], num_partitions: int) -> list[int]:
     """Kafka's default partition per key: ``(murmur2(key) & 0x7fffffff) % n``; -1 for a null key."""
     return [-1 if k is None else (murmur2(k) & 0x7FFFFFFF) % num_partitions for k in keys]
+
+
+def summarize_records(data: Any, count: int) -> tuple[int, int, int, bool]:
+    """Validate like ``scan_records`` and return what append validation needs, without columns:
+    (null keys, min timestamp delta, max timestamp delta, offset deltas exactly 0..count-1)."""
+    import numpy as np
+
+    cols = np.empty((count, NCOLS), dtype=np.int64)
+    scan_records(data, count, cols)
+    if count == 0:
+        return 0, 0, 0, True
+    ts = cols[:, C_TS_DELTA]
+    return (
+        int((cols[:, C_KEY_LEN] < 0).sum()),
+        int(ts.min()),
+        int(ts.max()),
+        bool((cols[:, C_OFFSET_DELTA] == np.arange(count)).all()),
+    )

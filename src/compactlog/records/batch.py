@@ -151,11 +151,11 @@ class RecordBatch:
             )
 
     # records --------------------------------------------------------------------------------
-    def payload(self) -> bytes:
-        """The records section, decompressed."""
+    def payload(self) -> Any:
+        """The records section, decompressed (a zero-copy view when uncompressed)."""
         raw = memoryview(self.buffer)[HEADER_SIZE : self.size]
         codec = self.codec
-        return bytes(raw) if codec is Codec.NONE else decompress(codec, bytes(raw))
+        return raw if codec is Codec.NONE else decompress(codec, raw)
 
     def scan(self) -> tuple[bytes, np.ndarray]:
         """Decompress and validate the records; returns (payload, int64 columns of ``kernels.NCOLS``)."""
@@ -166,6 +166,18 @@ class RecordBatch:
         except ValueError as exc:
             raise CorruptRecordError(f"batch at offset {self.base_offset}: {exc}") from None
         return data, cols
+
+    def summarize(self) -> tuple[int, int, int, bool]:
+        """Validate the records and return (null keys, min ts, max ts, offset deltas are 0..n-1).
+
+        Timestamps are absolute (base timestamp + deltas). One kernel call, no per-record objects:
+        this is what append validation needs.
+        """
+        try:
+            nulls, lo, hi, seq = kernels.summarize_records(self.payload(), self.record_count)
+        except ValueError as exc:
+            raise CorruptRecordError(f"batch at offset {self.base_offset}: {exc}") from None
+        return nulls, self.base_timestamp + lo, self.base_timestamp + hi, seq
 
     def records(self, topic: str | None = None, partition: int = -1) -> list:
         """Decode every record into :class:`Record` tuples (compiled kernel when available)."""
@@ -298,10 +310,13 @@ def patch_header(
     partition_leader_epoch: int | None = None,
     max_timestamp: int | None = None,
     log_append_time: bool = False,
+    crc_of: Any = None,
 ) -> None:
     """Assign offsets (and optionally LogAppendTime) in place, recomputing the CRC only when needed.
 
-    This is Kafka's in-place path: the records bytes stay as the producer wrote them.
+    This is Kafka's in-place path: the records bytes stay as the producer wrote them. ``buf`` may hold
+    only the 61-byte header, with ``crc_of`` the original batch from the attributes on; the CRC is
+    then computed over the patched header fields followed by the untouched records.
     """
     struct.pack_into(">q", buf, position, base_offset)
     if partition_leader_epoch is not None:
@@ -311,6 +326,11 @@ def patch_header(
     new_max = old_max if max_timestamp is None else max_timestamp
     if new_attrs != attrs or new_max != old_max:
         _ATTRS_TO_MAX_TS.pack_into(buf, position + ATTRIBUTES_OFFSET, new_attrs, lod, base_ts, new_max)
-        (length,) = struct.unpack_from(">i", buf, position + 8)
-        end = position + LOG_OVERHEAD + length
-        struct.pack_into(">I", buf, position + CRC_OFFSET, crc32c(memoryview(buf)[position + ATTRIBUTES_OFFSET : end]))
+        if crc_of is None:
+            (length,) = struct.unpack_from(">i", buf, position + 8)
+            end = position + LOG_OVERHEAD + length
+            crc = crc32c(memoryview(buf)[position + ATTRIBUTES_OFFSET : end])
+        else:
+            patched = bytes(memoryview(buf)[position + ATTRIBUTES_OFFSET : position + HEADER_SIZE])
+            crc = crc32c(patched + bytes(crc_of[HEADER_SIZE - ATTRIBUTES_OFFSET :]))
+        struct.pack_into(">I", buf, position + CRC_OFFSET, crc)

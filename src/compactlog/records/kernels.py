@@ -29,6 +29,7 @@ encode_records = _py.encode_records
 scan_records = _py.scan_records
 decode_records = _py.decode_records
 crc32c = _py.crc32c
+summarize_records = _py.summarize_records
 murmur2 = _py.murmur2
 partition_for_keys = _py.partition_for_keys
 
@@ -43,5 +44,6 @@ if not os.environ.get("COMPACTLOG_NO_EXTENSIONS"):
         scan_records = _native.scan_records
         decode_records = _native.decode_records
         crc32c = _native.crc32c
+        summarize_records = _native.summarize_records
         murmur2 = getattr(_native, "murmur2", murmur2)
         partition_for_keys = getattr(_native, "partition_for_keys", partition_for_keys)

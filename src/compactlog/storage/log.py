@@ -142,8 +142,9 @@ class Log:
                 raise CorruptRecordError(f"{len(records) - consumed} trailing bytes do not form a whole batch")
             return self._next_offset
 
-    def _store(self, data: bytes, first: int, last: int, max_ts: int, offset_of_max_ts: int, now: int) -> None:
-        seg = self._maybe_roll(len(data), max_ts, first, last, now)
+    def _store(self, data, first: int, last: int, max_ts: int, offset_of_max_ts: int, now: int) -> None:
+        size = sum(map(len, data)) if isinstance(data, tuple) else len(data)
+        seg = self._maybe_roll(size, max_ts, first, last, now)
         seg.append(last, max_ts, offset_of_max_ts, data)
         self._next_offset = last + 1
         self._unflushed += 1

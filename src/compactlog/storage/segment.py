@@ -145,21 +145,27 @@ class LogSegment:
         return None
 
     # writing ------------------------------------------------------------------------------------
-    def append(self, largest_offset: int, largest_timestamp: int, offset_of_max_timestamp: int, records: bytes) -> None:
-        """Append whole batches (already validated and offset-assigned)."""
-        if not records:
+    def append(self, largest_offset: int, largest_timestamp: int, offset_of_max_timestamp: int, records) -> None:
+        """Append whole batches (already validated and offset-assigned).
+
+        ``records`` is bytes, or a tuple of buffers written in one ``pwritev`` (a patched header and
+        the producer's untouched records, so the in-place path copies nothing).
+        """
+        parts = records if isinstance(records, tuple) else (records,)
+        size = sum(len(p) for p in parts)
+        if not size:
             return
         if not 0 <= largest_offset - self.base_offset <= MAX_RELATIVE_OFFSET:
             raise CorruptRecordError(
                 f"offset {largest_offset} cannot be stored in the segment with base offset {self.base_offset}"
             )
         position = self.size
-        written = os.pwrite(self._fd, records, position)
-        if written != len(records):
-            raise OSError(f"short write to {self.log_path}: {written} of {len(records)} bytes")
+        written = os.pwritev(self._fd, parts, position)
+        if written != size:
+            raise OSError(f"short write to {self.log_path}: {written} of {size} bytes")
         self.size += written
         if self._rolling_timestamp is None and position == 0:
-            self._rolling_timestamp = RecordBatch(records).max_timestamp
+            self._rolling_timestamp = RecordBatch(parts[0]).max_timestamp
         if largest_timestamp > self.max_timestamp_so_far:
             self.max_timestamp_so_far = largest_timestamp
             self.offset_of_max_timestamp = offset_of_max_timestamp
@@ -167,7 +173,7 @@ class LogSegment:
             self.offset_index.append(largest_offset, position)
             self.time_index.maybe_append(self.max_timestamp_so_far, self.offset_of_max_timestamp)
             self.bytes_since_last_index_entry = 0
-        self.bytes_since_last_index_entry += len(records)
+        self.bytes_since_last_index_entry += size
 
     def recover(self) -> int:
         """Rebuild both indexes from the log, truncating at the first invalid or partial batch.

@@ -17,8 +17,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
 from ..errors import (
     CorruptRecordError,
     InvalidRecordError,
@@ -27,6 +25,8 @@ from ..errors import (
 )
 from ..records import kernels
 from ..records.batch import (
+    ATTRIBUTES_OFFSET,
+    HEADER_SIZE,
     LOG_APPEND_TIME,
     TIMESTAMP_TYPE_BIT,
     BatchInfo,
@@ -44,7 +44,7 @@ LONG_MAX = 2**63 - 1
 class ValidatedAppend:
     """What the log needs to store one validated append."""
 
-    records: bytes
+    records: bytes | tuple  # bytes, or (patched 61-byte header, untouched records view) for pwritev
     first_offset: int
     last_offset: int
     max_timestamp: int
@@ -68,31 +68,41 @@ def _level_for(config, codec: Codec) -> int | None:
 
 
 def _single_batch(records: bytes, where: str) -> RecordBatch:
-    found = list(iter_batches(records))
-    if not found:
+    if len(records) < HEADER_SIZE:
         raise CorruptRecordError(f"the append to {where} holds no complete record batch ({len(records)} bytes)")
-    pos, batch = found[-1]
-    if pos + batch.size != len(records):
-        raise CorruptRecordError(f"the append to {where} ends with {len(records) - pos - batch.size} bytes of a partial batch")
-    if len(found) > 1:
-        raise InvalidRecordError(f"the append to {where} holds {len(found)} batches; a v2 append must hold exactly one")
+    batch = RecordBatch(records)
+    if batch.size > len(records):
+        raise CorruptRecordError(
+            f"the append to {where} holds a partial batch: it declares {batch.size} bytes, {len(records)} arrived"
+        )
+    if batch.size < len(records):
+        count = sum(1 for _ in iter_batches(records))
+        raise InvalidRecordError(f"the append to {where} holds {count} batches; a v2 append must hold exactly one")
     return batch
 
 
-def check_timestamps(timestamps: np.ndarray, now: int, config, where: str) -> None:
-    """Kafka's CreateTime window: message.timestamp.before.max.ms / after.max.ms (-1 is exempt)."""
-    ts = timestamps[timestamps != -1]
-    if (timestamps < -1).any():
-        raise InvalidTimestampError(f"record timestamp must be >= 0 or -1 in {where}")
+def check_timestamps(min_ts: int, max_ts: int, batch: RecordBatch, now: int, config, where: str) -> None:
+    """Kafka's CreateTime window: message.timestamp.before.max.ms / after.max.ms; -1 (no timestamp) is exempt."""
+    if min_ts < -1:
+        raise InvalidTimestampError(f"record timestamp {min_ts} in {where} is invalid: it must be >= 0 or -1")
+    if min_ts == -1 and max_ts > -1:  # a mix of timestamped and untimestamped records: look closer
+        _, cols = batch.scan()
+        ts = batch.base_timestamp + cols[:, kernels.C_TS_DELTA]
+        ts = ts[ts != -1]
+        if (ts < -1).any():
+            raise InvalidTimestampError(f"record timestamp in {where} is invalid: it must be >= 0 or -1")
+        min_ts = int(ts.min())
+    if max_ts == -1:
+        return
     before, after = config.message_timestamp_before_max_ms, config.message_timestamp_after_max_ms
-    if len(ts) and before < LONG_MAX and (now - ts.min()) > before:
+    if before < LONG_MAX and now - min_ts > before:
         raise InvalidTimestampError(
-            f"Timestamp {int(ts.min())} of message in {where} is before the allowed window "
+            f"Timestamp {min_ts} of message in {where} is before the allowed window "
             f"(message.timestamp.before.max.ms={before}, now={now})"
         )
-    if len(ts) and after < LONG_MAX and (ts.max() - now) > after:
+    if after < LONG_MAX and max_ts - now > after:
         raise InvalidTimestampError(
-            f"Timestamp {int(ts.max())} of message in {where} is after the allowed window "
+            f"Timestamp {max_ts} of message in {where} is after the allowed window "
             f"(message.timestamp.after.max.ms={after}, now={now})"
         )
 
@@ -129,32 +139,28 @@ def validate_and_assign_offsets(records: bytes, next_offset: int, config, now: i
     if batch.producer_id >= 0 and batch.base_sequence < 0:
         raise InvalidRecordError(f"Invalid sequence number {batch.base_sequence} for producer {batch.producer_id} in {where}")
 
-    data, cols = batch.scan()
-    if config.compact and (cols[:, kernels.C_KEY_LEN] < 0).any():
-        raise InvalidRecordError(f"Compacted topic cannot accept message without key in topic partition {where}.")
-    log_append = config.message_timestamp_type == "LogAppendTime"
-    timestamps = batch.base_timestamp + cols[:, kernels.C_TS_DELTA]
     if batch.has_delete_horizon:
         raise InvalidRecordError(f"Clients may not set the delete-horizon attribute (append to {where})")
+    if batch.attributes & TIMESTAMP_TYPE_BIT:
+        raise InvalidTimestampError(f"Invalid timestamp type in the batch for {where}: producers send CreateTime batches")
+    nulls, min_ts, max_ts, deltas_ok = batch.summarize()
+    if config.compact and nulls:
+        raise InvalidRecordError(f"Compacted topic cannot accept message without key in topic partition {where}.")
+    log_append = config.message_timestamp_type == "LogAppendTime"
     if not log_append:
-        check_timestamps(timestamps, now, config, where)
-        if batch.attributes & TIMESTAMP_TYPE_BIT:
-            raise InvalidTimestampError(
-                f"Invalid timestamp type in the batch for {where}: LogAppendTime on a CreateTime topic"
-            )
-    max_ts = int(timestamps.max()) if n else -1
+        check_timestamps(min_ts, max_ts, batch, now, config, where)
     source = batch.codec
     target = target_codec(config.compression_type, source)
-    deltas_ok = bool((cols[:, kernels.C_OFFSET_DELTA] == np.arange(n)).all())
     last = next_offset + n - 1
 
     if source == target and (deltas_ok or source is Codec.NONE):
-        buf = bytearray(records)
+        header = bytearray(memoryview(records)[:HEADER_SIZE])
         patch_header(
-            buf, 0, base_offset=last - batch.last_offset_delta,
+            header, 0, base_offset=last - batch.last_offset_delta,
             max_timestamp=now if log_append else max_ts, log_append_time=log_append,
+            crc_of=memoryview(records)[ATTRIBUTES_OFFSET:],
         )
-        return ValidatedAppend(bytes(buf), next_offset, last, now if log_append else max_ts, last,
+        return ValidatedAppend((bytes(header), memoryview(records)[HEADER_SIZE:]), next_offset, last, now if log_append else max_ts, last,
                                now if log_append else -1, n, False)
 
     recs = batch.records()
