@@ -152,3 +152,19 @@ def test_retention_by_size_through_clean(tmp_path):
         assert lg.size < before and lg.size <= 4000 + 2000
         recs = list(cl.consume("t", from_beginning=True))
         assert recs[0].offset == lg.log_start_offset > 0 and recs[-1].offset == 199
+
+
+def test_background_housekeeping_applies_retention(tmp_path):
+    """A long-running process deletes expired segments by itself (bounded wait, no fixed sleep)."""
+    import time as _time
+
+    broker = {"log.retention.check.interval.ms": "20", "log.flush.offset.checkpoint.interval.ms": "20"}
+    with compactlog.open(tmp_path, broker, background=True) as cl:
+        cl.create_topic("t", 1, {"segment.bytes": "1000", "retention.ms": "1", "file.delete.delay.ms": "0"})
+        cl.produce_batch("t", [(b"k", b"x" * 100)] * 40, batch_bytes=300, timestamp=1)
+        deadline = _time.monotonic() + 10
+        while cl.log("t").log_start_offset == 0 and _time.monotonic() < deadline:
+            _time.sleep(0.01)
+        assert cl.log("t").log_start_offset == 40  # every record had expired: every segment went
+        assert list(cl.consume("t", from_beginning=True)) == []
+        assert cl.produce("t", b"new", key=b"k").offset == 40  # offsets never go back

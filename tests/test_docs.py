@@ -1,0 +1,20 @@
+"""The docs are generated from the code they describe, and stay current."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from compactlog.storage.config import docs_table
+
+ROOT = Path(__file__).parents[1]
+
+
+def test_config_docs_are_current():
+    text = (ROOT / "docs" / "configs.md").read_text()
+    assert docs_table() in text, "docs/configs.md is stale: regenerate it from compactlog.storage.config.docs_table()"
+
+
+def test_readme_names_the_two_setup_commands():
+    readme = (ROOT / "README.md").read_text()
+    assert "pip install -e . && compactlog demo --data-dir demo-data" in readme
+    assert "pip install -e '.[test]' && python -m pytest -q" in readme
