@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 
+import sys
 from dataclasses import dataclass
 
 import click
@@ -87,7 +88,7 @@ def produce(data_dir, server_properties, topic, properties, compression_codec, c
     """
     reader = LineReaderProps.from_properties(parse_key_values(properties, "--property"))
     rows = []
-    for number, raw in enumerate(click.get_binary_stream("stdin"), start=1):
+    for number, raw in enumerate(sys.stdin.buffer, start=1):
         line = raw[:-1] if raw.endswith(b"\n") else raw
         if line.endswith(b"\r"):
             line = line[:-1]
@@ -116,7 +117,7 @@ def consume(data_dir, server_properties, topic, from_beginning, partition, offse
     sep = _unescape(props.get("key.separator", "\t")).encode()
     line_sep = _unescape(props.get("line.separator", "\n")).encode()
     null = props.get("null.literal", props.get("null.marker", "null")).encode()
-    out = click.get_binary_stream("stdout")
+    out = sys.stdout.buffer
     start = None
     if offset is not None:
         if partition is None:

@@ -682,11 +682,222 @@ static PyObject *partition_for_keys(PyObject *self, PyObject *args) {
     return out;
 }
 
+/* ------------------------------------------------------------------------------------------------
+ * The log cleaner's offset map (Kafka's SkimpyOffsetMap): one flat table of 24-byte slots, each a
+ * 16-byte key hash and an int64 offset, open addressing with Kafka's probe sequence. The hash is
+ * MurmurHash3 x64-128 instead of Kafka's MD5: same width, so the same (negligible) collision odds,
+ * several times faster.
+ */
+#define SLOT 24
+
+static inline uint64_t rotl64(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
+static inline uint64_t fmix64(uint64_t k) {
+    k ^= k >> 33;
+    k *= 0xff51afd7ed558ccdULL;
+    k ^= k >> 33;
+    k *= 0xc4ceb9fe1a85ec53ULL;
+    k ^= k >> 33;
+    return k;
+}
+
+static void murmur3_128(const uint8_t *data, Py_ssize_t len, uint8_t out[16]) {
+    const uint64_t c1 = 0x87c37b91114253d5ULL, c2 = 0x4cf5ad432745937fULL;
+    uint64_t h1 = 0, h2 = 0;
+    Py_ssize_t nblocks = len / 16;
+    for (Py_ssize_t i = 0; i < nblocks; i++) {
+        uint64_t k1, k2;
+        memcpy(&k1, data + i * 16, 8);
+        memcpy(&k2, data + i * 16 + 8, 8);
+        k1 *= c1; k1 = rotl64(k1, 31); k1 *= c2; h1 ^= k1;
+        h1 = rotl64(h1, 27); h1 += h2; h1 = h1 * 5 + 0x52dce729;
+        k2 *= c2; k2 = rotl64(k2, 33); k2 *= c1; h2 ^= k2;
+        h2 = rotl64(h2, 31); h2 += h1; h2 = h2 * 5 + 0x38495ab5;
+    }
+    const uint8_t *tail = data + nblocks * 16;
+    uint64_t k1 = 0, k2 = 0;
+    switch (len & 15) {
+    case 15: k2 ^= (uint64_t)tail[14] << 48; /* fall through */
+    case 14: k2 ^= (uint64_t)tail[13] << 40; /* fall through */
+    case 13: k2 ^= (uint64_t)tail[12] << 32; /* fall through */
+    case 12: k2 ^= (uint64_t)tail[11] << 24; /* fall through */
+    case 11: k2 ^= (uint64_t)tail[10] << 16; /* fall through */
+    case 10: k2 ^= (uint64_t)tail[9] << 8;   /* fall through */
+    case 9: k2 ^= (uint64_t)tail[8];
+        k2 *= c2; k2 = rotl64(k2, 33); k2 *= c1; h2 ^= k2; /* fall through */
+    case 8: k1 ^= (uint64_t)tail[7] << 56; /* fall through */
+    case 7: k1 ^= (uint64_t)tail[6] << 48; /* fall through */
+    case 6: k1 ^= (uint64_t)tail[5] << 40; /* fall through */
+    case 5: k1 ^= (uint64_t)tail[4] << 32; /* fall through */
+    case 4: k1 ^= (uint64_t)tail[3] << 24; /* fall through */
+    case 3: k1 ^= (uint64_t)tail[2] << 16; /* fall through */
+    case 2: k1 ^= (uint64_t)tail[1] << 8;  /* fall through */
+    case 1: k1 ^= (uint64_t)tail[0];
+        k1 *= c1; k1 = rotl64(k1, 31); k1 *= c2; h1 ^= k1;
+    }
+    h1 ^= (uint64_t)len; h2 ^= (uint64_t)len;
+    h1 += h2; h2 += h1;
+    h1 = fmix64(h1); h2 = fmix64(h2);
+    h1 += h2; h2 += h1;
+    memcpy(out, &h1, 8);
+    memcpy(out + 8, &h2, 8);
+}
+
+/* Kafka's probe: for attempt i <= 12, abs(int32 BE at hash[i..i+4)) mod slots; then linear from there. */
+static inline uint64_t probe_slot(const uint8_t h[16], int64_t attempt, uint64_t slots) {
+    int64_t base;
+    int i = attempt < 12 ? (int)attempt : 12;
+    int32_t v = (int32_t)(((uint32_t)h[i] << 24) | ((uint32_t)h[i + 1] << 16) | ((uint32_t)h[i + 2] << 8) | h[i + 3]);
+    base = v == INT32_MIN ? 0 : (v < 0 ? -(int64_t)v : v);
+    return ((uint64_t)base + (uint64_t)(attempt > 12 ? attempt - 12 : 0)) % slots;
+}
+
+static const uint8_t zero16[16] = {0};
+
+/* Returns the slot holding hash h, or the empty slot where it would go; *found says which. */
+static inline uint8_t *map_find(uint8_t *table, uint64_t slots, const uint8_t h[16], int *found, int64_t *probes) {
+    for (int64_t attempt = 0;; attempt++) {
+        uint8_t *slot = table + probe_slot(h, attempt, slots) * SLOT;
+        (*probes)++;
+        if (memcmp(slot, h, 16) == 0) {
+            *found = 1;
+            return slot;
+        }
+        if (memcmp(slot, zero16, 16) == 0) {
+            int64_t off;
+            memcpy(&off, slot + 16, 8);
+            if (off == 0) {
+                *found = 0;
+                return slot;
+            }
+        }
+    }
+}
+
+/*
+ * offset_map_put(table, slots, max_entries, size, data, cols, base_offset, start_row, min_offset)
+ *   -> (size, next_row, full, probes)
+ * Puts (key -> offset) for keyed records from start_row on, skipping offsets below min_offset, until the
+ * map holds max_entries (Kafka checks fullness before every put, even for a key already present).
+ */
+static PyObject *offset_map_put(PyObject *self, PyObject *args) {
+    PyObject *table_obj, *data_obj, *cols_obj;
+    long long slots, max_entries, size, base_offset, min_offset;
+    Py_ssize_t start_row;
+    if (!PyArg_ParseTuple(args, "OLLLOOLnL", &table_obj, &slots, &max_entries, &size, &data_obj, &cols_obj, &base_offset,
+                          &start_row, &min_offset))
+        return NULL;
+    Py_buffer table, data, cols;
+    if (PyObject_GetBuffer(table_obj, &table, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) return NULL;
+    if (PyObject_GetBuffer(data_obj, &data, PyBUF_SIMPLE) < 0) {
+        PyBuffer_Release(&table);
+        return NULL;
+    }
+    if (PyObject_GetBuffer(cols_obj, &cols, PyBUF_C_CONTIGUOUS) < 0) {
+        PyBuffer_Release(&table);
+        PyBuffer_Release(&data);
+        return NULL;
+    }
+    if (slots <= 0 || table.len < slots * SLOT) {
+        PyBuffer_Release(&table); PyBuffer_Release(&data); PyBuffer_Release(&cols);
+        return PyErr_Format(PyExc_ValueError, "table too small for %lld slots", slots);
+    }
+    Py_ssize_t nrows = cols.len / (NCOLS * 8), row = start_row;
+    const int64_t *c = (const int64_t *)cols.buf;
+    const uint8_t *d = (const uint8_t *)data.buf;
+    int full = 0;
+    int64_t probes = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (; row < nrows; row++) {
+        const int64_t *r = c + row * NCOLS;
+        int64_t off = base_offset + r[C_OFFSET_DELTA];
+        if (r[C_KEY_LEN] < 0 || off < min_offset) continue;
+        if (size >= max_entries) {
+            full = 1;
+            break;
+        }
+        uint8_t h[16];
+        int found;
+        murmur3_128(d + r[C_KEY_POS], (Py_ssize_t)r[C_KEY_LEN], h);
+        if (memcmp(h, zero16, 16) == 0) h[0] = 1; /* the all-zero hash marks empty slots */
+        uint8_t *slot = map_find((uint8_t *)table.buf, (uint64_t)slots, h, &found, &probes);
+        if (!found) {
+            memcpy(slot, h, 16);
+            size++;
+        }
+        memcpy(slot + 16, &off, 8);
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&table);
+    PyBuffer_Release(&data);
+    PyBuffer_Release(&cols);
+    return Py_BuildValue("(LnOL)", size, row, full ? Py_True : Py_False, (long long)probes);
+}
+
+/* offset_map_get(table, slots, data, cols, out) -> None: out[i] = mapped offset of row i's key, or -1. */
+static PyObject *offset_map_get(PyObject *self, PyObject *args) {
+    PyObject *table_obj, *data_obj, *cols_obj, *out_obj;
+    long long slots;
+    if (!PyArg_ParseTuple(args, "OLOOO", &table_obj, &slots, &data_obj, &cols_obj, &out_obj)) return NULL;
+    Py_buffer table, data, cols, out;
+    if (PyObject_GetBuffer(table_obj, &table, PyBUF_C_CONTIGUOUS) < 0) return NULL;
+    if (PyObject_GetBuffer(data_obj, &data, PyBUF_SIMPLE) < 0) {
+        PyBuffer_Release(&table);
+        return NULL;
+    }
+    if (PyObject_GetBuffer(cols_obj, &cols, PyBUF_C_CONTIGUOUS) < 0) {
+        PyBuffer_Release(&table); PyBuffer_Release(&data);
+        return NULL;
+    }
+    if (PyObject_GetBuffer(out_obj, &out, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) {
+        PyBuffer_Release(&table); PyBuffer_Release(&data); PyBuffer_Release(&cols);
+        return NULL;
+    }
+    Py_ssize_t nrows = cols.len / (NCOLS * 8);
+    if (out.len < nrows * 8 || slots <= 0 || table.len < slots * SLOT) {
+        PyBuffer_Release(&table); PyBuffer_Release(&data); PyBuffer_Release(&cols); PyBuffer_Release(&out);
+        return PyErr_Format(PyExc_ValueError, "bad offset map or output sizes");
+    }
+    const int64_t *c = (const int64_t *)cols.buf;
+    int64_t *o = (int64_t *)out.buf;
+    int64_t probes = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t row = 0; row < nrows; row++) {
+        const int64_t *r = c + row * NCOLS;
+        if (r[C_KEY_LEN] < 0) {
+            o[row] = -1;
+            continue;
+        }
+        uint8_t h[16];
+        int found;
+        murmur3_128((const uint8_t *)data.buf + r[C_KEY_POS], (Py_ssize_t)r[C_KEY_LEN], h);
+        if (memcmp(h, zero16, 16) == 0) h[0] = 1;
+        uint8_t *slot = map_find((uint8_t *)table.buf, (uint64_t)slots, h, &found, &probes);
+        if (found) memcpy(&o[row], slot + 16, 8);
+        else o[row] = -1;
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&table); PyBuffer_Release(&data); PyBuffer_Release(&cols); PyBuffer_Release(&out);
+    Py_RETURN_NONE;
+}
+
+static PyObject *key_hash(PyObject *self, PyObject *arg) {
+    Py_buffer b;
+    if (PyObject_GetBuffer(arg, &b, PyBUF_SIMPLE) < 0) return NULL;
+    uint8_t h[16];
+    murmur3_128((const uint8_t *)b.buf, b.len, h);
+    PyBuffer_Release(&b);
+    if (memcmp(h, zero16, 16) == 0) h[0] = 1;
+    return PyBytes_FromStringAndSize((const char *)h, 16);
+}
+
 static PyMethodDef methods[] = {
     {"scan_records", scan_records, METH_VARARGS, "Validate records and write their columns into an int64 array."},
     {"summarize_records", summarize_records, METH_VARARGS, "Validate records and return the facts append validation needs."},
     {"decode_records", decode_records, METH_VARARGS, "Decode records into record tuples."},
     {"encode_records", encode_records, METH_VARARGS, "Encode records into an uncompressed records section."},
+    {"offset_map_put", offset_map_put, METH_VARARGS, "Put keyed records into the cleaner's offset map until it is full."},
+    {"offset_map_get", offset_map_get, METH_VARARGS, "Look up each record's key in the cleaner's offset map."},
+    {"key_hash", key_hash, METH_O, "The offset map's 16-byte hash of a key."},
     {"crc32c", crc32c, METH_O, "CRC-32C of a buffer."},
     {"murmur2", murmur2, METH_O, "Kafka's murmur2 hash as a signed 32-bit int."},
     {"partition_for_keys", partition_for_keys, METH_VARARGS, "Kafka's default partition of each key (-1 for null)."},

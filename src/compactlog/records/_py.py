@@ -268,3 +268,111 @@ def summarize_records(data: Any, count: int) -> tuple[int, int, int, bool]:
         int(ts.max()),
         bool((cols[:, C_OFFSET_DELTA] == np.arange(count)).all()),
     )
+
+
+# --- the log cleaner's offset map ------------------------------------------------------------------
+_M64 = 0xFFFFFFFFFFFFFFFF
+SLOT = 24  # 16-byte key hash + int64 offset
+
+
+def _rotl(x: int, r: int) -> int:
+    return ((x << r) | (x >> (64 - r))) & _M64
+
+
+def _fmix(k: int) -> int:
+    k ^= k >> 33
+    k = (k * 0xFF51AFD7ED558CCD) & _M64
+    k ^= k >> 33
+    k = (k * 0xC4CEB9FE1A85EC53) & _M64
+    return k ^ (k >> 33)
+
+
+def key_hash(key: Any) -> bytes:
+    """MurmurHash3 x64-128 of a key (the offset map's 16-byte hash; all-zero is reserved for empty)."""
+    data = bytes(key)
+    c1, c2 = 0x87C37B91114253D5, 0x4CF5AD432745937F
+    h1 = h2 = 0
+    n = len(data) // 16
+    for i in range(n):
+        k1 = int.from_bytes(data[i * 16 : i * 16 + 8], "little")
+        k2 = int.from_bytes(data[i * 16 + 8 : i * 16 + 16], "little")
+        k1 = (_rotl((k1 * c1) & _M64, 31) * c2) & _M64
+        h1 ^= k1
+        h1 = (((_rotl(h1, 27) + h2) & _M64) * 5 + 0x52DCE729) & _M64
+        k2 = (_rotl((k2 * c2) & _M64, 33) * c1) & _M64
+        h2 ^= k2
+        h2 = (((_rotl(h2, 31) + h1) & _M64) * 5 + 0x38495AB5) & _M64
+    tail = data[n * 16 :]
+    if len(tail) > 8:
+        k2 = int.from_bytes(tail[8:], "little")
+        h2 ^= (_rotl((k2 * c2) & _M64, 33) * c1) & _M64
+    if tail:
+        k1 = int.from_bytes(tail[:8], "little")
+        h1 ^= (_rotl((k1 * c1) & _M64, 31) * c2) & _M64
+    h1 ^= len(data)
+    h2 ^= len(data)
+    h1 = (h1 + h2) & _M64
+    h2 = (h2 + h1) & _M64
+    h1, h2 = _fmix(h1), _fmix(h2)
+    h1 = (h1 + h2) & _M64
+    h2 = (h2 + h1) & _M64
+    out = h1.to_bytes(8, "little") + h2.to_bytes(8, "little")
+    return b"\x01" + out[1:] if out == bytes(16) else out
+
+
+def _probe(h: bytes, attempt: int, slots: int) -> int:
+    i = min(attempt, 12)
+    v = int.from_bytes(h[i : i + 4], "big", signed=True)
+    base = 0 if v == -(2**31) else abs(v)
+    return (base + max(attempt - 12, 0)) % slots
+
+
+def _find(table: Any, slots: int, h: bytes) -> tuple[int, bool, int]:
+    attempt = 0
+    while True:
+        s = _probe(h, attempt, slots) * SLOT
+        attempt += 1
+        cur = bytes(table[s : s + 16])
+        if cur == h:
+            return s, True, attempt
+        if cur == bytes(16):
+            return s, False, attempt
+
+
+def offset_map_put(table: Any, slots: int, max_entries: int, size: int, data: Any, cols: Any, base_offset: int,
+                   start_row: int, min_offset: int) -> tuple[int, int, bool, int]:
+    """Put keyed records' offsets from ``start_row`` on until the map is full; see ``_native.c``."""
+    mv = memoryview(data)
+    tv = memoryview(table).cast("B")
+    probes = 0
+    row = start_row
+    full = False
+    rows = cols.tolist()
+    while row < len(rows):
+        r = rows[row]
+        off = base_offset + r[C_OFFSET_DELTA]
+        if r[C_KEY_LEN] >= 0 and off >= min_offset:
+            if size >= max_entries:
+                full = True
+                break
+            h = key_hash(mv[r[C_KEY_POS] : r[C_KEY_POS] + r[C_KEY_LEN]])
+            s, found, p = _find(tv, slots, h)
+            probes += p
+            if not found:
+                tv[s : s + 16] = h
+                size += 1
+            tv[s + 16 : s + 24] = off.to_bytes(8, "little", signed=True)
+        row += 1
+    return size, row, full, probes
+
+
+def offset_map_get(table: Any, slots: int, data: Any, cols: Any, out: Any) -> None:
+    """out[i] = the mapped offset of row i's key, or -1 (missing or null key)."""
+    mv = memoryview(data)
+    tv = memoryview(table).cast("B")
+    for i, r in enumerate(cols.tolist()):
+        if r[C_KEY_LEN] < 0:
+            out[i] = -1
+            continue
+        s, found, _ = _find(tv, slots, key_hash(mv[r[C_KEY_POS] : r[C_KEY_POS] + r[C_KEY_LEN]]))
+        out[i] = int.from_bytes(tv[s + 16 : s + 24], "little", signed=True) if found else -1

@@ -30,6 +30,9 @@ scan_records = _py.scan_records
 decode_records = _py.decode_records
 crc32c = _py.crc32c
 summarize_records = _py.summarize_records
+offset_map_put = _py.offset_map_put
+offset_map_get = _py.offset_map_get
+key_hash = _py.key_hash
 murmur2 = _py.murmur2
 partition_for_keys = _py.partition_for_keys
 
@@ -45,5 +48,8 @@ if not os.environ.get("COMPACTLOG_NO_EXTENSIONS"):
         decode_records = _native.decode_records
         crc32c = _native.crc32c
         summarize_records = _native.summarize_records
+        offset_map_put = _native.offset_map_put
+        offset_map_get = _native.offset_map_get
+        key_hash = _native.key_hash
         murmur2 = getattr(_native, "murmur2", murmur2)
         partition_for_keys = getattr(_native, "partition_for_keys", partition_for_keys)
