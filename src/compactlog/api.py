@@ -24,6 +24,7 @@ from typing import Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
+from .cleaner.log_cleaner import CleanResult, LogCleaner
 from .clock import SYSTEM, Time
 from .errors import InvalidRequestError, UnknownTopicOrPartitionError
 from .records import kernels
@@ -47,6 +48,14 @@ class RecordMetadata:
     partition: int
     offset: int
     timestamp: int
+
+
+@dataclass(frozen=True)
+class CleanReport:
+    """What ``clean`` did: segments deleted by retention per partition, and each compaction round."""
+
+    deleted_segments: dict[tuple[str, int], int]
+    compactions: list[CleanResult]
 
 
 @dataclass(frozen=True)
@@ -76,9 +85,11 @@ class CompactLog:
             broker = BrokerConfig(dict(config or {}))
         self.time = time
         self.manager = LogManager(data_dir, broker, time)
+        self.cleaner = LogCleaner(self.manager, time)
         self._round_robin = itertools.count()
         if background:
             self.manager.start_background()
+            self.cleaner.start()
 
     # admin --------------------------------------------------------------------------------------
     def create_topic(self, name: str, partitions: int | None = None, config: Mapping[str, str] | None = None) -> TopicDescription:
@@ -223,16 +234,23 @@ class CompactLog:
         return {p: self.manager.get_log(topic, p).log_end_offset for p in range(self.manager.partitions_for(topic))}
 
     # housekeeping -------------------------------------------------------------------------------
-    def clean(self, topic: str | None = None) -> dict[tuple[str, int], int]:
-        """One round of housekeeping now: retention (delete policy). Returns segments deleted."""
+    def clean(self, topic: str | None = None) -> CleanReport:
+        """Housekeeping now: retention for every log, then log compaction of every compacted log
+        that is eligible (dirty ratio above ``min.cleanable.dirty.ratio`` or forced by
+        ``max.compaction.lag.ms``), round after round until none is."""
         if topic is not None:
             self.manager.partitions_for(topic)
-        return self.manager.run_retention(topic)
+        deleted = self.manager.run_retention(topic)
+        cleaned = self.cleaner.clean_now(topic)
+        if cleaned:
+            self.manager.checkpoint()
+        return CleanReport(deleted, cleaned)
 
     def flush(self) -> None:
         self.manager.flush()
 
     def close(self) -> None:
+        self.cleaner.shutdown()
         self.manager.close()
 
     def __enter__(self) -> "CompactLog":
@@ -259,4 +277,4 @@ def _chunks(idx: np.ndarray, sizes: np.ndarray, batch_bytes: int) -> Iterator[li
         start = end
 
 
-__all__ = ["AppendResult", "CompactLog", "RecordMetadata", "open", "NO_TIMESTAMP"]
+__all__ = ["AppendResult", "CleanReport", "CompactLog", "RecordMetadata", "open", "NO_TIMESTAMP"]

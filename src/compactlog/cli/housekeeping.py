@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from ..cleaner.log_cleaner import stats_report
 from .common import data_dir_option, kafka_errors, open_data_dir
 
 
@@ -12,13 +13,32 @@ from .common import data_dir_option, kafka_errors, open_data_dir
 @click.option("--topic", help="Only this topic (default: every topic).")
 @kafka_errors
 def clean(data_dir, server_properties, topic):
-    """Run retention (cleanup.policy=delete) on demand and report what was deleted.
+    """Run retention and log compaction now, and report what they did (Kafka's cleaner stats).
 
     Example: compactlog clean --data-dir data --topic prices
     """
     with open_data_dir(data_dir, server_properties) as cl:
-        deleted = cl.clean(topic)
-        if not deleted:
-            click.echo("Nothing to delete.")
-        for (t, p), n in sorted(deleted.items()):
+        report = cl.clean(topic)
+        for (t, p), n in sorted(report.deleted_segments.items()):
             click.echo(f"{t}-{p}: deleted {n} segment(s) by retention")
+        for r in report.compactions:
+            click.echo(stats_report(0, f"{r.topic}-{r.partition}", r.first_dirty, r.end_offset, r.stats))
+        if report.compactions:
+            _summary_table(report)
+        if not report.deleted_segments and not report.compactions:
+            click.echo("Nothing to clean: no segment past retention, no compacted log above its dirty ratio.")
+
+
+def _summary_table(report) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(title="log compaction")
+    for col in ("partition", "dirty section", "records before", "records after", "MB before", "MB after", "reduction", "seconds"):
+        t.add_column(col, justify="right")
+    for r in report.compactions:
+        s = r.stats
+        t.add_row(f"{r.topic}-{r.partition}", f"[{r.first_dirty}, {r.end_offset})", f"{s.messages_read:,}",
+                  f"{s.messages_written:,}", f"{s.bytes_read / 2**20:,.2f}", f"{s.bytes_written / 2**20:,.2f}",
+                  f"{100 * (1 - s.bytes_written / max(s.bytes_read, 1)):.1f}%", f"{s.elapsed:.2f}")
+    Console(width=max(Console().width, 110)).print(t)

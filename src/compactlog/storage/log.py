@@ -64,7 +64,7 @@ class Log:
         self.time = time
         self.lock = threading.RLock()
         self._pending_deletes: list[tuple[int, LogSegment]] = []
-        loaded = load_log(self.dir, self._segment_params(), time, recovery_point, log_start_offset, clean_shutdown)
+        loaded = load_log(self.dir, self.segment_params(), time, recovery_point, log_start_offset, clean_shutdown)
         self._publish(loaded.segments)
         self._next_offset = loaded.next_offset
         self.recovery_point = loaded.recovery_point
@@ -74,7 +74,7 @@ class Log:
         self._last_flush_ms = time.milliseconds()
 
     # segment view -------------------------------------------------------------------------------
-    def _segment_params(self, jitter: bool = False) -> SegmentParams:
+    def segment_params(self, jitter: bool = False) -> SegmentParams:
         c = self.config
         roll_jitter = 0
         if jitter and c.segment_jitter_ms > 0:
@@ -185,7 +185,7 @@ class Log:
                 return old
             old.on_become_inactive()
             old.flush()
-            new = LogSegment(self.dir, base, self._segment_params(jitter=True), self.time)
+            new = LogSegment(self.dir, base, self.segment_params(jitter=True), self.time)
             self._publish([*self.segments, new])
             self.recovery_point = max(self.recovery_point, base)
             files.fsync_dir(self.dir)
@@ -335,7 +335,7 @@ class Log:
             keep = [s for s in self.segments if s.base_offset < offset]
             drop = [s for s in self.segments if s.base_offset >= offset]
             if not keep:
-                keep = [LogSegment(self.dir, offset, self._segment_params(jitter=True), self.time)]
+                keep = [LogSegment(self.dir, offset, self.segment_params(jitter=True), self.time)]
             else:
                 keep[-1].truncate_to(offset)
             self._publish(keep)

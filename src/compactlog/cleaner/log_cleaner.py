@@ -1,0 +1,199 @@
+"""LogCleaner: the cleaner threads, their memory, metrics and stats lines (Kafka's ``LogCleaner``).
+
+Each thread owns a Cleaner with an offset map of ``log.cleaner.dedupe.buffer.size / threads`` bytes
+and loops: clean the filthiest log; run segment deletion for idle compacted logs; sleep
+``log.cleaner.backoff.ms`` when nothing was cleaned. A partition whose cleaning fails is marked
+uncleanable (logged, counted) and the others keep cleaning.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass
+
+from ..clock import SYSTEM, Time
+from ..storage.log import Log
+from .cleaner import Cleaner, CleanerStats, CleaningAbortedError
+from .manager import CleanerManager, TopicPartition
+from .offset_map import OffsetMap
+
+log = logging.getLogger(__name__)
+MB = float(1 << 20)
+
+
+@dataclass(frozen=True)
+class CleanResult:
+    """One finished round: which log, its dirty section and the stats, for reports."""
+
+    topic: str
+    partition: int
+    first_dirty: int
+    end_offset: int
+    stats: CleanerStats
+
+
+def stats_report(thread: int, name: str, first_dirty: int, end: int, s: CleanerStats) -> str:
+    """The multi-line INFO message Kafka's cleaner logs after each cleaned log."""
+    total = s.elapsed
+    mb_read = s.bytes_read / MB
+    return "\n".join([
+        f"Log cleaner thread {thread} cleaned log {name} (dirty section = [{first_dirty}, {end}])",
+        f"\t{s.map_bytes_read / MB + mb_read:,.1f} MB of log processed in {total:,.1f} seconds "
+        f"({(s.map_bytes_read / MB + mb_read) / total:,.1f} MB/sec).",
+        f"\tIndexed {s.map_bytes_read / MB:,.1f} MB in {s.map_seconds:,.1f} seconds "
+        f"({s.map_bytes_read / MB / max(s.map_seconds, 1e-9):,.1f} Mb/sec, {100 * s.map_seconds / total:,.1f}% of total time)",
+        f"\tBuffer utilization: {100 * s.buffer_utilization:,.1f}%",
+        f"\tCleaned {mb_read:,.1f} MB in {s.clean_seconds:,.1f} seconds "
+        f"({mb_read / max(s.clean_seconds, 1e-9):,.1f} Mb/sec, {100 * s.clean_seconds / total:,.1f}% of total time)",
+        f"\tStart size: {s.bytes_read / MB:,.1f} MB ({s.messages_read:,} messages)",
+        f"\tEnd size: {s.bytes_written / MB:,.1f} MB ({s.messages_written:,} messages)",
+        f"\t{100 * (1 - s.bytes_written / max(s.bytes_read, 1)):,.1f}% size reduction "
+        f"({100 * (1 - s.messages_written / max(s.messages_read, 1)):,.1f}% fewer messages)",
+    ])
+
+
+class LogCleaner:
+    """Cleans the compacted logs of a LogManager, in background threads or one round on demand."""
+
+    def __init__(self, logs, time: Time = SYSTEM) -> None:
+        self.logs = logs
+        self.time = time
+        b = logs.broker
+        self.num_threads = max(1, b.get("log.cleaner.threads"))
+        self.memory_per_thread = min(b.get("log.cleaner.dedupe.buffer.size") // self.num_threads, 2**31 - 1)
+        self.load_factor = b.get("log.cleaner.io.buffer.load.factor")
+        self.backoff_ms = b.get("log.cleaner.backoff.ms")
+        self.enabled = b.get("log.cleaner.enable")
+        self.manager = CleanerManager(logs.dir)
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self.dead_threads = 0
+        self.last_run_ms = time.milliseconds()
+        self.last_stats: list[CleanResult] = []
+        self.max_dirty_percent = 0.0
+        self.max_compaction_delay_secs = 0.0
+        self.max_clean_time_secs = 0.0
+        self.max_buffer_utilization = 0.0
+        logs.on_partition_deleted.append(self.manager.abort_cleaning)
+        logs.on_config_changed.append(self._config_changed)
+
+    def _new_cleaner(self) -> Cleaner:
+        return Cleaner(OffsetMap(self.memory_per_thread, self.load_factor), self.time, self._check_abort)
+
+    def _check_abort(self, lg: Log) -> None:
+        if self.manager.is_aborted((lg.topic, lg.partition)):
+            raise CleaningAbortedError(f"cleaning of {lg.name} was aborted")
+
+    def _config_changed(self, topic: str, cfg) -> None:
+        """A policy change must not race a round that started under the old one: pause, then resume."""
+        for tp in [k for k in self.logs.logs if k[0] == topic]:
+            self.manager.abort_and_pause(tp)
+            self.manager.resume(tp)
+
+    # one iteration ------------------------------------------------------------------------------
+    def clean_filthiest(self, cleaner: Cleaner, thread: int = 0, only: set[TopicPartition] | None = None) -> CleanResult | None:
+        now = self.time.milliseconds()
+        logs = dict(self.logs.logs)
+        chosen, candidates = self.manager.grab_filthiest(logs, now, only)
+        self.max_dirty_percent = 100 * max((c.dirty_ratio for c in candidates), default=0.0)
+        self.max_compaction_delay_secs = max((c.compaction_delay_ms for c in candidates), default=0) / 1000
+        self.last_run_ms = now
+        result = None
+        if chosen is not None:
+            tp = chosen.key
+            lg = logs[tp]
+            try:
+                end, stats = cleaner.clean(lg, chosen.first_dirty_offset, chosen.first_uncleanable_offset)
+                self.manager.done_cleaning(tp, end)
+                result = CleanResult(tp[0], tp[1], chosen.first_dirty_offset, end, stats)
+                self._record(result, thread)
+            except CleaningAbortedError:
+                log.info("cleaning of %s aborted", lg.name)
+                self.manager.done_cleaning(tp, None)
+            except Exception:
+                log.exception("cleaning of %s failed; it is now uncleanable until restart or deletion", lg.name)
+                self.manager.done_cleaning(tp, chosen.first_dirty_offset)
+                self.manager.mark_uncleanable(tp)
+        self._delete_compacted_segments(only)
+        return result
+
+    def _record(self, r: CleanResult, thread: int) -> None:
+        self.last_stats.append(r)
+        del self.last_stats[:-100]
+        self.max_clean_time_secs = max(self.max_clean_time_secs, r.stats.elapsed)
+        self.max_buffer_utilization = max(self.max_buffer_utilization, 100 * r.stats.buffer_utilization)
+        log.info("%s", stats_report(thread, f"{r.topic}-{r.partition}", r.first_dirty, r.end_offset, r.stats))
+        if r.stats.invalid_messages:
+            log.warning("Cleaned log %s-%s contained %d invalid (keyless) messages", r.topic, r.partition,
+                        r.stats.invalid_messages)
+
+    def _delete_compacted_segments(self, only: set[TopicPartition] | None) -> None:
+        """Retention for compacted logs (full rules with compact,delete; log start offset only with compact)."""
+        for tp, lg in list(self.logs.logs.items()):
+            if not lg.config.compact or (only is not None and tp not in only):
+                continue
+            if self.manager.begin_maintenance(tp):
+                try:
+                    lg.delete_old_segments()
+                except Exception:
+                    log.exception("deleting old segments of %s failed", lg.name)
+                    self.manager.mark_uncleanable(tp)
+                finally:
+                    self.manager.done_cleaning(tp, None)
+
+    def clean_now(self, topic: str | None = None, max_rounds: int = 1000) -> list[CleanResult]:
+        """Clean every eligible log (of ``topic``) until none is eligible; for ``compactlog clean``."""
+        only = None if topic is None else {k for k in self.logs.logs if k[0] == topic}
+        cleaner = self._new_cleaner()
+        results = []
+        for _ in range(max_rounds):
+            r = self.clean_filthiest(cleaner, 0, only)
+            if r is None:
+                break
+            results.append(r)
+        return results
+
+    # threads ------------------------------------------------------------------------------------
+    def start(self) -> None:
+        if not self.enabled or self._threads:
+            return
+        for i in range(self.num_threads):
+            t = threading.Thread(target=self._run, args=(i,), name=f"kafka-log-cleaner-thread-{i}", daemon=True)
+            t.start()
+            self._threads.append(t)
+
+    def _run(self, thread: int) -> None:
+        cleaner = self._new_cleaner()
+        try:
+            while not self._stop.is_set():
+                if self.clean_filthiest(cleaner, thread) is None:
+                    self._stop.wait(self.backoff_ms / 1000)
+        except BaseException:  # noqa: BLE001 - a dead thread is counted, as Kafka's DeadThreadCount
+            self.dead_threads += 1
+            log.exception("log cleaner thread %d died", thread)
+
+    def shutdown(self) -> None:
+        self._stop.set()
+        with self.manager.lock:
+            for tp, (kind, _) in list(self.manager.states.items()):
+                if kind == "in-progress":
+                    self.manager._move(tp, "abort")
+        for t in self._threads:
+            t.join()
+        self._threads = []
+
+    def metrics(self) -> dict[str, float]:
+        """Kafka's cleaner metrics, by their names."""
+        return {
+            "max-dirty-percent": self.max_dirty_percent,
+            "max-clean-time-secs": self.max_clean_time_secs,
+            "max-buffer-utilization-percent": self.max_buffer_utilization,
+            "max-compaction-delay-secs": self.max_compaction_delay_secs,
+            "time-since-last-run-ms": self.time.milliseconds() - self.last_run_ms,
+            "uncleanable-partitions-count": len(self.manager.uncleanable),
+            "DeadThreadCount": self.dead_threads,
+        }
+
+
+__all__ = ["CleanResult", "LogCleaner", "stats_report"]

@@ -1,0 +1,70 @@
+"""OffsetMap: key -> latest offset in a fixed memory budget (Kafka's SkimpyOffsetMap).
+
+One flat table of 24-byte slots (16-byte key hash, int64 offset), allocated once with the thread's share
+of ``log.cleaner.dedupe.buffer.size``. It holds at most ``floor(slots * load factor)`` keys; when that
+many are in, it is *full*, and the cleaner cleans up to the last offset it mapped and leaves the rest
+for the next round. Memory therefore never grows with the log. Bulk put/get run in the compiled kernel.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..records import kernels
+from ..records._py import SLOT
+
+
+class OffsetMap:
+    def __init__(self, memory: int, load_factor: float = 0.9) -> None:
+        self.slots = memory // SLOT
+        desired = self.slots * load_factor
+        if desired <= 1:
+            raise ValueError(
+                f"the dedupe buffer of {memory} bytes holds {self.slots} slots at load factor {load_factor}: "
+                "too small to map a single key (raise log.cleaner.dedupe.buffer.size)"
+            )
+        self.max_entries = int(desired)
+        self.table = np.zeros(self.slots * SLOT, dtype=np.uint8)
+        self.size = 0
+        self.latest_offset = -1
+        self.probes = 0
+        self.lookups = 0
+
+    def clear(self) -> None:
+        if self.size:
+            # A fresh zeroed allocation instead of writing zeros: untouched pages cost no memory, so
+            # resident memory follows the keys actually mapped, up to the budget.
+            self.table = np.zeros(self.slots * SLOT, dtype=np.uint8)
+        self.size = 0
+        self.latest_offset = -1
+
+    @property
+    def full(self) -> bool:
+        return self.size >= self.max_entries
+
+    @property
+    def utilization(self) -> float:
+        return self.size / self.slots
+
+    def put_batch(self, data, cols: np.ndarray, base_offset: int, min_offset: int) -> bool:
+        """Map the keyed records of one batch at or after ``min_offset``; False if the map filled first.
+
+        On a full map the records before the stopping point are mapped and ``latest_offset`` is the last
+        one put, as in Kafka, so a partial round still makes progress.
+        """
+        size, row, full, probes = kernels.offset_map_put(
+            self.table, self.slots, self.max_entries, self.size, data, cols, base_offset, 0, min_offset
+        )
+        keyed = (cols[:row, kernels.C_KEY_LEN] >= 0) & (base_offset + cols[:row, kernels.C_OFFSET_DELTA] >= min_offset)
+        if keyed.any():
+            self.latest_offset = int(base_offset + cols[:row, kernels.C_OFFSET_DELTA][keyed][-1])
+        self.size = size
+        self.probes += probes
+        self.lookups += int(keyed.sum())
+        return not full
+
+    def get_batch(self, data, cols: np.ndarray) -> np.ndarray:
+        """The mapped offset of each record's key (-1 when absent or keyless)."""
+        out = np.empty(len(cols), dtype=np.int64)
+        kernels.offset_map_get(self.table, self.slots, data, cols, out)
+        return out

@@ -1,0 +1,53 @@
+"""Which records and batches survive cleaning: the one definition, shared with the Spark job.
+
+Everything here is a pure function of the offset map's answers, the batch, the clock and the topic
+config; the local cleaner feeds it from its in-memory map, the distributed job from a shuffle.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+import numpy as np
+
+
+class BatchDecision(Enum):
+    DELETE = "delete"  # drop the whole batch unread
+    DELETE_EMPTY = "delete-empty"  # drop the batch if no record survives
+    RETAIN_EMPTY = "retain-empty"  # keep at least the 61-byte header even if no record survives
+
+
+def batch_decision(next_offset: int, upper_bound: int, is_control: bool) -> BatchDecision:
+    """Kafka keeps the batch that ends exactly at the first uncleanable offset, so the log's last
+    cleaned offset stays readable. Control batches are kept as they are: we store no transactions
+    (transactional appends are rejected), so no marker here can be discarded."""
+    if next_offset == upper_bound or is_control:
+        return BatchDecision.RETAIN_EMPTY
+    return BatchDecision.DELETE_EMPTY
+
+
+def retained(
+    offsets: np.ndarray,
+    mapped: np.ndarray,
+    has_key: np.ndarray,
+    is_tombstone: np.ndarray,
+    latest_mapped_offset: int,
+    delete_horizon: int | None,
+    now: int,
+) -> np.ndarray:
+    """Keep mask for one batch's records (Kafka's ``shouldRetainRecord``).
+
+    * beyond the mapped range (``offset > latest_mapped_offset``): kept, keyless or not, untouched;
+    * keyless: dropped;
+    * otherwise kept iff it is the latest offset for its key (``offset >= mapped``) and it is not a
+      tombstone whose batch's delete horizon has passed.
+    """
+    beyond = offsets > latest_mapped_offset
+    horizon_passed = delete_horizon is not None and now >= delete_horizon
+    live = ~is_tombstone | (not horizon_passed)
+    return beyond | (has_key & (offsets >= mapped) & live)
+
+
+def needs_delete_horizon(has_horizon: bool, kept_tombstones: int) -> bool:
+    """A batch first rewritten with a surviving tombstone gets the KIP-534 horizon (now + delete.retention.ms)."""
+    return not has_horizon and kept_tombstones > 0
