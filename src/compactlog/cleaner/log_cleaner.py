@@ -92,7 +92,10 @@ class LogCleaner:
             self.manager.resume(tp)
 
     # one iteration ------------------------------------------------------------------------------
-    def clean_filthiest(self, cleaner: Cleaner, thread: int = 0, only: set[TopicPartition] | None = None) -> CleanResult | None:
+    def clean_filthiest(self, cleaner: Cleaner, thread: int = 0,
+                        only: set[TopicPartition] | None = None) -> tuple[bool, CleanResult | None]:
+        """One thread iteration. Returns (a log was chosen, the finished round or None if it was
+        aborted or failed)."""
         now = self.time.milliseconds()
         logs = dict(self.logs.logs)
         chosen, candidates = self.manager.grab_filthiest(logs, now, only)
@@ -116,7 +119,7 @@ class LogCleaner:
                 self.manager.done_cleaning(tp, chosen.first_dirty_offset)
                 self.manager.mark_uncleanable(tp)
         self._delete_compacted_segments(only)
-        return result
+        return chosen is not None, result
 
     def _record(self, r: CleanResult, thread: int) -> None:
         self.last_stats.append(r)
@@ -148,10 +151,11 @@ class LogCleaner:
         cleaner = self._new_cleaner()
         results = []
         for _ in range(max_rounds):
-            r = self.clean_filthiest(cleaner, 0, only)
-            if r is None:
+            chosen, r = self.clean_filthiest(cleaner, 0, only)
+            if not chosen:
                 break
-            results.append(r)
+            if r is not None:
+                results.append(r)
         return results
 
     # threads ------------------------------------------------------------------------------------
@@ -167,7 +171,7 @@ class LogCleaner:
         cleaner = self._new_cleaner()
         try:
             while not self._stop.is_set():
-                if self.clean_filthiest(cleaner, thread) is None:
+                if not self.clean_filthiest(cleaner, thread)[0]:
                     self._stop.wait(self.backoff_ms / 1000)
         except BaseException:  # noqa: BLE001 - a dead thread is counted, as Kafka's DeadThreadCount
             self.dead_threads += 1

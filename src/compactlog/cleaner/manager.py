@@ -61,6 +61,10 @@ class CleanerManager:
         return self.states.get(tp, (NONE, 0))
 
     def _move(self, tp: TopicPartition, event: str) -> None:
+        with self.lock:
+            self._move_locked(tp, event)
+
+    def _move_locked(self, tp: TopicPartition, event: str) -> None:
         kind, n = self.state(tp)
         nxt = TRANSITIONS.get((kind, event))
         if nxt is None:
