@@ -26,7 +26,7 @@ from ..storage.log import Log
 from ..storage.segment import LogSegment
 from .grouping import SegmentSize, group_segments_by_size
 from .offset_map import OffsetMap
-from .survival import BatchDecision, batch_decision, needs_delete_horizon, retained
+from .survival import BatchDecision, batch_decision, needs_delete_horizon, record_versions, retained
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +73,7 @@ class Cleaner:
     def __init__(self, offset_map: OffsetMap, time: Time = SYSTEM,
                  check_abort: Callable[[Log], None] | None = None) -> None:
         self.map = offset_map
+        self.first_dirty = 0
         self.time = time
         self.check_abort = check_abort or (lambda _log: None)
 
@@ -97,17 +98,34 @@ class Cleaner:
                     data, cols = batch.scan()
                     stats.map_messages_read += len(cols)
                     stats.map_bytes_read += batch.size
-                    if not m.put_batch(data, cols, batch.base_offset, start):
+                    versions = self._versions(batch, data, cols)
+                    if not m.put_batch(data, cols, batch.base_offset, start, versions):
                         return m.latest_offset + 1
                 if batch.last_offset >= start:
                     m.latest_offset = batch.last_offset
             m.latest_offset = min(nxt, end) - 1
         return m.latest_offset + 1
 
+    strategy = "offset"
+
+    def _versions(self, batch: RecordBatch, data, cols: np.ndarray) -> np.ndarray | None:
+        if self.strategy == "timestamp" and batch.timestamp_type == LOG_APPEND_TIME:
+            return np.full(len(cols), batch.max_timestamp, dtype=np.int64)
+        return record_versions(self.strategy, batch.base_timestamp, cols, data, kernels.header_versions)
+
+    def _use_map_for(self, strategy: str) -> None:
+        """Switch the map between Kafka's plain layout and the versioned one the strategy needs."""
+        self.strategy = strategy
+        versioned = strategy != "offset"
+        if self.map.versioned != versioned:
+            self.map = OffsetMap(self.map.memory, self.map.load_factor, versioned)
+
     # -- 2 and 3. grouping and rewriting ------------------------------------------------------------
     def clean(self, lg: Log, first_dirty: int, first_uncleanable: int) -> tuple[int, CleanerStats]:
         """One round; returns (the new first dirty offset for the checkpoint, stats)."""
         now = self.time.milliseconds()
+        self._use_map_for(lg.config.compaction_strategy)
+        self.first_dirty = first_dirty
         stats = CleanerStats(start_size=lg.size)
         end = self.build_offset_map(lg, first_dirty, first_uncleanable, stats)
         stats.map_done = _time.monotonic()
@@ -158,8 +176,18 @@ class Cleaner:
         offsets = batch.base_offset + cols[:, kernels.C_OFFSET_DELTA]
         has_key = cols[:, kernels.C_KEY_LEN] >= 0
         tomb = cols[:, kernels.C_VAL_LEN] < 0
-        mapped = self.map.get_batch(data, cols)
-        keep = retained(offsets, mapped, has_key, tomb, self.map.latest_offset, batch.delete_horizon_ms, now)
+        mapped, mapped_versions = self.map.get_batch(data, cols)
+        if mapped_versions is not None and batch.base_offset < self.first_dirty:
+            # A record cleaned in an earlier round can outrank every dirty record of its key (it has a
+            # higher version): it stays, and the map now points at it so the dirty ones go.
+            versions = self._versions(batch, data, cols)
+            wins = has_key & (mapped >= 0) & (offsets < self.first_dirty) & (versions > mapped_versions)
+            if wins.any():
+                rows = np.flatnonzero(wins)
+                self.map.set_rows(data, cols, rows, offsets[rows], versions[rows])
+                mapped[rows] = offsets[rows]
+        keep = retained(offsets, mapped, has_key, tomb, self.map.latest_offset, batch.delete_horizon_ms, now,
+                        exact=mapped_versions is not None)
         stats.invalid_messages += int((~has_key & (offsets <= self.map.latest_offset)).sum())
         kept = int(keep.sum())
         add_horizon = needs_delete_horizon(batch.has_delete_horizon, int((tomb & keep).sum()))

@@ -34,18 +34,39 @@ def retained(
     latest_mapped_offset: int,
     delete_horizon: int | None,
     now: int,
+    exact: bool = False,
 ) -> np.ndarray:
     """Keep mask for one batch's records (Kafka's ``shouldRetainRecord``).
 
     * beyond the mapped range (``offset > latest_mapped_offset``): kept, keyless or not, untouched;
     * keyless: dropped;
-    * otherwise kept iff it is the latest offset for its key (``offset >= mapped``) and it is not a
-      tombstone whose batch's delete horizon has passed.
+    * otherwise kept iff it is the record the map chose for its key and it is not a tombstone whose
+      batch's delete horizon has passed. With Kafka's offset strategy the map holds the highest offset,
+      so "chosen" is ``offset >= mapped``; with a versioned strategy (``exact``) the map may choose an
+      earlier record, so only ``offset == mapped`` (or an unmapped key) is chosen.
     """
     beyond = offsets > latest_mapped_offset
     horizon_passed = delete_horizon is not None and now >= delete_horizon
     live = ~is_tombstone | (not horizon_passed)
-    return beyond | (has_key & (offsets >= mapped) & live)
+    chosen = ((mapped < 0) | (offsets == mapped)) if exact else (offsets >= mapped)
+    return beyond | (has_key & chosen & live)
+
+
+def record_versions(strategy: str, base_timestamp: int, cols: np.ndarray, data, header_versions) -> np.ndarray | None:
+    """The per-record version a ``compaction.strategy`` ranks by (None for Kafka's offset strategy).
+
+    ``timestamp``: the record timestamp; ``header:<name>``: that header's value as a long (KIP-280),
+    -1 when missing, so records without it lose to records with it and ties go to the later offset.
+    """
+    if strategy == "offset":
+        return None
+    if strategy == "timestamp":
+        from ..records.kernels import C_TS_DELTA
+
+        return base_timestamp + cols[:, C_TS_DELTA]
+    out = np.empty(len(cols), dtype=np.int64)
+    header_versions(data, cols, strategy[len("header:"):].encode(), out)
+    return out
 
 
 def needs_delete_horizon(has_horizon: bool, kept_tombstones: int) -> bool:

@@ -780,12 +780,21 @@ static inline uint8_t *map_find(uint8_t *table, uint64_t slots, const uint8_t h[
  * map holds max_entries (Kafka checks fullness before every put, even for a key already present).
  */
 static PyObject *offset_map_put(PyObject *self, PyObject *args) {
-    PyObject *table_obj, *data_obj, *cols_obj;
+    PyObject *table_obj, *data_obj, *cols_obj, *vt_obj = Py_None, *rv_obj = Py_None;
     long long slots, max_entries, size, base_offset, min_offset;
     Py_ssize_t start_row;
-    if (!PyArg_ParseTuple(args, "OLLLOOLnL", &table_obj, &slots, &max_entries, &size, &data_obj, &cols_obj, &base_offset,
-                          &start_row, &min_offset))
+    if (!PyArg_ParseTuple(args, "OLLLOOLnL|OO", &table_obj, &slots, &max_entries, &size, &data_obj, &cols_obj, &base_offset,
+                          &start_row, &min_offset, &vt_obj, &rv_obj))
         return NULL;
+    Py_buffer vt = {0}, rv = {0};
+    int versioned = vt_obj != Py_None;
+    if (versioned) {
+        if (PyObject_GetBuffer(vt_obj, &vt, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) return NULL;
+        if (PyObject_GetBuffer(rv_obj, &rv, PyBUF_C_CONTIGUOUS) < 0) {
+            PyBuffer_Release(&vt);
+            return NULL;
+        }
+    }
     Py_buffer table, data, cols;
     if (PyObject_GetBuffer(table_obj, &table, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) return NULL;
     if (PyObject_GetBuffer(data_obj, &data, PyBUF_SIMPLE) < 0) {
@@ -820,6 +829,13 @@ static PyObject *offset_map_put(PyObject *self, PyObject *args) {
         murmur3_128(d + r[C_KEY_POS], (Py_ssize_t)r[C_KEY_LEN], h);
         if (memcmp(h, zero16, 16) == 0) h[0] = 1; /* the all-zero hash marks empty slots */
         uint8_t *slot = map_find((uint8_t *)table.buf, (uint64_t)slots, h, &found, &probes);
+        if (versioned) {
+            /* KIP-280: the highest version wins, ties go to the later offset (offsets only grow here) */
+            int64_t v = ((const int64_t *)rv.buf)[row];
+            int64_t *sv = (int64_t *)vt.buf + (slot - (uint8_t *)table.buf) / SLOT;
+            if (found && v < *sv) continue;
+            *sv = v;
+        }
         if (!found) {
             memcpy(slot, h, 16);
             size++;
@@ -830,14 +846,27 @@ static PyObject *offset_map_put(PyObject *self, PyObject *args) {
     PyBuffer_Release(&table);
     PyBuffer_Release(&data);
     PyBuffer_Release(&cols);
+    if (versioned) {
+        PyBuffer_Release(&vt);
+        PyBuffer_Release(&rv);
+    }
     return Py_BuildValue("(LnOL)", size, row, full ? Py_True : Py_False, (long long)probes);
 }
 
 /* offset_map_get(table, slots, data, cols, out) -> None: out[i] = mapped offset of row i's key, or -1. */
 static PyObject *offset_map_get(PyObject *self, PyObject *args) {
-    PyObject *table_obj, *data_obj, *cols_obj, *out_obj;
+    PyObject *table_obj, *data_obj, *cols_obj, *out_obj, *vt_obj = Py_None, *ov_obj = Py_None;
     long long slots;
-    if (!PyArg_ParseTuple(args, "OLOOO", &table_obj, &slots, &data_obj, &cols_obj, &out_obj)) return NULL;
+    if (!PyArg_ParseTuple(args, "OLOOO|OO", &table_obj, &slots, &data_obj, &cols_obj, &out_obj, &vt_obj, &ov_obj)) return NULL;
+    Py_buffer vt = {0}, ov = {0};
+    int versioned = vt_obj != Py_None;
+    if (versioned) {
+        if (PyObject_GetBuffer(vt_obj, &vt, PyBUF_C_CONTIGUOUS) < 0) return NULL;
+        if (PyObject_GetBuffer(ov_obj, &ov, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) {
+            PyBuffer_Release(&vt);
+            return NULL;
+        }
+    }
     Py_buffer table, data, cols, out;
     if (PyObject_GetBuffer(table_obj, &table, PyBUF_C_CONTIGUOUS) < 0) return NULL;
     if (PyObject_GetBuffer(data_obj, &data, PyBUF_SIMPLE) < 0) {
@@ -874,9 +903,105 @@ static PyObject *offset_map_get(PyObject *self, PyObject *args) {
         uint8_t *slot = map_find((uint8_t *)table.buf, (uint64_t)slots, h, &found, &probes);
         if (found) memcpy(&o[row], slot + 16, 8);
         else o[row] = -1;
+        if (versioned)
+            ((int64_t *)ov.buf)[row] = found ? ((const int64_t *)vt.buf)[(slot - (uint8_t *)table.buf) / SLOT] : INT64_MIN;
     }
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&table); PyBuffer_Release(&data); PyBuffer_Release(&cols); PyBuffer_Release(&out);
+    if (versioned) {
+        PyBuffer_Release(&vt);
+        PyBuffer_Release(&ov);
+    }
+    Py_RETURN_NONE;
+}
+
+/* offset_map_set(table, slots, versions, data, cols, rows, offsets, row_versions): point existing keys
+ * of the given rows at new (offset, version) entries (a clean record that outranks the mapped one). */
+static PyObject *offset_map_set(PyObject *self, PyObject *args) {
+    PyObject *table_obj, *vt_obj, *data_obj, *cols_obj, *rows_obj, *offs_obj, *rv_obj;
+    long long slots;
+    if (!PyArg_ParseTuple(args, "OLOOOOOO", &table_obj, &slots, &vt_obj, &data_obj, &cols_obj, &rows_obj, &offs_obj, &rv_obj))
+        return NULL;
+    Py_buffer b[7];
+    PyObject *objs[7] = {table_obj, vt_obj, data_obj, cols_obj, rows_obj, offs_obj, rv_obj};
+    int flags[7] = {PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS, PyBUF_SIMPLE,
+                    PyBUF_C_CONTIGUOUS, PyBUF_C_CONTIGUOUS, PyBUF_C_CONTIGUOUS, PyBUF_C_CONTIGUOUS};
+    int got = 0;
+    for (; got < 7; got++)
+        if (PyObject_GetBuffer(objs[got], &b[got], flags[got]) < 0) break;
+    if (got < 7) {
+        for (int i = 0; i < got; i++) PyBuffer_Release(&b[i]);
+        return NULL;
+    }
+    const int64_t *c = (const int64_t *)b[3].buf, *rows = (const int64_t *)b[4].buf;
+    const int64_t *offs = (const int64_t *)b[5].buf, *vers = (const int64_t *)b[6].buf;
+    Py_ssize_t n = b[4].len / 8;
+    int64_t probes = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const int64_t *r = c + rows[i] * NCOLS;
+        if (r[C_KEY_LEN] < 0) continue;
+        uint8_t h[16];
+        int found;
+        murmur3_128((const uint8_t *)b[2].buf + r[C_KEY_POS], (Py_ssize_t)r[C_KEY_LEN], h);
+        if (memcmp(h, zero16, 16) == 0) h[0] = 1;
+        uint8_t *slot = map_find((uint8_t *)b[0].buf, (uint64_t)slots, h, &found, &probes);
+        if (!found) continue;
+        memcpy(slot + 16, &offs[i], 8);
+        ((int64_t *)b[1].buf)[(slot - (uint8_t *)b[0].buf) / SLOT] = vers[i];
+    }
+    for (int i = 0; i < 7; i++) PyBuffer_Release(&b[i]);
+    Py_RETURN_NONE;
+}
+
+/* header_versions(data, cols, name, out): the version in header `name` of each record, as KIP-280 reads
+ * it: an 8-byte big-endian long, or ASCII decimal digits; -1 when the header is missing or unreadable. */
+static PyObject *header_versions(PyObject *self, PyObject *args) {
+    PyObject *data_obj, *cols_obj, *out_obj;
+    const char *name;
+    Py_ssize_t name_len;
+    if (!PyArg_ParseTuple(args, "OOs#O", &data_obj, &cols_obj, &name, &name_len, &out_obj)) return NULL;
+    Py_buffer data, cols, out;
+    if (PyObject_GetBuffer(data_obj, &data, PyBUF_SIMPLE) < 0) return NULL;
+    if (PyObject_GetBuffer(cols_obj, &cols, PyBUF_C_CONTIGUOUS) < 0) {
+        PyBuffer_Release(&data);
+        return NULL;
+    }
+    if (PyObject_GetBuffer(out_obj, &out, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) {
+        PyBuffer_Release(&data); PyBuffer_Release(&cols);
+        return NULL;
+    }
+    const uint8_t *d = (const uint8_t *)data.buf;
+    const int64_t *c = (const int64_t *)cols.buf;
+    int64_t *o = (int64_t *)out.buf;
+    Py_ssize_t n = cols.len / (NCOLS * 8);
+    scan_err err = {0};
+    for (Py_ssize_t row = 0; row < n; row++) {
+        const int64_t *r = c + row * NCOLS;
+        Py_ssize_t pos = r[C_HDR_POS], end = r[C_END];
+        int64_t v = -1;
+        for (int64_t h = 0; h < r[C_HDR_COUNT] && pos >= 0; h++) {
+            int64_t kp, kl, vp, vl;
+            pos = read_field(d, pos, end, "header key", 0, &kp, &kl, &err);
+            if (pos >= 0) pos = read_field(d, pos, end, "header value", 1, &vp, &vl, &err);
+            if (pos < 0 || kl != name_len || memcmp(d + kp, name, name_len) != 0) continue;
+            if (vl == 8) {
+                uint64_t u = 0;
+                for (int i = 0; i < 8; i++) u = (u << 8) | d[vp + i];
+                v = (int64_t)u;
+            } else if (vl > 0 && vl <= 18) {
+                int64_t acc = 0;
+                int ok = 1;
+                for (int64_t i = 0; i < vl; i++) {
+                    uint8_t ch = d[vp + i];
+                    if (ch < '0' || ch > '9') { ok = 0; break; }
+                    acc = acc * 10 + (ch - '0');
+                }
+                if (ok) v = acc;
+            }
+        }
+        o[row] = v;
+    }
+    PyBuffer_Release(&data); PyBuffer_Release(&cols); PyBuffer_Release(&out);
     Py_RETURN_NONE;
 }
 
@@ -897,6 +1022,8 @@ static PyMethodDef methods[] = {
     {"encode_records", encode_records, METH_VARARGS, "Encode records into an uncompressed records section."},
     {"offset_map_put", offset_map_put, METH_VARARGS, "Put keyed records into the cleaner's offset map until it is full."},
     {"offset_map_get", offset_map_get, METH_VARARGS, "Look up each record's key in the cleaner's offset map."},
+    {"offset_map_set", offset_map_set, METH_VARARGS, "Point mapped keys at new (offset, version) entries."},
+    {"header_versions", header_versions, METH_VARARGS, "KIP-280 versions from a named header."},
     {"key_hash", key_hash, METH_O, "The offset map's 16-byte hash of a key."},
     {"crc32c", crc32c, METH_O, "CRC-32C of a buffer."},
     {"murmur2", murmur2, METH_O, "Kafka's murmur2 hash as a signed 32-bit int."},

@@ -340,8 +340,12 @@ def _find(table: Any, slots: int, h: bytes) -> tuple[int, bool, int]:
 
 
 def offset_map_put(table: Any, slots: int, max_entries: int, size: int, data: Any, cols: Any, base_offset: int,
-                   start_row: int, min_offset: int) -> tuple[int, int, bool, int]:
-    """Put keyed records' offsets from ``start_row`` on until the map is full; see ``_native.c``."""
+                   start_row: int, min_offset: int, versions: Any = None,
+                   row_versions: Any = None) -> tuple[int, int, bool, int]:
+    """Put keyed records' offsets from ``start_row`` on until the map is full; see ``_native.c``.
+
+    With ``versions`` (one int64 per slot) and ``row_versions`` the map keeps, per key, the record with
+    the highest version, ties going to the later offset (KIP-280)."""
     mv = memoryview(data)
     tv = memoryview(table).cast("B")
     probes = 0
@@ -358,6 +362,12 @@ def offset_map_put(table: Any, slots: int, max_entries: int, size: int, data: An
             h = key_hash(mv[r[C_KEY_POS] : r[C_KEY_POS] + r[C_KEY_LEN]])
             s, found, p = _find(tv, slots, h)
             probes += p
+            if versions is not None:
+                v = int(row_versions[row])
+                if found and v < int(versions[s // SLOT]):
+                    row += 1
+                    continue
+                versions[s // SLOT] = v
             if not found:
                 tv[s : s + 16] = h
                 size += 1
@@ -366,8 +376,10 @@ def offset_map_put(table: Any, slots: int, max_entries: int, size: int, data: An
     return size, row, full, probes
 
 
-def offset_map_get(table: Any, slots: int, data: Any, cols: Any, out: Any) -> None:
-    """out[i] = the mapped offset of row i's key, or -1 (missing or null key)."""
+def offset_map_get(table: Any, slots: int, data: Any, cols: Any, out: Any, versions: Any = None,
+                   out_versions: Any = None) -> None:
+    """out[i] = the mapped offset of row i's key, or -1 (missing or null key); with ``versions``,
+    out_versions[i] = the mapped version (int64 min when missing)."""
     mv = memoryview(data)
     tv = memoryview(table).cast("B")
     for i, r in enumerate(cols.tolist()):
@@ -376,3 +388,35 @@ def offset_map_get(table: Any, slots: int, data: Any, cols: Any, out: Any) -> No
             continue
         s, found, _ = _find(tv, slots, key_hash(mv[r[C_KEY_POS] : r[C_KEY_POS] + r[C_KEY_LEN]]))
         out[i] = int.from_bytes(tv[s + 16 : s + 24], "little", signed=True) if found else -1
+        if versions is not None:
+            out_versions[i] = int(versions[s // SLOT]) if found else -(2**63)
+
+
+def offset_map_set(table: Any, slots: int, versions: Any, data: Any, cols: Any, rows: Any, offsets: Any,
+                   row_versions: Any) -> None:
+    """Point the mapped keys of ``rows`` at new (offset, version) entries."""
+    mv = memoryview(data)
+    tv = memoryview(table).cast("B")
+    for i, row in enumerate(rows.tolist()):
+        r = cols[row].tolist()
+        if r[C_KEY_LEN] < 0:
+            continue
+        s, found, _ = _find(tv, slots, key_hash(mv[r[C_KEY_POS] : r[C_KEY_POS] + r[C_KEY_LEN]]))
+        if found:
+            tv[s + 16 : s + 24] = int(offsets[i]).to_bytes(8, "little", signed=True)
+            versions[s // SLOT] = int(row_versions[i])
+
+
+def header_versions(data: Any, cols: Any, name: bytes | str, out: Any) -> None:
+    """KIP-280 version of each record from header ``name``: 8-byte big-endian long or ASCII digits; -1 if absent."""
+    key = name.encode() if isinstance(name, str) else name
+    for i, r in enumerate(cols.tolist()):
+        v = -1
+        for hk, hv in decode_headers(data, r[C_HDR_POS], r[C_HDR_COUNT]):
+            if hk.encode() != key or hv is None:
+                continue
+            if len(hv) == 8:
+                v = int.from_bytes(hv, "big", signed=True)
+            elif 0 < len(hv) <= 18 and hv.isdigit():
+                v = int(hv)
+        out[i] = v
