@@ -20,15 +20,89 @@ import numpy as np
 
 from ..clock import SYSTEM, Time
 from ..records import kernels
-from ..records.batch import LOG_APPEND_TIME, BatchInfo, RecordBatch, build_batch, build_empty_batch
+from ..errors import CorruptRecordError
+from ..records.batch import (
+    COMPRESSION_MASK,
+    DELETE_HORIZON_BIT,
+    LOG_APPEND_TIME,
+    BatchInfo,
+    RecordBatch,
+    assemble_batch,
+    build_batch,
+    build_empty_batch,
+)
+from ..records.codecs import Codec, compress
 from ..storage import files
 from ..storage.log import Log
 from ..storage.segment import LogSegment
 from .grouping import SegmentSize, group_segments_by_size
 from .offset_map import OffsetMap
-from .survival import BatchDecision, batch_decision, needs_delete_horizon, record_versions, retained
+from .survival import BatchDecision, batch_decision, record_versions, retained
 
 log = logging.getLogger(__name__)
+
+
+MAP_CHUNK_BYTES = 4 << 20  # batches scanned together while building the map
+CHUNK_RECORDS = 65536  # and at most this many records, so compressed chunks stay small once decompressed
+
+
+@dataclass
+class Chunk:
+    """Consecutive batches with every data batch's records scanned into one column table.
+
+    ``cols[:, C_OFFSET_DELTA]`` holds absolute offsets here; ``rows[i]:rows[i+1]`` are batch i's rows
+    (none for control batches, which are never mapped and always kept as they are).
+    """
+
+    batches: list[RecordBatch]
+    data: bytes
+    cols: np.ndarray
+    rows: np.ndarray
+
+    @classmethod
+    def scan(cls, batches: list[RecordBatch]) -> "Chunk":
+        payloads, starts, ends, counts = [], [], [], []
+        pos = 0
+        for b in batches:
+            n = 0 if b.is_control else b.record_count
+            p = b.payload() if n else b""
+            payloads.append(p)
+            starts.append(pos)
+            pos += len(p)
+            ends.append(pos)
+            counts.append(n)
+        data = b"".join(payloads)
+        counts_a = np.asarray(counts, dtype=np.int64)
+        rows = np.zeros(len(batches) + 1, dtype=np.int64)
+        np.cumsum(counts_a, out=rows[1:])
+        cols = np.empty((int(rows[-1]), kernels.NCOLS), dtype=np.int64)
+        try:
+            kernels.scan_many(data, np.asarray(starts, dtype=np.int64), np.asarray(ends, dtype=np.int64), counts_a, cols)
+        except ValueError as exc:
+            msg = str(exc)
+            idx = int(msg.split(":")[0].split()[-1]) if msg.startswith("section") else 0
+            raise CorruptRecordError(f"batch at offset {batches[idx].base_offset}: {msg.split(': ', 1)[-1]}") from None
+        cols[:, kernels.C_OFFSET_DELTA] += np.repeat(np.asarray([b.base_offset for b in batches], dtype=np.int64), counts_a)
+        return cls(batches, data, cols, rows)
+
+    def per_row(self, values: list[int]) -> np.ndarray:
+        """Spread one value per batch over that batch's rows."""
+        return np.repeat(np.asarray(values, dtype=np.int64), np.diff(self.rows))
+
+
+def _chunks(batches, max_bytes: int, max_records: int = CHUNK_RECORDS):
+    """Consecutive batches up to ``max_bytes`` stored bytes or ``max_records`` records."""
+    group: list[RecordBatch] = []
+    size = records = 0
+    for b in batches:
+        group.append(b)
+        size += b.size
+        records += b.record_count
+        if size >= max_bytes or records >= max_records:
+            yield group
+            group, size, records = [], 0, 0
+    if group:
+        yield group
 
 
 class CleaningAbortedError(Exception):
@@ -71,11 +145,31 @@ class Cleaner:
     """Cleans one log at a time with its own offset map."""
 
     def __init__(self, offset_map: OffsetMap, time: Time = SYSTEM,
-                 check_abort: Callable[[Log], None] | None = None) -> None:
+                 check_abort: Callable[[Log], None] | None = None, read_buffer: int = 262144) -> None:
         self.map = offset_map
-        self.first_dirty = 0
         self.time = time
         self.check_abort = check_abort or (lambda _log: None)
+        self.read_buffer = read_buffer  # source bytes per append to the cleaned segment (index granularity)
+        self.first_dirty = 0
+        self.strategy = "offset"
+
+    def _versions(self, chunk: Chunk) -> np.ndarray | None:
+        """Per-row versions for the topic's compaction.strategy (None for Kafka's offset rule)."""
+        if self.strategy == "offset":
+            return None
+        bases = [b.max_timestamp if (b.timestamp_type == LOG_APPEND_TIME) else b.base_timestamp for b in chunk.batches]
+        if self.strategy == "timestamp":
+            lat = chunk.per_row([b.timestamp_type == LOG_APPEND_TIME for b in chunk.batches]).astype(bool)
+            ts = chunk.per_row(bases) + np.where(lat, 0, chunk.cols[:, kernels.C_TS_DELTA])
+            return ts
+        return record_versions(self.strategy, 0, chunk.cols, chunk.data, kernels.header_versions)
+
+    def _use_map_for(self, strategy: str) -> None:
+        """Switch the map between Kafka's plain layout and the versioned one the strategy needs."""
+        self.strategy = strategy
+        versioned = strategy != "offset"
+        if self.map.versioned != versioned:
+            self.map = OffsetMap(self.map.memory, self.map.load_factor, versioned)
 
     # -- 1. the offset map ----------------------------------------------------------------------
     def build_offset_map(self, lg: Log, start: int, end: int, stats: CleanerStats) -> int:
@@ -90,35 +184,23 @@ class Cleaner:
             if seg.base_offset >= end:
                 break
             found = seg.translate_offset(start)
-            for _, batch in seg.batches(found[0] if found else seg.size):
-                if batch.base_offset >= end:
-                    break
+            batches = (b for _, b in seg.batches(found[0] if found else seg.size) if b.base_offset < end)
+            for group in _chunks(batches, MAP_CHUNK_BYTES):
                 self.check_abort(lg)
-                if not batch.is_control:
-                    data, cols = batch.scan()
-                    stats.map_messages_read += len(cols)
-                    stats.map_bytes_read += batch.size
-                    versions = self._versions(batch, data, cols)
-                    if not m.put_batch(data, cols, batch.base_offset, start, versions):
-                        return m.latest_offset + 1
-                if batch.last_offset >= start:
-                    m.latest_offset = batch.last_offset
+                chunk = Chunk.scan(group)
+                stats.map_messages_read += len(chunk.cols)
+                stats.map_bytes_read += sum(b.size for b in group)
+                if not m.put_batch(chunk.data, chunk.cols, 0, start, self._versions(chunk)):
+                    # full: everything before the stopping batch counts as processed (Kafka's latestOffset)
+                    stop = int(np.searchsorted(chunk.rows, m.stopped_row, side="right")) - 1
+                    done = [b.last_offset for b in group[:stop] if b.last_offset >= start]
+                    m.latest_offset = max([m.latest_offset, *done[-1:]])
+                    return m.latest_offset + 1
+                lasts = [b.last_offset for b in group if b.last_offset >= start]
+                if lasts:
+                    m.latest_offset = max(m.latest_offset, lasts[-1])
             m.latest_offset = min(nxt, end) - 1
         return m.latest_offset + 1
-
-    strategy = "offset"
-
-    def _versions(self, batch: RecordBatch, data, cols: np.ndarray) -> np.ndarray | None:
-        if self.strategy == "timestamp" and batch.timestamp_type == LOG_APPEND_TIME:
-            return np.full(len(cols), batch.max_timestamp, dtype=np.int64)
-        return record_versions(self.strategy, batch.base_timestamp, cols, data, kernels.header_versions)
-
-    def _use_map_for(self, strategy: str) -> None:
-        """Switch the map between Kafka's plain layout and the versioned one the strategy needs."""
-        self.strategy = strategy
-        versioned = strategy != "offset"
-        if self.map.versioned != versioned:
-            self.map = OffsetMap(self.map.memory, self.map.load_factor, versioned)
 
     # -- 2 and 3. grouping and rewriting ------------------------------------------------------------
     def clean(self, lg: Log, first_dirty: int, first_uncleanable: int) -> tuple[int, CleanerStats]:
@@ -145,19 +227,19 @@ class Cleaner:
         for suffix in files.SEGMENT_SUFFIXES:
             files.segment_file(lg.dir, base, suffix, files.CLEANED_SUFFIX).unlink(missing_ok=True)
         dest = LogSegment(lg.dir, base, lg.segment_params(), self.time, temp_suffix=files.CLEANED_SUFFIX)
+        retention = lg.config.delete_retention_ms
         try:
             for src in sources:
-                for _, batch in src.batches(0):
+                for group in _chunks((b for _, b in src.batches(0)), self.read_buffer):
                     self.check_abort(lg)
-                    stats.bytes_read += batch.size
-                    stats.messages_read += batch.record_count
-                    out = self.filter_batch(batch, upper_bound, now, lg.config.delete_retention_ms, stats)
-                    if out is not None:
-                        data, kept = out
+                    stats.bytes_read += sum(b.size for b in group)
+                    stats.messages_read += sum(b.record_count for b in group)
+                    out = self.filter_chunk(Chunk.scan(group), upper_bound, now, retention, stats)
+                    if out:
+                        data = b"".join(o for o, _, _ in out)
+                        max_ts, at = max((ts, last) for _, ts, last in out)
+                        dest.append(out[-1][2], max_ts, at, data)
                         stats.bytes_written += len(data)
-                        stats.messages_written += kept
-                        written = RecordBatch(data)
-                        dest.append(written.last_offset, written.max_timestamp, written.last_offset, data)
             dest.on_become_inactive()
             dest.flush()
             dest.set_last_modified(sources[-1].last_modified_ms)
@@ -166,49 +248,81 @@ class Cleaner:
             dest.delete_files()
             raise
 
-    def filter_batch(self, batch: RecordBatch, upper_bound: int, now: int, delete_retention_ms: int,
-                     stats: CleanerStats) -> tuple[bytes, int] | None:
-        """The bytes to keep of one batch (verbatim, rebuilt or an empty header) and its record count."""
-        decision = batch_decision(batch.next_offset, upper_bound, batch.is_control)
-        if batch.is_control:
-            return bytes(batch.buffer), batch.record_count
-        data, cols = batch.scan()
-        offsets = batch.base_offset + cols[:, kernels.C_OFFSET_DELTA]
+    def filter_chunk(self, chunk: Chunk, upper_bound: int, now: int, delete_retention_ms: int,
+                     stats: CleanerStats) -> list[tuple[bytes, int, int]]:
+        """The surviving bytes of each batch of a chunk: (bytes, max timestamp, last offset) per kept batch."""
+        cols, batches = chunk.cols, chunk.batches
+        offsets = cols[:, kernels.C_OFFSET_DELTA]
         has_key = cols[:, kernels.C_KEY_LEN] >= 0
         tomb = cols[:, kernels.C_VAL_LEN] < 0
-        mapped, mapped_versions = self.map.get_batch(data, cols)
-        if mapped_versions is not None and batch.base_offset < self.first_dirty:
-            # A record cleaned in an earlier round can outrank every dirty record of its key (it has a
-            # higher version): it stays, and the map now points at it so the dirty ones go.
-            versions = self._versions(batch, data, cols)
+        mapped, mapped_versions = self.map.get_batch(chunk.data, cols)
+        if mapped_versions is not None and batches[0].base_offset < self.first_dirty:
+            # A record kept by an earlier round can outrank every dirty record of its key (a higher
+            # version): it stays, and the map now points at it so the dirty ones go.
+            versions = self._versions(chunk)
             wins = has_key & (mapped >= 0) & (offsets < self.first_dirty) & (versions > mapped_versions)
             if wins.any():
                 rows = np.flatnonzero(wins)
-                self.map.set_rows(data, cols, rows, offsets[rows], versions[rows])
+                self.map.set_rows(chunk.data, cols, rows, offsets[rows], versions[rows])
                 mapped[rows] = offsets[rows]
-        keep = retained(offsets, mapped, has_key, tomb, self.map.latest_offset, batch.delete_horizon_ms, now,
+        horizons = chunk.per_row([-1 if b.delete_horizon_ms is None else b.delete_horizon_ms for b in batches])
+        keep = retained(offsets, mapped, has_key, tomb, self.map.latest_offset, horizons, now,
                         exact=mapped_versions is not None)
         stats.invalid_messages += int((~has_key & (offsets <= self.map.latest_offset)).sum())
-        kept = int(keep.sum())
-        add_horizon = needs_delete_horizon(batch.has_delete_horizon, int((tomb & keep).sum()))
-        if kept == len(keep) and not add_horizon:
-            return bytes(batch.buffer), kept
-        if kept == 0:
-            return (build_empty_batch(batch), 0) if decision is BatchDecision.RETAIN_EMPTY else None
-        return self._rebuild(batch, keep, cols, now + delete_retention_ms if add_horizon else batch.delete_horizon_ms), kept
+        batch_of_row = np.repeat(np.arange(len(batches)), np.diff(chunk.rows))
+        kept = np.bincount(batch_of_row, weights=keep, minlength=len(batches)).astype(np.int64).tolist()
+        kept_tombs = np.bincount(batch_of_row, weights=keep & tomb, minlength=len(batches)).astype(np.int64).tolist()
+        out = []
+        for i, b in enumerate(batches):
+            lo, hi = int(chunk.rows[i]), int(chunk.rows[i + 1])
+            if b.is_control or kept[i] == hi - lo:
+                if b.is_control or b.has_delete_horizon or not kept_tombs[i]:
+                    out.append((bytes(b.buffer), b.max_timestamp, b.last_offset))
+                    stats.messages_written += b.record_count
+                    continue
+            if kept[i] == 0:
+                if batch_decision(b.next_offset, upper_bound, b.is_control) is BatchDecision.RETAIN_EMPTY:
+                    out.append((build_empty_batch(b), b.max_timestamp, b.last_offset))
+                continue
+            rows = lo + np.flatnonzero(keep[lo:hi])
+            if not b.has_delete_horizon and kept_tombs[i]:
+                data = self._rebuild(b, (rows - lo).tolist(), now + delete_retention_ms)
+            else:
+                data = self._regather(b, chunk, rows)
+            stats.messages_written += kept[i]
+            written = RecordBatch(data)
+            out.append((data, written.max_timestamp, b.last_offset))
+        return out
 
     @staticmethod
-    def _rebuild(batch: RecordBatch, keep: np.ndarray, cols: np.ndarray, horizon: int | None) -> bytes:
-        """Same codec (default level), same header facts, the kept records at their original offsets."""
+    def _regather(batch: RecordBatch, chunk: Chunk, rows: np.ndarray) -> bytes:
+        """Kept records copied byte for byte (their deltas still fit: same base offset and timestamp),
+        recompressed with the batch's codec at its default level."""
+        body = kernels.gather_records(chunk.data, chunk.cols, rows.astype(np.int64))
+        codec = Codec(batch.attributes & COMPRESSION_MASK)
+        if codec is not Codec.NONE:
+            body = compress(codec, body)
+        if batch.timestamp_type == LOG_APPEND_TIME:
+            max_ts = batch.max_timestamp
+        else:
+            max_ts = batch.base_timestamp + int(chunk.cols[rows, kernels.C_TS_DELTA].max())
+        info = BatchInfo(batch.base_offset, batch.timestamp_type, batch.producer_id, batch.producer_epoch,
+                         batch.base_sequence, batch.partition_leader_epoch, batch.is_transactional, batch.is_control)
+        attrs = batch.attributes & 0xFF
+        return assemble_batch(info, attrs, batch.last_offset_delta, batch.base_timestamp, max_ts, len(rows), body)
+
+    @staticmethod
+    def _rebuild(batch: RecordBatch, local_rows: list[int], horizon: int) -> bytes:
+        """A batch gaining its delete horizon: every kept record re-encoded against the new base timestamp
+        (the horizon), so absolute record timestamps stay the same."""
         recs = batch.records()
-        idx = np.flatnonzero(keep).tolist()
-        kept = [recs[i] for i in idx]
+        kept = [recs[i] for i in local_rows]
         info = BatchInfo(batch.base_offset, batch.timestamp_type, batch.producer_id, batch.producer_epoch,
                          batch.base_sequence, batch.partition_leader_epoch, batch.is_transactional, batch.is_control)
         return build_batch(
             [r.key for r in kept], [r.value for r in kept], [r.timestamp for r in kept],
             headers=[r.headers for r in kept], codec=batch.codec, info=info,
-            offset_deltas=cols[keep, kernels.C_OFFSET_DELTA].tolist(), last_offset_delta=batch.last_offset_delta,
+            offset_deltas=[r.offset - batch.base_offset for r in kept], last_offset_delta=batch.last_offset_delta,
             delete_horizon=horizon,
             max_timestamp=batch.max_timestamp if batch.timestamp_type == LOG_APPEND_TIME else None,
         )

@@ -62,16 +62,16 @@ class OffsetMap:
         On a full map the records before the stopping point are mapped and ``latest_offset`` is the last
         one put, as in Kafka, so a partial round still makes progress.
         """
-        size, row, full, probes = kernels.offset_map_put(
+        size, row, full, probes, last_put, puts = kernels.offset_map_put(
             self.table, self.slots, self.max_entries, self.size, data, cols, base_offset, 0, min_offset,
             *((self.versions, row_versions) if self.versioned else ()),
         )
-        keyed = (cols[:row, kernels.C_KEY_LEN] >= 0) & (base_offset + cols[:row, kernels.C_OFFSET_DELTA] >= min_offset)
-        if keyed.any():
-            self.latest_offset = int(base_offset + cols[:row, kernels.C_OFFSET_DELTA][keyed][-1])
+        if puts:
+            self.latest_offset = last_put
         self.size = size
         self.probes += probes
-        self.lookups += int(keyed.sum())
+        self.lookups += puts
+        self.stopped_row = row
         return not full
 
     def get_batch(self, data, cols: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:

@@ -32,7 +32,7 @@ def retained(
     has_key: np.ndarray,
     is_tombstone: np.ndarray,
     latest_mapped_offset: int,
-    delete_horizon: int | None,
+    delete_horizon: np.ndarray | int | None,
     now: int,
     exact: bool = False,
 ) -> np.ndarray:
@@ -44,10 +44,13 @@ def retained(
       batch's delete horizon has passed. With Kafka's offset strategy the map holds the highest offset,
       so "chosen" is ``offset >= mapped``; with a versioned strategy (``exact``) the map may choose an
       earlier record, so only ``offset == mapped`` (or an unmapped key) is chosen.
+
+    ``delete_horizon`` is the batch's horizon per record (or one value for all); -1 or None = none yet.
     """
     beyond = offsets > latest_mapped_offset
-    horizon_passed = delete_horizon is not None and now >= delete_horizon
-    live = ~is_tombstone | (not horizon_passed)
+    h = np.asarray(-1 if delete_horizon is None else delete_horizon)
+    horizon_passed = (h >= 0) & (now >= h)
+    live = ~is_tombstone | ~horizon_passed
     chosen = ((mapped < 0) | (offsets == mapped)) if exact else (offsets >= mapped)
     return beyond | (has_key & chosen & live)
 

@@ -200,6 +200,108 @@ static PyObject *scan_records(PyObject *self, PyObject *args) {
     return PyLong_FromSsize_t(res);
 }
 
+/* scan_many(data, starts, ends, counts, out) -> total rows
+ * Scans several record sections of one buffer (section i = data[starts[i]:ends[i]] holding counts[i]
+ * records) into consecutive rows of out, positions absolute in data. One call per chunk of batches. */
+static PyObject *scan_many(PyObject *self, PyObject *args) {
+    PyObject *data_obj, *starts_obj, *ends_obj, *counts_obj, *out_obj;
+    if (!PyArg_ParseTuple(args, "OOOOO", &data_obj, &starts_obj, &ends_obj, &counts_obj, &out_obj)) return NULL;
+    Py_buffer b[5];
+    PyObject *objs[5] = {data_obj, starts_obj, ends_obj, counts_obj, out_obj};
+    int flags[5] = {PyBUF_SIMPLE, PyBUF_C_CONTIGUOUS, PyBUF_C_CONTIGUOUS, PyBUF_C_CONTIGUOUS,
+                    PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS};
+    int got = 0;
+    for (; got < 5; got++)
+        if (PyObject_GetBuffer(objs[got], &b[got], flags[got]) < 0) break;
+    if (got < 5) {
+        for (int i = 0; i < got; i++) PyBuffer_Release(&b[i]);
+        return NULL;
+    }
+    const uint8_t *d = (const uint8_t *)b[0].buf;
+    const int64_t *starts = (const int64_t *)b[1].buf, *ends = (const int64_t *)b[2].buf, *counts = (const int64_t *)b[3].buf;
+    Py_ssize_t nsec = b[1].len / 8, cap = b[4].len / (NCOLS * 8), row = 0;
+    int64_t *out = (int64_t *)b[4].buf;
+    scan_err err = {0};
+    Py_ssize_t bad = -1;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < nsec && bad < 0; i++) {
+        if (row + counts[i] > cap || ends[i] > b[0].len || starts[i] > ends[i]) {
+            bad = i;
+            err.code = E_NONE;
+            break;
+        }
+        /* scan the section as its own buffer, then shift positions to be absolute */
+        Py_ssize_t pos = scan_all(d + starts[i], ends[i] - starts[i], counts[i], out + row * NCOLS, &err);
+        if (pos < 0) {
+            bad = i;
+            break;
+        }
+        for (int64_t r = 0; r < counts[i]; r++) {
+            int64_t *rr = out + (row + r) * NCOLS;
+            rr[C_POS] += starts[i];
+            rr[C_END] += starts[i];
+            rr[C_KEY_POS] += starts[i];
+            rr[C_VAL_POS] += starts[i];
+            rr[C_HDR_POS] += starts[i];
+        }
+        row += counts[i];
+    }
+    Py_END_ALLOW_THREADS
+    for (int i = 0; i < 5; i++) PyBuffer_Release(&b[i]);
+    if (bad >= 0) {
+        if (err.code == E_NONE) return PyErr_Format(PyExc_ValueError, "section %zd does not fit the buffers", bad);
+        PyObject *r = raise_scan_error(&err);
+        /* prefix the section number so the caller can name the batch */
+        PyObject *et, *ev, *tb;
+        PyErr_Fetch(&et, &ev, &tb);
+        PyObject *msg = PyUnicode_FromFormat("section %zd: %S", bad, ev);
+        Py_XDECREF(et); Py_XDECREF(ev); Py_XDECREF(tb);
+        if (msg) {
+            PyErr_SetObject(PyExc_ValueError, msg);
+            Py_DECREF(msg);
+        }
+        return r;
+    }
+    return PyLong_FromSsize_t(row);
+}
+
+/* gather_records(data, cols, rows) -> bytes: the raw bytes of the given records, concatenated. Valid as a
+ * records section when the batch keeps its base offset and base timestamp (deltas unchanged). */
+static PyObject *gather_records(PyObject *self, PyObject *args) {
+    PyObject *data_obj, *cols_obj, *rows_obj;
+    if (!PyArg_ParseTuple(args, "OOO", &data_obj, &cols_obj, &rows_obj)) return NULL;
+    Py_buffer data, cols, rows;
+    if (PyObject_GetBuffer(data_obj, &data, PyBUF_SIMPLE) < 0) return NULL;
+    if (PyObject_GetBuffer(cols_obj, &cols, PyBUF_C_CONTIGUOUS) < 0) {
+        PyBuffer_Release(&data);
+        return NULL;
+    }
+    if (PyObject_GetBuffer(rows_obj, &rows, PyBUF_C_CONTIGUOUS) < 0) {
+        PyBuffer_Release(&data); PyBuffer_Release(&cols);
+        return NULL;
+    }
+    const int64_t *c = (const int64_t *)cols.buf, *r = (const int64_t *)rows.buf;
+    Py_ssize_t n = rows.len / 8, total = 0, nrows = cols.len / (NCOLS * 8);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (r[i] < 0 || r[i] >= nrows) {
+            PyBuffer_Release(&data); PyBuffer_Release(&cols); PyBuffer_Release(&rows);
+            return PyErr_Format(PyExc_IndexError, "row %lld out of range", (long long)r[i]);
+        }
+        total += c[r[i] * NCOLS + C_END] - c[r[i] * NCOLS + C_POS];
+    }
+    PyObject *out = PyBytes_FromStringAndSize(NULL, total);
+    if (out) {
+        char *o = PyBytes_AS_STRING(out);
+        for (Py_ssize_t i = 0; i < n; i++) {
+            const int64_t *rr = c + r[i] * NCOLS;
+            memcpy(o, (const char *)data.buf + rr[C_POS], rr[C_END] - rr[C_POS]);
+            o += rr[C_END] - rr[C_POS];
+        }
+    }
+    PyBuffer_Release(&data); PyBuffer_Release(&cols); PyBuffer_Release(&rows);
+    return out;
+}
+
 /* summarize_records(data, count) -> (null_keys, min_ts_delta, max_ts_delta, sequential_offsets) */
 static PyObject *summarize_records(PyObject *self, PyObject *args) {
     PyObject *data_obj;
@@ -814,7 +916,7 @@ static PyObject *offset_map_put(PyObject *self, PyObject *args) {
     const int64_t *c = (const int64_t *)cols.buf;
     const uint8_t *d = (const uint8_t *)data.buf;
     int full = 0;
-    int64_t probes = 0;
+    int64_t probes = 0, last_put = -1, puts = 0;
     Py_BEGIN_ALLOW_THREADS
     for (; row < nrows; row++) {
         const int64_t *r = c + row * NCOLS;
@@ -824,6 +926,8 @@ static PyObject *offset_map_put(PyObject *self, PyObject *args) {
             full = 1;
             break;
         }
+        last_put = off;
+        puts++;
         uint8_t h[16];
         int found;
         murmur3_128(d + r[C_KEY_POS], (Py_ssize_t)r[C_KEY_LEN], h);
@@ -850,7 +954,8 @@ static PyObject *offset_map_put(PyObject *self, PyObject *args) {
         PyBuffer_Release(&vt);
         PyBuffer_Release(&rv);
     }
-    return Py_BuildValue("(LnOL)", size, row, full ? Py_True : Py_False, (long long)probes);
+    return Py_BuildValue("(LnOLLL)", size, row, full ? Py_True : Py_False, (long long)probes, (long long)last_put,
+                         (long long)puts);
 }
 
 /* offset_map_get(table, slots, data, cols, out) -> None: out[i] = mapped offset of row i's key, or -1. */
@@ -1017,6 +1122,8 @@ static PyObject *key_hash(PyObject *self, PyObject *arg) {
 
 static PyMethodDef methods[] = {
     {"scan_records", scan_records, METH_VARARGS, "Validate records and write their columns into an int64 array."},
+    {"scan_many", scan_many, METH_VARARGS, "Scan several record sections of one buffer into one column table."},
+    {"gather_records", gather_records, METH_VARARGS, "Concatenate the raw bytes of chosen records."},
     {"summarize_records", summarize_records, METH_VARARGS, "Validate records and return the facts append validation needs."},
     {"decode_records", decode_records, METH_VARARGS, "Decode records into record tuples."},
     {"encode_records", encode_records, METH_VARARGS, "Encode records into an uncompressed records section."},

@@ -176,6 +176,34 @@ def scan_records(data: Any, count: int, out: Any) -> int:
     return pos
 
 
+def scan_many(data: Any, starts: Any, ends: Any, counts: Any, out: Any) -> int:
+    """Scan several record sections of one buffer into consecutive rows, positions absolute in ``data``."""
+    import numpy as np
+
+    mv = memoryview(data)
+    row = 0
+    for i, (s, e, n) in enumerate(zip(starts.tolist(), ends.tolist(), counts.tolist())):
+        if row + n > len(out) or e > len(mv) or s > e:
+            raise ValueError(f"section {i} does not fit the buffers")
+        part = np.empty((n, NCOLS), dtype=np.int64)
+        try:
+            scan_records(mv[s:e], n, part)
+        except ValueError as exc:
+            raise ValueError(f"section {i}: {exc}") from None
+        for c in (C_POS, C_END, C_KEY_POS, C_VAL_POS, C_HDR_POS):
+            part[:, c] += s
+        out[row : row + n] = part
+        row += n
+    return row
+
+
+def gather_records(data: Any, cols: Any, rows: Any) -> bytes:
+    """The raw bytes of the chosen records, concatenated (a valid records section when the batch keeps
+    its base offset and base timestamp)."""
+    mv = memoryview(data)
+    return b"".join(bytes(mv[cols[r, C_POS] : cols[r, C_END]]) for r in rows.tolist())
+
+
 def decode_headers(data: Any, pos: int, count: int) -> tuple[tuple[str, bytes | None], ...]:
     """Decode ``count`` headers starting at ``pos`` (already validated by a scan)."""
     end = len(data)
@@ -351,6 +379,8 @@ def offset_map_put(table: Any, slots: int, max_entries: int, size: int, data: An
     probes = 0
     row = start_row
     full = False
+    last_put = -1
+    puts = 0
     rows = cols.tolist()
     while row < len(rows):
         r = rows[row]
@@ -359,6 +389,8 @@ def offset_map_put(table: Any, slots: int, max_entries: int, size: int, data: An
             if size >= max_entries:
                 full = True
                 break
+            last_put = off
+            puts += 1
             h = key_hash(mv[r[C_KEY_POS] : r[C_KEY_POS] + r[C_KEY_LEN]])
             s, found, p = _find(tv, slots, h)
             probes += p
@@ -373,7 +405,7 @@ def offset_map_put(table: Any, slots: int, max_entries: int, size: int, data: An
                 size += 1
             tv[s + 16 : s + 24] = off.to_bytes(8, "little", signed=True)
         row += 1
-    return size, row, full, probes
+    return size, row, full, probes, last_put, puts
 
 
 def offset_map_get(table: Any, slots: int, data: Any, cols: Any, out: Any, versions: Any = None,

@@ -278,10 +278,11 @@ def build_batch(
         base_ts = NO_TIMESTAMP
         max_ts = NO_TIMESTAMP if max_timestamp is None else max_timestamp
         lod = 0 if last_offset_delta is None else last_offset_delta
-    return _assemble(info, attributes, lod, base_ts, max_ts, n, body)
+    return assemble_batch(info, attributes, lod, base_ts, max_ts, n, body)
 
 
-def _assemble(info: BatchInfo, attributes: int, lod: int, base_ts: int, max_ts: int, count: int, body: bytes) -> bytes:
+def assemble_batch(info: BatchInfo, attributes: int, lod: int, base_ts: int, max_ts: int, count: int, body: bytes) -> bytes:
+    """A batch from its header facts and an already encoded (and compressed) records section."""
     buf = bytearray(HEADER_SIZE + len(body))
     HEADER.pack_into(
         buf, 0, info.base_offset, HEADER_SIZE - LOG_OVERHEAD + len(body), info.partition_leader_epoch, MAGIC, 0,
@@ -299,7 +300,7 @@ def build_empty_batch(batch: RecordBatch) -> bytes:
         batch.partition_leader_epoch, batch.is_transactional, batch.is_control,
     )
     attrs = batch.attributes & (TIMESTAMP_TYPE_BIT | TRANSACTIONAL_BIT | CONTROL_BIT)
-    return _assemble(info, attrs, batch.last_offset_delta, NO_TIMESTAMP, batch.max_timestamp, 0, b"")
+    return assemble_batch(info, attrs, batch.last_offset_delta, NO_TIMESTAMP, batch.max_timestamp, 0, b"")
 
 
 def patch_header(

@@ -33,6 +33,8 @@ summarize_records = _py.summarize_records
 offset_map_put = _py.offset_map_put
 offset_map_get = _py.offset_map_get
 key_hash = _py.key_hash
+gather_records = _py.gather_records
+scan_many = _py.scan_many
 header_versions = _py.header_versions
 offset_map_set = _py.offset_map_set
 murmur2 = _py.murmur2
@@ -53,6 +55,8 @@ if not os.environ.get("COMPACTLOG_NO_EXTENSIONS"):
         offset_map_put = _native.offset_map_put
         offset_map_get = _native.offset_map_get
         key_hash = _native.key_hash
+        gather_records = _native.gather_records
+        scan_many = _native.scan_many
         header_versions = _native.header_versions
         offset_map_set = _native.offset_map_set
         murmur2 = getattr(_native, "murmur2", murmur2)

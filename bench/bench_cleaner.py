@@ -1,0 +1,95 @@
+"""The log cleaner on the issue's data: 10 M records of ~100-byte JSON-like values, 1 M keys with 10
+versions each, ~16 KB batches; uncompressed, lz4 and zstd. Each clean runs in a fresh process so its
+peak RSS is its own. Then the same log with a dedupe buffer that holds only 1/8 of the keys.
+
+Usage: python bench/bench_cleaner.py [--records 10000000] [--keys 1000000] [--codecs none,lz4,zstd]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+from rich.console import Console
+from rich.table import Table
+
+sys.path.insert(0, os.path.dirname(__file__))
+from cleaner_data import write_topic  # noqa: E402
+
+from compactlog.records import Codec, kernels  # noqa: E402
+
+CHILD = """
+import json, resource, sys, time
+import compactlog
+broker = json.loads(sys.argv[2])
+with compactlog.open(sys.argv[1], broker) as cl:
+    t0 = time.perf_counter()
+    report = cl.clean("bench")
+    dt = time.perf_counter() - t0
+    rounds = report.compactions
+    print(json.dumps({
+        "seconds": dt, "rounds": len(rounds),
+        "records": sum(r.stats.messages_read for r in rounds[:1]),
+        "bytes": sum(r.stats.bytes_read for r in rounds[:1]),
+        "kept": rounds[-1].stats.messages_written if rounds else 0,
+        "map_seconds": sum(r.stats.map_seconds for r in rounds),
+        "utilization": max((r.stats.buffer_utilization for r in rounds), default=0),
+        "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }))
+"""
+
+
+def clean_in_child(path: str, broker: dict) -> dict:
+    out = subprocess.run([sys.executable, "-c", CHILD, path, json.dumps(broker)], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--records", type=int, default=10_000_000)
+    ap.add_argument("--keys", type=int, default=1_000_000)
+    ap.add_argument("--codecs", default="none,lz4,zstd")
+    args = ap.parse_args()
+    console = Console()
+    console.print(f"kernels: {'compiled' if kernels.NATIVE else 'python twin'}; {args.records:,} records, {args.keys:,} keys")
+    root = tempfile.mkdtemp(prefix="compactlog-cleaner-bench-")
+    table = Table(title="one cleaning round, one core (default dedupe buffer 128 MiB)")
+    for col in ("codec", "log MB", "records/s", "MB/s", "map build s", "total s", "records after", "peak RSS MB"):
+        table.add_column(col, justify="right")
+    try:
+        for name in args.codecs.split(","):
+            codec = Codec.NONE if name == "none" else Codec[name.upper()]
+            path = os.path.join(root, name)
+            t0 = time.perf_counter()
+            size = write_topic(path, args.records, args.keys, codec,
+                               progress=lambda d, n: console.print(f"  writing {name}: {d / n:.0%}", end="\r"))
+            console.print(f"  wrote {name}: {size / 1e6:,.0f} MB in {time.perf_counter() - t0:.0f} s      ")
+            r = clean_in_child(path, {})
+            table.add_row(name, f"{size / 1e6:,.0f}", f"{r['records'] / r['seconds']:,.0f}", f"{r['bytes'] / 1e6 / r['seconds']:,.1f}",
+                          f"{r['map_seconds']:.1f}", f"{r['seconds']:.1f}", f"{r['kept']:,}", f"{r['rss_mb']:,.0f}")
+            if name == "none":
+                small = int(args.keys / 8 / 0.9 * 24) + 24
+                write_topic(os.path.join(root, "small"), args.records, args.keys, codec)
+                rs = clean_in_child(os.path.join(root, "small"), {"log.cleaner.dedupe.buffer.size": str(small)})
+                small_row = (small, rs)
+            shutil.rmtree(path, ignore_errors=True)
+        console.print(table)
+        if "none" in args.codecs.split(","):
+            small, rs = small_row
+            t2 = Table(title="dedupe buffer holding 1/8 of the keys (uncompressed)")
+            for col in ("dedupe buffer", "rounds", "total s", "records after", "peak RSS MB"):
+                t2.add_column(col, justify="right")
+            t2.add_row(f"{small / 2**20:.1f} MiB", str(rs["rounds"]), f"{rs['seconds']:.1f}", f"{rs['kept']:,}", f"{rs['rss_mb']:,.0f}")
+            console.print(t2)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
