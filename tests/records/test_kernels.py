@@ -132,3 +132,11 @@ def test_murmur2_matches_kafka_python(impl):
         assert impl.murmur2(b) & 0xFFFFFFFF == murmur2(b)
     keys = [b"k%d" % i for i in range(100)] + [None]
     assert impl.partition_for_keys(keys, 7) == [(murmur2(k) & 0x7FFFFFFF) % 7 for k in keys[:-1]] + [-1]
+
+
+def test_both_implementations_provide_every_kernel():
+    for name in kernels.KERNELS:
+        assert callable(getattr(_py, name)), name
+        if _native is not None:
+            assert callable(getattr(_native, name)), name
+        assert getattr(kernels, name) is getattr(_native if kernels.NATIVE else _py, name)

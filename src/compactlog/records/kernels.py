@@ -24,40 +24,32 @@ from ._py import (  # noqa: F401  (column numbers are part of the kernel contrac
     decode_headers,
 )
 
-NATIVE = False
-encode_records = _py.encode_records
-scan_records = _py.scan_records
-decode_records = _py.decode_records
-crc32c = _py.crc32c
-summarize_records = _py.summarize_records
-offset_map_put = _py.offset_map_put
-offset_map_get = _py.offset_map_get
-key_hash = _py.key_hash
-gather_records = _py.gather_records
-scan_many = _py.scan_many
-header_versions = _py.header_versions
-offset_map_set = _py.offset_map_set
-murmur2 = _py.murmur2
-partition_for_keys = _py.partition_for_keys
+# Every kernel, by name: bound to the compiled module when it is built, else to the Python twin.
+KERNELS = (
+    "encode_records", "scan_records", "scan_many", "decode_records", "summarize_records", "gather_records",
+    "crc32c", "murmur2", "partition_for_keys", "key_hash", "offset_map_put", "offset_map_get", "offset_map_set",
+    "header_versions",
+)
 
+_impl = _py
 if not os.environ.get("COMPACTLOG_NO_EXTENSIONS"):
     try:
-        from . import _native  # type: ignore[attr-defined]
+        from . import _native as _impl  # type: ignore[attr-defined, no-redef]
     except ImportError:  # not built: the twin serves
-        pass
-    else:
-        NATIVE = True
-        encode_records = _native.encode_records
-        scan_records = _native.scan_records
-        decode_records = _native.decode_records
-        crc32c = _native.crc32c
-        summarize_records = _native.summarize_records
-        offset_map_put = _native.offset_map_put
-        offset_map_get = _native.offset_map_get
-        key_hash = _native.key_hash
-        gather_records = _native.gather_records
-        scan_many = _native.scan_many
-        header_versions = _native.header_versions
-        offset_map_set = _native.offset_map_set
-        murmur2 = getattr(_native, "murmur2", murmur2)
-        partition_for_keys = getattr(_native, "partition_for_keys", partition_for_keys)
+        _impl = _py
+NATIVE = _impl is not _py
+
+encode_records = _impl.encode_records
+scan_records = _impl.scan_records
+scan_many = _impl.scan_many
+decode_records = _impl.decode_records
+summarize_records = _impl.summarize_records
+gather_records = _impl.gather_records
+crc32c = _impl.crc32c
+murmur2 = _impl.murmur2
+partition_for_keys = _impl.partition_for_keys
+key_hash = _impl.key_hash
+offset_map_put = _impl.offset_map_put
+offset_map_get = _impl.offset_map_get
+offset_map_set = _impl.offset_map_set
+header_versions = _impl.header_versions
