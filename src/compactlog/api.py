@@ -108,6 +108,10 @@ class CompactLog:
                            delete: Sequence[str] | None = None) -> LogConfig:
         return self.manager.alter_topic_config(name, {k: str(v) for k, v in (set or {}).items()}, list(delete or []))
 
+    def truncate(self, topic: str, partition: int, offset: int) -> bool:
+        """Remove every record at or after ``offset`` from one partition (cleaning pauses meanwhile)."""
+        return self.manager.truncate(topic, partition, offset)
+
     def log(self, topic: str, partition: int = 0) -> Log:
         """The partition's Log, for lower-level work (raw reads, appends of built batches)."""
         return self.manager.get_log(topic, partition)

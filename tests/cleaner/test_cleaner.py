@@ -258,3 +258,31 @@ def test_rebuilt_batches_are_valid_kafka_batches(tmp_path, clock):
             theirs = DefaultRecordBatch(bytes(b.buffer))
             assert theirs.validate_crc()
             assert [r.offset for r in theirs] == [r.offset for r in RecordBatch(bytes(b.buffer)).records()]
+
+
+def test_truncation_pauses_cleaning_and_lowers_the_checkpoint(tmp_path, clock):
+    with open_dir(tmp_path, clock) as cl:
+        cl.create_topic("t", 1, COMPACT)
+        produce_many(cl, 500)
+        cl.clean("t")
+        assert cl.cleaner.manager.checkpoints[("t", 0)] > 100
+        seen = []
+        cl.manager.around_truncation.append(_recording_state(cl, seen))  # runs inside the cleaner's pause
+        assert cl.truncate("t", 0, 100)
+        assert seen == [("paused", 1)]  # cleaning was paused while the log was cut
+        assert cl.cleaner.manager.checkpoints[("t", 0)] == 100
+        assert cl.cleaner.manager.state(("t", 0)) == ("none", 0)
+        assert cl.log("t").log_end_offset <= 100
+        produce_many(cl, 300, start=500)
+        assert cl.clean("t").compactions
+
+
+def _recording_state(cl, seen):
+    from contextlib import contextmanager
+
+    @contextmanager
+    def hook(topic, partition, offset):
+        yield
+        seen.append(cl.cleaner.manager.state((topic, partition)))
+
+    return hook

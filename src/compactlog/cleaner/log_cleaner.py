@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from ..clock import SYSTEM, Time
@@ -77,6 +78,7 @@ class LogCleaner:
         self.max_buffer_utilization = 0.0
         logs.on_partition_deleted.append(self.manager.abort_cleaning)
         logs.on_config_changed.append(self._config_changed)
+        logs.around_truncation.append(self._paused_for_truncation)
 
     def _new_cleaner(self) -> Cleaner:
         return Cleaner(OffsetMap(self.memory_per_thread, self.load_factor), self.time, self._check_abort)
@@ -89,6 +91,16 @@ class LogCleaner:
         """A policy change must not race a round that started under the old one: pause, then resume."""
         for tp in [k for k in self.logs.logs if k[0] == topic]:
             self.manager.abort_and_pause(tp)
+            self.manager.resume(tp)
+
+    @contextmanager
+    def _paused_for_truncation(self, topic: str, partition: int, offset: int):
+        tp = (topic, partition)
+        self.manager.abort_and_pause(tp)
+        try:
+            yield
+            self.manager.truncate_checkpoint(tp, offset)
+        finally:
             self.manager.resume(tp)
 
     # one iteration ------------------------------------------------------------------------------

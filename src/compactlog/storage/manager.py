@@ -93,6 +93,7 @@ class LogManager:
         # Hooks for the layers above (the cleaner pauses or forgets a partition on these).
         self.on_partition_deleted: list = []  # (topic, partition) -> None
         self.on_config_changed: list = []  # (topic, LogConfig) -> None
+        self.around_truncation: list = []  # context managers (topic, partition, offset): the cleaner pauses
         self._load()
 
     # loading ------------------------------------------------------------------------------------
@@ -226,6 +227,19 @@ class LogManager:
             for hook in self.on_config_changed:
                 hook(name, cfg)
             return cfg
+
+    def truncate(self, topic: str, partition: int, offset: int) -> bool:
+        """Remove every record at or after ``offset`` (Kafka truncates a replica this way); cleaning of
+        the partition is paused meanwhile and its checkpoint lowered if it was beyond ``offset``."""
+        lg = self.get_log(topic, partition)
+        from contextlib import ExitStack
+
+        with ExitStack() as stack:
+            for hook in self.around_truncation:
+                stack.enter_context(hook(topic, partition, offset))
+            done = lg.truncate_to(offset)
+        self.checkpoint()
+        return done
 
     def get_log(self, topic: str, partition: int) -> Log:
         lg = self.logs.get((topic, partition))
