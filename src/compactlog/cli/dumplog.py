@@ -34,7 +34,8 @@ def batch_line(position: int, batch: RecordBatch) -> str:
 
 
 def dump_log_file(path: Path, print_data: bool, echo=click.echo) -> None:
-    seg = LogSegment(path.parent, files.base_offset_of(path), SegmentParams(), temp_suffix=path.name.split(files.LOG_SUFFIX, 1)[1])
+    seg = LogSegment(path.parent, files.base_offset_of(path), SegmentParams(), temp_suffix=path.name.split(files.LOG_SUFFIX, 1)[1],
+                     read_only=True)
     try:
         echo(f"Log starting offset: {seg.base_offset}")
         end = 0

@@ -41,7 +41,7 @@ class AbstractIndex:
     dtype: np.dtype
     key: str  # the field searched by lookups
 
-    def __init__(self, path: Path, base_offset: int, max_index_size: int) -> None:
+    def __init__(self, path: Path, base_offset: int, max_index_size: int, read_only: bool = False) -> None:
         self.path = Path(path)
         self.base_offset = base_offset
         self.max_entries = max_index_size // self.dtype.itemsize
@@ -58,7 +58,7 @@ class AbstractIndex:
             self._reserve(len(loaded))
             self._entries[: len(loaded)] = loaded
             self._n = len(loaded)
-        else:
+        elif not read_only:
             self.path.touch()  # Kafka creates both index files with the segment
 
     # storage ----------------------------------------------------------------------------------

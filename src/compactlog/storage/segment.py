@@ -43,14 +43,16 @@ class LogSegment:
         params: SegmentParams = SegmentParams(),
         time: Time = SYSTEM,
         temp_suffix: str = "",
+        read_only: bool = False,
     ) -> None:
         self.directory = Path(directory)
         self.base_offset = base_offset
         self.params = params
         self.time = time
         self.temp_suffix = temp_suffix
+        self.read_only = read_only
         self.log_path = files.segment_file(self.directory, base_offset, files.LOG_SUFFIX, temp_suffix)
-        self._fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
+        self._fd = os.open(self.log_path, os.O_RDONLY) if read_only else os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
         self.size = os.fstat(self._fd).st_size
         self.offset_index = self._open_index(OffsetIndex, files.INDEX_SUFFIX)
         self.time_index = self._open_index(TimeIndex, files.TIME_INDEX_SUFFIX)
@@ -62,8 +64,10 @@ class LogSegment:
     def _open_index(self, cls: type, suffix: str):
         path = files.segment_file(self.directory, self.base_offset, suffix, self.temp_suffix)
         try:
-            return cls(path, self.base_offset, self.params.max_index_size)
+            return cls(path, self.base_offset, self.params.max_index_size, self.read_only)
         except CorruptIndexError:
+            if self.read_only:  # a reader only loses the shortcut: scan from the start of the segment
+                return cls(path.with_name(path.name + ".unreadable"), self.base_offset, self.params.max_index_size, True)
             path.unlink()  # derived data: the caller's recovery rebuilds it
             idx = cls(path, self.base_offset, self.params.max_index_size)
             self.needs_recovery = True
@@ -290,6 +294,8 @@ class LogSegment:
         self.temp_suffix = new
 
     def close(self) -> None:
+        if self._fd >= 0 and self.read_only:
+            self.close_handlers()
         if self._fd >= 0:
             if not self.temp_suffix:
                 self.on_become_inactive()
