@@ -71,12 +71,15 @@ def main() -> None:
                                progress=lambda d, n: console.print(f"  writing {name}: {d / n:.0%}", end="\r"))
             console.print(f"  wrote {name}: {size / 1e6:,.0f} MB in {time.perf_counter() - t0:.0f} s      ")
             r = clean_in_child(path, {})
+            console.print(f"  cleaned {name}: {json.dumps(r)}")
             table.add_row(name, f"{size / 1e6:,.0f}", f"{r['records'] / r['seconds']:,.0f}", f"{r['bytes'] / 1e6 / r['seconds']:,.1f}",
                           f"{r['map_seconds']:.1f}", f"{r['seconds']:.1f}", f"{r['kept']:,}", f"{r['rss_mb']:,.0f}")
             if name == "none":
                 small = int(args.keys / 8 / 0.9 * 24) + 24
                 write_topic(os.path.join(root, "small"), args.records, args.keys, codec)
                 rs = clean_in_child(os.path.join(root, "small"), {"log.cleaner.dedupe.buffer.size": str(small)})
+                console.print(f"  cleaned with a 1/8 buffer ({small} bytes): {json.dumps(rs)}")
+                shutil.rmtree(os.path.join(root, "small"), ignore_errors=True)
                 small_row = (small, rs)
             shutil.rmtree(path, ignore_errors=True)
         console.print(table)

@@ -140,3 +140,19 @@ def test_both_implementations_provide_every_kernel():
         if _native is not None:
             assert callable(getattr(_native, name)), name
         assert getattr(kernels, name) is getattr(_native if kernels.NATIVE else _py, name)
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_gather_column_builds_arrow_binary_arrays(impl):
+    import pyarrow as pa
+
+    keys = [b"a", None, b"", b"longer key", None]
+    values = [b"1", b"22", None, b"", b"5" * 300]
+    data = _py.encode_records(keys, values, [0] * 5, 0, None, None)
+    cols = np.empty((5, _py.NCOLS), np.int64)
+    _py.scan_records(data, 5, cols)
+    for col, expected in ((( _py.C_KEY_POS, _py.C_KEY_LEN), keys), ((_py.C_VAL_POS, _py.C_VAL_LEN), values)):
+        offsets, vals, validity, nulls = impl.gather_column(data, cols, *col)
+        arr = pa.Array.from_buffers(pa.binary(), 5, [None if validity is None else pa.py_buffer(validity),
+                                                     pa.py_buffer(offsets), pa.py_buffer(vals)], null_count=nulls)
+        assert arr.to_pylist() == expected

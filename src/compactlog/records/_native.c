@@ -302,6 +302,60 @@ static PyObject *gather_records(PyObject *self, PyObject *args) {
     return out;
 }
 
+/* gather_column(data, cols, pos_col, len_col) -> (offsets, values, validity, null_count)
+ * One binary column (keys or values) in Arrow's layout: int32 offsets (n + 1), contiguous values, and a
+ * validity bitmap (None when nothing is null). Lets readers build Arrow arrays without a Python loop. */
+static PyObject *gather_column(PyObject *self, PyObject *args) {
+    PyObject *data_obj, *cols_obj;
+    int pos_col, len_col;
+    if (!PyArg_ParseTuple(args, "OOii", &data_obj, &cols_obj, &pos_col, &len_col)) return NULL;
+    if (pos_col < 0 || pos_col >= NCOLS || len_col < 0 || len_col >= NCOLS)
+        return PyErr_Format(PyExc_ValueError, "bad column numbers");
+    Py_buffer data, cols;
+    if (PyObject_GetBuffer(data_obj, &data, PyBUF_SIMPLE) < 0) return NULL;
+    if (PyObject_GetBuffer(cols_obj, &cols, PyBUF_C_CONTIGUOUS) < 0) {
+        PyBuffer_Release(&data);
+        return NULL;
+    }
+    const int64_t *c = (const int64_t *)cols.buf;
+    Py_ssize_t n = cols.len / (NCOLS * 8), total = 0, nulls = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t l = c[i * NCOLS + len_col];
+        if (l < 0) nulls++;
+        else total += l;
+    }
+    if (total > INT32_MAX) {
+        PyBuffer_Release(&data); PyBuffer_Release(&cols);
+        return PyErr_Format(PyExc_OverflowError, "column of %zd bytes does not fit int32 offsets", total);
+    }
+    PyObject *offsets = PyBytes_FromStringAndSize(NULL, (n + 1) * 4);
+    PyObject *values = PyBytes_FromStringAndSize(NULL, total);
+    PyObject *validity = nulls ? PyBytes_FromStringAndSize(NULL, (n + 7) / 8) : (Py_INCREF(Py_None), Py_None);
+    if (!offsets || !values || !validity) {
+        Py_XDECREF(offsets); Py_XDECREF(values); Py_XDECREF(validity);
+        PyBuffer_Release(&data); PyBuffer_Release(&cols);
+        return NULL;
+    }
+    int32_t *o = (int32_t *)PyBytes_AS_STRING(offsets);
+    char *v = PyBytes_AS_STRING(values);
+    uint8_t *bits = nulls ? (uint8_t *)PyBytes_AS_STRING(validity) : NULL;
+    if (bits) memset(bits, 0, (n + 7) / 8);
+    int32_t at = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        o[i] = at;
+        int64_t l = c[i * NCOLS + len_col];
+        if (l >= 0) {
+            memcpy(v + at, (const char *)data.buf + c[i * NCOLS + pos_col], (size_t)l);
+            at += (int32_t)l;
+            if (bits) bits[i >> 3] |= (uint8_t)(1u << (i & 7));
+        }
+    }
+    o[n] = at;
+    PyBuffer_Release(&data); PyBuffer_Release(&cols);
+    PyObject *res = Py_BuildValue("(NNNn)", offsets, values, validity, nulls);
+    return res;
+}
+
 /* summarize_records(data, count) -> (null_keys, min_ts_delta, max_ts_delta, sequential_offsets) */
 static PyObject *summarize_records(PyObject *self, PyObject *args) {
     PyObject *data_obj;
@@ -1123,6 +1177,7 @@ static PyObject *key_hash(PyObject *self, PyObject *arg) {
 static PyMethodDef methods[] = {
     {"scan_records", scan_records, METH_VARARGS, "Validate records and write their columns into an int64 array."},
     {"scan_many", scan_many, METH_VARARGS, "Scan several record sections of one buffer into one column table."},
+    {"gather_column", gather_column, METH_VARARGS, "One binary column in Arrow's layout."},
     {"gather_records", gather_records, METH_VARARGS, "Concatenate the raw bytes of chosen records."},
     {"summarize_records", summarize_records, METH_VARARGS, "Validate records and return the facts append validation needs."},
     {"decode_records", decode_records, METH_VARARGS, "Decode records into record tuples."},

@@ -204,6 +204,23 @@ def gather_records(data: Any, cols: Any, rows: Any) -> bytes:
     return b"".join(bytes(mv[cols[r, C_POS] : cols[r, C_END]]) for r in rows.tolist())
 
 
+def gather_column(data: Any, cols: Any, pos_col: int, len_col: int) -> tuple[bytes, bytes, bytes | None, int]:
+    """One binary column in Arrow's layout: int32 offsets, contiguous values, validity bitmap (None if
+    nothing is null), null count."""
+    import numpy as np
+
+    mv = memoryview(data)
+    lens = cols[:, len_col]
+    n = len(lens)
+    sizes = np.where(lens < 0, 0, lens)
+    offsets = np.zeros(n + 1, dtype=np.int32)
+    np.cumsum(sizes, out=offsets[1:])
+    values = b"".join(bytes(mv[p : p + l]) for p, l in zip(cols[:, pos_col].tolist(), lens.tolist()) if l >= 0)
+    nulls = int((lens < 0).sum())
+    validity = np.packbits(lens >= 0, bitorder="little").tobytes() if nulls else None
+    return offsets.tobytes(), values, validity, nulls
+
+
 def decode_headers(data: Any, pos: int, count: int) -> tuple[tuple[str, bytes | None], ...]:
     """Decode ``count`` headers starting at ``pos`` (already validated by a scan)."""
     end = len(data)

@@ -26,7 +26,7 @@ from ._py import (  # noqa: F401  (column numbers are part of the kernel contrac
 
 # Every kernel, by name: bound to the compiled module when it is built, else to the Python twin.
 KERNELS = (
-    "encode_records", "scan_records", "scan_many", "decode_records", "summarize_records", "gather_records",
+    "encode_records", "scan_records", "scan_many", "decode_records", "summarize_records", "gather_records", "gather_column",
     "crc32c", "murmur2", "partition_for_keys", "key_hash", "offset_map_put", "offset_map_get", "offset_map_set",
     "header_versions",
 )
@@ -45,6 +45,7 @@ scan_many = _impl.scan_many
 decode_records = _impl.decode_records
 summarize_records = _impl.summarize_records
 gather_records = _impl.gather_records
+gather_column = _impl.gather_column
 crc32c = _impl.crc32c
 murmur2 = _impl.murmur2
 partition_for_keys = _impl.partition_for_keys
