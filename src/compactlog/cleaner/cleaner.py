@@ -20,7 +20,6 @@ import numpy as np
 
 from ..clock import SYSTEM, Time
 from ..records import kernels
-from ..errors import CorruptRecordError
 from ..records.batch import (
     COMPRESSION_MASK,
     DELETE_HORIZON_BIT,
@@ -32,6 +31,7 @@ from ..records.batch import (
     build_empty_batch,
 )
 from ..records.codecs import Codec, compress
+from ..records.columns import Chunk, chunks
 from ..storage import files
 from ..storage.log import Log
 from ..storage.segment import LogSegment
@@ -43,66 +43,6 @@ log = logging.getLogger(__name__)
 
 
 MAP_CHUNK_BYTES = 4 << 20  # batches scanned together while building the map
-CHUNK_RECORDS = 65536  # and at most this many records, so compressed chunks stay small once decompressed
-
-
-@dataclass
-class Chunk:
-    """Consecutive batches with every data batch's records scanned into one column table.
-
-    ``cols[:, C_OFFSET_DELTA]`` holds absolute offsets here; ``rows[i]:rows[i+1]`` are batch i's rows
-    (none for control batches, which are never mapped and always kept as they are).
-    """
-
-    batches: list[RecordBatch]
-    data: bytes
-    cols: np.ndarray
-    rows: np.ndarray
-
-    @classmethod
-    def scan(cls, batches: list[RecordBatch]) -> "Chunk":
-        payloads, starts, ends, counts = [], [], [], []
-        pos = 0
-        for b in batches:
-            n = 0 if b.is_control else b.record_count
-            p = b.payload() if n else b""
-            payloads.append(p)
-            starts.append(pos)
-            pos += len(p)
-            ends.append(pos)
-            counts.append(n)
-        data = b"".join(payloads)
-        counts_a = np.asarray(counts, dtype=np.int64)
-        rows = np.zeros(len(batches) + 1, dtype=np.int64)
-        np.cumsum(counts_a, out=rows[1:])
-        cols = np.empty((int(rows[-1]), kernels.NCOLS), dtype=np.int64)
-        try:
-            kernels.scan_many(data, np.asarray(starts, dtype=np.int64), np.asarray(ends, dtype=np.int64), counts_a, cols)
-        except ValueError as exc:
-            msg = str(exc)
-            idx = int(msg.split(":")[0].split()[-1]) if msg.startswith("section") else 0
-            raise CorruptRecordError(f"batch at offset {batches[idx].base_offset}: {msg.split(': ', 1)[-1]}") from None
-        cols[:, kernels.C_OFFSET_DELTA] += np.repeat(np.asarray([b.base_offset for b in batches], dtype=np.int64), counts_a)
-        return cls(batches, data, cols, rows)
-
-    def per_row(self, values: list[int]) -> np.ndarray:
-        """Spread one value per batch over that batch's rows."""
-        return np.repeat(np.asarray(values, dtype=np.int64), np.diff(self.rows))
-
-
-def _chunks(batches, max_bytes: int, max_records: int = CHUNK_RECORDS):
-    """Consecutive batches up to ``max_bytes`` stored bytes or ``max_records`` records."""
-    group: list[RecordBatch] = []
-    size = records = 0
-    for b in batches:
-        group.append(b)
-        size += b.size
-        records += b.record_count
-        if size >= max_bytes or records >= max_records:
-            yield group
-            group, size, records = [], 0, 0
-    if group:
-        yield group
 
 
 class CleaningAbortedError(Exception):
@@ -157,11 +97,8 @@ class Cleaner:
         """Per-row versions for the topic's compaction.strategy (None for Kafka's offset rule)."""
         if self.strategy == "offset":
             return None
-        bases = [b.max_timestamp if (b.timestamp_type == LOG_APPEND_TIME) else b.base_timestamp for b in chunk.batches]
         if self.strategy == "timestamp":
-            lat = chunk.per_row([b.timestamp_type == LOG_APPEND_TIME for b in chunk.batches]).astype(bool)
-            ts = chunk.per_row(bases) + np.where(lat, 0, chunk.cols[:, kernels.C_TS_DELTA])
-            return ts
+            return chunk.timestamps()
         return record_versions(self.strategy, 0, chunk.cols, chunk.data, kernels.header_versions)
 
     def _use_map_for(self, strategy: str) -> None:
@@ -185,7 +122,7 @@ class Cleaner:
                 break
             found = seg.translate_offset(start)
             batches = (b for _, b in seg.batches(found[0] if found else seg.size) if b.base_offset < end)
-            for group in _chunks(batches, MAP_CHUNK_BYTES):
+            for group in chunks(batches, MAP_CHUNK_BYTES):
                 self.check_abort(lg)
                 chunk = Chunk.scan(group)
                 stats.map_messages_read += len(chunk.cols)
@@ -230,7 +167,7 @@ class Cleaner:
         retention = lg.config.delete_retention_ms
         try:
             for src in sources:
-                for group in _chunks((b for _, b in src.batches(0)), self.read_buffer):
+                for group in chunks((b for _, b in src.batches(0)), self.read_buffer):
                     self.check_abort(lg)
                     stats.bytes_read += sum(b.size for b in group)
                     stats.messages_read += sum(b.record_count for b in group)

@@ -65,6 +65,18 @@ class TopicDescription:
     config: LogConfig
 
 
+def read_topics(data_dir: str | os.PathLike[str]) -> dict[str, dict]:
+    """Topic metadata of a data directory, read without taking its lock (for readers in other processes)."""
+    out = {}
+    for entry in sorted((Path(data_dir) / TOPICS_DIR).glob("*.json")):
+        try:
+            meta = json.loads(entry.read_text(encoding="utf-8"))
+        except (OSError, ValueError):  # being rewritten or deleted right now: skip it
+            continue
+        out[meta["name"]] = meta
+    return out
+
+
 class LogManager:
     """Opens (and recovers) a data directory; creates, deletes and alters topics; runs retention."""
 
@@ -102,9 +114,7 @@ class LogManager:
         clean = marker.exists()
         recovery = self.recovery_checkpoint.read()
         starts = self.start_checkpoint.read()
-        for entry in sorted((self.dir / TOPICS_DIR).glob("*.json")):
-            meta = json.loads(entry.read_text(encoding="utf-8"))
-            self.topics[meta["name"]] = meta
+        self.topics.update(read_topics(self.dir))
         for child in sorted(self.dir.iterdir()):
             if child.is_dir() and child.name.endswith(DELETE_SUFFIX):
                 shutil.rmtree(child, ignore_errors=True)

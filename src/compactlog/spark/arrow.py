@@ -1,0 +1,66 @@
+"""Record batches of a partition as Arrow record batches with the schema of Spark's Kafka source."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import numpy as np
+import pyarrow as pa
+
+from ..records import kernels
+from ..records.columns import Chunk, chunks
+from ..storage.snapshot import PartitionSnapshot
+
+KAFKA_SCHEMA_DDL = (
+    "key binary, value binary, topic string, partition int, offset long, timestamp timestamp, timestampType int"
+)
+HEADERS_DDL = ", headers array<struct<key: string, value: binary>>"
+HEADER_TYPE = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
+
+
+def _binary(chunk: Chunk, pos_col: int, len_col: int, rows: np.ndarray | None) -> pa.Array:
+    offsets, values, validity, nulls = kernels.gather_column(chunk.data, chunk.cols if rows is None else chunk.cols[rows], pos_col, len_col)
+    n = len(offsets) // 4 - 1
+    return pa.Array.from_buffers(pa.binary(), n, [None if validity is None else pa.py_buffer(validity),
+                                                   pa.py_buffer(offsets), pa.py_buffer(values)], null_count=nulls)
+
+
+def chunk_to_arrow(chunk: Chunk, topic: str, partition: int, start: int, end: int, include_headers: bool) -> pa.RecordBatch | None:
+    """Rows of ``chunk`` with offsets in [start, end), as one Arrow batch (None when empty)."""
+    offs = chunk.offsets
+    sel = (offs >= start) & (offs < end)
+    rows = None if sel.all() else np.flatnonzero(sel)
+    n = len(offs) if rows is None else len(rows)
+    if n == 0:
+        return None
+    pick = (lambda a: a) if rows is None else (lambda a: a[rows])
+    arrays = [
+        _binary(chunk, kernels.C_KEY_POS, kernels.C_KEY_LEN, rows),
+        _binary(chunk, kernels.C_VAL_POS, kernels.C_VAL_LEN, rows),
+        pa.repeat(pa.scalar(topic, pa.string()), n),
+        pa.array(np.full(n, partition, dtype=np.int32)),
+        pa.array(pick(offs).astype(np.int64)),
+        pa.array(pick(chunk.timestamps()) * 1000, pa.timestamp("us", tz="UTC")),
+        pa.array(pick(chunk.timestamp_types()).astype(np.int32)),
+    ]
+    names = ["key", "value", "topic", "partition", "offset", "timestamp", "timestampType"]
+    if include_headers:
+        hdr_rows = np.arange(len(offs)) if rows is None else rows
+        cols = chunk.cols
+        arrays.append(pa.array(
+            [[{"key": k, "value": v} for k, v in kernels.decode_headers(chunk.data, int(cols[r, kernels.C_HDR_POS]), int(cols[r, kernels.C_HDR_COUNT]))]
+             if cols[r, kernels.C_HDR_COUNT] else [] for r in hdr_rows.tolist()], HEADER_TYPE))
+        names.append("headers")
+    return pa.RecordBatch.from_arrays(arrays, names=names)
+
+
+def read_partition(path: str, topic: str, partition: int, start: int, end: int, include_headers: bool,
+                   chunk_bytes: int = 4 << 20) -> Iterator[pa.RecordBatch]:
+    """Arrow batches of one partition's records in [start, end), read from a read-only snapshot."""
+    if start >= end:
+        return
+    with PartitionSnapshot.open(path, topic, partition) as snap:
+        for group in chunks(snap.batches(start, end), chunk_bytes):
+            rb = chunk_to_arrow(Chunk.scan(group), topic, partition, start, end, include_headers)
+            if rb is not None:
+                yield rb

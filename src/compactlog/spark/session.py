@@ -1,0 +1,26 @@
+"""A SparkSession for compactlog's jobs: ``local[*]`` unless told otherwise, no UI, loopback only when local."""
+
+from __future__ import annotations
+
+import os
+
+
+def spark_session(master: str | None = None, app_name: str = "compactlog", extra: dict[str, str] | None = None):
+    from pyspark.sql import SparkSession
+
+    master = master or os.environ.get("COMPACTLOG_SPARK_MASTER", "local[*]")
+    builder = SparkSession.builder.master(master).appName(app_name)
+    conf = {
+        "spark.ui.enabled": "false",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.shuffle.partitions": str(max(2, (os.cpu_count() or 2) * 2)),
+        "spark.sql.execution.arrow.pyspark.enabled": "true",
+    }
+    if master.startswith("local") or "127.0.0.1" in master or "localhost" in master:
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        conf["spark.driver.host"] = "127.0.0.1"
+        conf["spark.driver.bindAddress"] = "127.0.0.1"
+    conf.update(extra or {})
+    for k, v in conf.items():
+        builder = builder.config(k, v)
+    return builder.getOrCreate()

@@ -1,0 +1,188 @@
+"""The ``compactlog`` PySpark data source: batch reads, streaming reads and appends.
+
+Reads never take the data directory's lock: each task opens its partition read-only, so Spark can read
+while a compactlog process writes and cleans. Appends are staged by the tasks (batches built and
+compressed on the executors) and appended by the driver at commit, in task order, through the normal
+validated append path; an aborted job leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+import pyarrow as pa
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceArrowWriter,
+    DataSourceReader,
+    DataSourceStreamReader,
+    InputPartition,
+    WriterCommitMessage,
+)
+from pyspark.sql.types import StructType
+
+from ..storage.snapshot import PartitionSnapshot
+from .arrow import HEADERS_DDL, KAFKA_SCHEMA_DDL, read_partition
+from .options import SourceOptions
+
+STAGING_DIR = "__staging"
+
+
+@dataclass
+class PartitionRange(InputPartition):
+    """One Spark partition: offsets [start, end) of one topic-partition."""
+
+    path: str
+    topic: str
+    partition: int
+    start: int
+    end: int
+    include_headers: bool
+
+    def __init__(self, path, topic, partition, start, end, include_headers):  # InputPartition takes a value
+        super().__init__((topic, partition, start, end))
+        self.path, self.topic, self.partition = path, topic, partition
+        self.start, self.end, self.include_headers = start, end, include_headers
+
+
+def plan_ranges(opts: SourceOptions, ends: dict[tuple[str, int], int] | None = None,
+                starts: dict[tuple[str, int], int] | None = None) -> list[PartitionRange]:
+    """One range per topic-partition, split at segment boundaries when it exceeds maxPartitionBytes."""
+    out = []
+    for topic in opts.topics:
+        for p in range(opts.partitions[topic]):
+            with PartitionSnapshot.open(opts.path, topic, p) as snap:
+                lo, hi = snap.log_start_offset, snap.log_end_offset
+                start = starts[(topic, p)] if starts else opts.start_for(topic, p, lo, hi)
+                end = ends[(topic, p)] if ends else opts.end_for(topic, p, lo, hi)
+                if start >= end:
+                    continue
+                cuts, acc = [start], 0
+                for seg in snap.segments:
+                    if start < seg.base_offset < end and acc >= opts.max_partition_bytes:
+                        cuts.append(seg.base_offset)
+                        acc = 0
+                    acc += seg.size
+                cuts.append(end)
+                out += [PartitionRange(opts.path, topic, p, a, b, opts.include_headers) for a, b in zip(cuts, cuts[1:]) if a < b]
+    return out
+
+
+class CompactLogReader(DataSourceReader):
+    def __init__(self, options: dict[str, str]) -> None:
+        self.opts = SourceOptions.parse(options)
+
+    def partitions(self) -> list[PartitionRange]:
+        return plan_ranges(self.opts)
+
+    def read(self, partition: PartitionRange) -> Iterator[pa.RecordBatch]:
+        yield from read_partition(partition.path, partition.topic, partition.partition, partition.start,
+                                  partition.end, partition.include_headers)
+
+
+class CompactLogStreamReader(DataSourceStreamReader):
+    """Offsets are JSON like Spark's Kafka source: {"topic": {"0": next offset, ...}}."""
+
+    def __init__(self, options: dict[str, str]) -> None:
+        self.opts = SourceOptions.parse(options, streaming=True)
+
+    def _ends(self) -> dict[tuple[str, int], int]:
+        out = {}
+        for t in self.opts.topics:
+            for p in range(self.opts.partitions[t]):
+                with PartitionSnapshot.open(self.opts.path, t, p) as snap:
+                    out[(t, p)] = snap.log_end_offset
+        return out
+
+    def initialOffset(self) -> dict:
+        out: dict[str, dict[str, int]] = {}
+        for t in self.opts.topics:
+            for p in range(self.opts.partitions[t]):
+                with PartitionSnapshot.open(self.opts.path, t, p) as snap:
+                    out.setdefault(t, {})[str(p)] = self.opts.start_for(t, p, snap.log_start_offset, snap.log_end_offset)
+        return out
+
+    def latestOffset(self, start: dict | None = None, limit=None) -> dict:
+        ends = self._ends()
+        cap = self.opts.max_offsets_per_trigger
+        if cap and start:
+            # spread the cap over partitions in proportion to their backlog, as Spark's Kafka source does
+            backlog = {k: max(0, e - int(start.get(k[0], {}).get(str(k[1]), e))) for k, e in ends.items()}
+            total = sum(backlog.values())
+            if total > cap:
+                ends = {k: int(start[k[0]][str(k[1])]) + (backlog[k] * cap) // total for k in ends}
+        out: dict[str, dict[str, int]] = {}
+        for (t, p), e in ends.items():
+            out.setdefault(t, {})[str(p)] = e
+        return out
+
+    def partitions(self, start: dict, end: dict) -> list[PartitionRange]:
+        flat = lambda d: {(t, int(p)): int(o) for t, ps in d.items() for p, o in ps.items()}  # noqa: E731
+        return plan_ranges(self.opts, ends=flat(end), starts=flat(start))
+
+    def read(self, partition: PartitionRange) -> Iterator[pa.RecordBatch]:
+        yield from read_partition(partition.path, partition.topic, partition.partition, partition.start,
+                                  partition.end, partition.include_headers)
+
+    def commit(self, end: dict) -> None:
+        pass
+
+
+@dataclass
+class StagedBatches(WriterCommitMessage):
+    files: list[str]
+
+
+class CompactLogWriter(DataSourceArrowWriter):
+    def __init__(self, options: dict[str, str], overwrite: bool) -> None:
+        from .writer import WriteOptions
+
+        self.wopts = WriteOptions.parse(options, overwrite)
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> StagedBatches:
+        from .writer import stage_batches
+
+        return StagedBatches(stage_batches(self.wopts, iterator))
+
+    def commit(self, messages: list[StagedBatches]) -> None:
+        from .writer import append_staged
+
+        append_staged(self.wopts, [f for m in messages if m is not None for f in m.files])
+
+    def abort(self, messages: list[StagedBatches]) -> None:
+        for m in messages:
+            for f in (m.files if m is not None else []):
+                Path(f).unlink(missing_ok=True)
+
+
+class CompactLogDataSource(DataSource):
+    """``spark.read.format("compactlog").option("path", dir).option("subscribe", topics)``."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "compactlog"
+
+    def schema(self) -> str:
+        headers = self.options.get("includeHeaders", self.options.get("includeheaders", "false"))
+        return KAFKA_SCHEMA_DDL + (HEADERS_DDL if str(headers).lower() == "true" else "")
+
+    def reader(self, schema: StructType) -> CompactLogReader:
+        return CompactLogReader(dict(self.options))
+
+    def streamReader(self, schema: StructType) -> CompactLogStreamReader:
+        return CompactLogStreamReader(dict(self.options))
+
+    def writer(self, schema: StructType, overwrite: bool) -> CompactLogWriter:
+        return CompactLogWriter(dict(self.options), overwrite)
+
+
+def staging_path(data_dir: str) -> Path:
+    p = Path(data_dir) / STAGING_DIR
+    p.mkdir(parents=True, exist_ok=True)
+    return p / f"{uuid.uuid4().hex}.batches"
+
+
