@@ -1,29 +1,94 @@
-"""The machinery of a config table: typed keys, validators, parsing from strings, Kafka's error wording.
+"""The machinery behind the config table: typed keys, validators, parsing from strings, Kafka's wording.
 
-Kept apart from the table itself (``config.py``) so the table reads as a list of declarations.
+Kept apart from the table itself (``config.py``) so that the table reads as a list of declarations, in
+the way Kafka's ``LogConfig`` reads as one ``define(...)`` chain over ``ConfigDef``.
+
+Three things here follow Kafka to the letter because people compare them with Kafka's output:
+
+* error text: ``Invalid value <value> for configuration <name>: <reason>`` with ConfigDef's reasons
+  (``Not a number of type INT``, ``Value must be at least 14``, ``String must be one of: ...``);
+* the valid-values text of each validator (``[0,...]``, ``[0,...,1]``, ``[compact, delete]``), which fills
+  the docs table;
+* how values print (Java's ``toString``: ``true``, ``0.5``, ``1.0E-5``, lists joined by commas), which is
+  what ``kafka-configs --describe`` shows.
 """
 
 from __future__ import annotations
 
+import math
+import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from decimal import Decimal
+from typing import Any, Callable, Mapping
 
 from ..errors import InvalidConfigError
 
-LONG_MAX = 2**63 - 1
-INT_MAX = 2**31 - 1
+INT_MIN, INT_MAX = -(2**31), 2**31 - 1
+LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
 DOUBLE_MAX = 1.7976931348623157e308
 
-_TYPE_NAMES = {"int": "INT", "long": "LONG", "double": "DOUBLE", "boolean": "BOOLEAN", "string": "STRING", "list": "LIST"}
+TYPES = ("boolean", "string", "int", "long", "double", "list")
+IMPORTANCES = ("high", "medium", "low")
+
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+# Java's Double.parseDouble without hex floats; NaN is left out on purpose (see parse_value).
+_DOUBLE = re.compile(r"[+-]?(Infinity|([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?[fFdD]?)")
+_INT_RANGES = {"int": (INT_MIN, INT_MAX), "long": (LONG_MIN, LONG_MAX)}
 
 
 def invalid(name: str, value: Any, reason: str) -> InvalidConfigError:
-    """Kafka's ConfigException text: ``Invalid value X for configuration Y: reason``."""
-    return InvalidConfigError(f"Invalid value {value} for configuration {name}: {reason}")
+    """Kafka's ConfigException text, so messages can be compared with a real broker's."""
+    return InvalidConfigError(f"Invalid value {java_str(value)} for configuration {name}: {reason}")
 
+
+# --- printing values as Java does ------------------------------------------------------------------
+
+def java_double(x: float) -> str:
+    """``Double.toString``: plain between 10^-3 and 10^7, otherwise ``d.dddE<n>``; always a fraction part."""
+    if math.isnan(x):
+        return "NaN"
+    if math.isinf(x):
+        return "Infinity" if x > 0 else "-Infinity"
+    if x == 0 or 1e-3 <= abs(x) < 1e7:
+        text = repr(float(x))  # Python picks fixed notation throughout this range
+        return text if "." in text else text + ".0"
+    sign, digits, exponent = Decimal(repr(float(x))).as_tuple()
+    shown = "".join(map(str, digits)).rstrip("0") or "0"
+    power = len(digits) + int(exponent) - 1
+    return f"{'-' if sign else ''}{shown[0]}.{shown[1:] or '0'}E{power}"
+
+
+def java_str(value: Any) -> str:
+    """A value the way Java's ``toString`` prints it (``null`` for None, ``[a, b]`` for a list)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return java_double(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(java_str(v) for v in value) + "]"
+    return str(value)
+
+
+def render(typ: str, value: Any) -> str | None:
+    """ConfigDef.convertToString: what describe prints and what a normalized override stores."""
+    if value is None:
+        return None
+    if typ == "list":
+        return ",".join(str(v) for v in value)
+    return java_str(value)
+
+
+def _number(x: float) -> str:
+    """A validator bound as Kafka prints it: ints stay ints (``between(0, 1)`` shows ``[0,...,1]``)."""
+    return java_double(x) if isinstance(x, float) else str(x)
+
+
+# --- validators --------------------------------------------------------------------------------------
 
 class Validator:
-    """Checks a parsed value; ``str()`` gives the valid-values text of the docs table."""
+    """Checks one parsed value. ``str()`` is the valid-values text of the docs, as in Kafka's docs."""
 
     def __call__(self, name: str, value: Any) -> None:  # pragma: no cover - interface
         raise NotImplementedError
@@ -31,80 +96,110 @@ class Validator:
 
 @dataclass(frozen=True)
 class Range(Validator):
-    lo: float | None = None
-    hi: float | None = None
-    also: tuple = ()  # extra single values accepted outside the range (gzip level -1)
+    """Kafka's ``Range.atLeast`` / ``Range.between``; either bound may be open."""
+
+    lo: int | float | None = None
+    hi: int | float | None = None
 
     def __call__(self, name: str, value: Any) -> None:
-        if value in self.also:
-            return
         if self.lo is not None and value < self.lo:
-            if self.hi is None:
-                raise invalid(name, value, f"Value must be at least {_num(self.lo)}")
-            raise invalid(name, value, f"Value must be in {self}")
+            raise invalid(name, value, f"Value must be at least {_number(self.lo)}")
         if self.hi is not None and value > self.hi:
-            if self.lo is None:
-                raise invalid(name, value, f"Value must be no more than {_num(self.hi)}")
-            raise invalid(name, value, f"Value must be in {self}")
+            raise invalid(name, value, f"Value must be no more than {_number(self.hi)}")
 
     def __str__(self) -> str:
-        if self.lo is not None and self.hi is not None:
-            text = f"[{_num(self.lo)},...,{_num(self.hi)}]"
-        elif self.lo is not None:
-            text = f"[{_num(self.lo)},...]"
-        else:
-            text = f"[...,{_num(self.hi)}]"
-        return text + "".join(f" or {_num(a)}" for a in self.also)
+        lo = "" if self.lo is None else _number(self.lo) + ","
+        hi = "" if self.hi is None else "," + _number(self.hi)
+        return f"[{lo}...{hi}]"
 
 
-def _num(x: float) -> str:
-    return str(int(x)) if float(x).is_integer() and abs(x) < 1e18 else str(x)
+def at_least(lo: int | float) -> Range:
+    return Range(lo, None)
+
+
+def between(lo: int | float, hi: int | float) -> Range:
+    return Range(lo, hi)
 
 
 @dataclass(frozen=True)
-class OneOf(Validator):
-    choices: tuple[str, ...]
-    case_sensitive: bool = True
+class LevelOrDefault(Validator):
+    """gzip's level rule: a range plus one sentinel outside it (-1 = the codec's own default)."""
+
+    lo: int
+    hi: int
+    default: int
 
     def __call__(self, name: str, value: Any) -> None:
-        ok = value in self.choices if self.case_sensitive else value.lower() in {c.lower() for c in self.choices}
-        if not ok:
+        if value != self.default and not self.lo <= value <= self.hi:
+            raise invalid(name, value, f"Value must be between {self.lo} and {self.hi} or equal to {self.default}")
+
+    def __str__(self) -> str:
+        return f"[{self.lo},...,{self.hi}] or {self.default}"
+
+
+@dataclass(frozen=True)
+class ValidString(Validator):
+    """One of a fixed set of strings, case-sensitive as in Kafka (``GZIP`` is not ``gzip``)."""
+
+    choices: tuple[str, ...]
+
+    def __call__(self, name: str, value: Any) -> None:
+        if value not in self.choices:
             raise invalid(name, value, f"String must be one of: {', '.join(self.choices)}")
 
     def __str__(self) -> str:
         return "[" + ", ".join(self.choices) + "]"
 
 
+def one_of(*choices: str) -> ValidString:
+    return ValidString(tuple(choices))
+
+
 @dataclass(frozen=True)
-class ListOf(Validator):
-    choices: tuple[str, ...]
+class ValidList(Validator):
+    """Every item of a list is one of a fixed set; the error names the offending item, as Kafka's does."""
+
+    item: ValidString
 
     def __call__(self, name: str, value: Any) -> None:
-        for item in value:
-            if item not in self.choices:
-                raise invalid(name, ",".join(value), f"String must be one of: {', '.join(self.choices)}")
+        for entry in value:
+            self.item(name, entry)
 
     def __str__(self) -> str:
-        return "[" + ", ".join(self.choices) + "]"
+        return str(self.item)
+
+
+def list_of(*choices: str) -> ValidList:
+    return ValidList(ValidString(tuple(choices)))
 
 
 @dataclass(frozen=True)
 class Check(Validator):
-    """A validator given as a function and its docs text."""
+    """A rule given as a predicate, the reason its error gives (``{name}``/``{value}`` filled in) and its docs text."""
 
-    fn: Callable[[str, Any], None]
+    accepts: Callable[[Any], bool]
+    reason: str
     text: str
 
     def __call__(self, name: str, value: Any) -> None:
-        self.fn(name, value)
+        if not self.accepts(value):
+            raise invalid(name, value, self.reason.format(name=name, value=java_str(value)))
 
     def __str__(self) -> str:
         return self.text
 
 
+# --- keys --------------------------------------------------------------------------------------------
+
 @dataclass(frozen=True)
 class ConfigKey:
-    """One config: its Kafka name, type, default, validator and documentation."""
+    """One config: Kafka's name, type, default, validator, importance and our documentation.
+
+    ``synonyms`` are the broker configs that supply the default of a topic config, highest priority first
+    (``retention.ms`` <- ``log.retention.ms``, ``log.retention.minutes``, ``log.retention.hours``); the first
+    is Kafka's "Server Default Property". ``effect`` is set for configs we accept and store for
+    compatibility but that change nothing here (replication, tiered storage), and says why.
+    """
 
     name: str
     type: str
@@ -112,8 +207,17 @@ class ConfigKey:
     doc: str
     validator: Validator | None = None
     importance: str = "medium"
-    synonyms: Sequence[str] = field(default_factory=tuple)  # broker names, highest priority first
-    effect: str = ""  # non-empty for configs accepted for compatibility but without effect here
+    synonyms: tuple[str, ...] = field(default=())
+    effect: str = ""
+
+    def __post_init__(self) -> None:
+        # A typo in the table should fail at import, as ConfigDef.define fails on a bad default.
+        if self.type not in TYPES:
+            raise ValueError(f"{self.name}: unknown config type {self.type!r}")
+        if self.importance not in IMPORTANCES:
+            raise ValueError(f"{self.name}: unknown importance {self.importance!r}")
+        if self.default is not None and self.validator is not None:
+            self.validator(self.name, self.default)
 
     def parse(self, raw: Any) -> Any:
         """Parse a string (or an already typed value) and validate it."""
@@ -122,92 +226,141 @@ class ConfigKey:
             self.validator(self.name, value)
         return value
 
-    def render(self, value: Any) -> str:
+    def render(self, value: Any) -> str | None:
         """A value the way Kafka prints it in describe output."""
-        if self.type == "list":
-            return ",".join(value)
-        if self.type == "boolean":
-            return "true" if value else "false"
-        return str(value)
+        return render(self.type, value)
 
     @property
     def valid_values(self) -> str:
         return str(self.validator) if self.validator is not None else ""
 
+    @property
+    def server_default_property(self) -> str | None:
+        return self.synonyms[0] if self.synonyms else None
+
 
 def parse_value(name: str, typ: str, raw: Any) -> Any:
-    """Parse ``raw`` as Kafka's ConfigDef does for ``typ``; errors use Kafka's wording."""
+    """Parse ``raw`` as Kafka's ``ConfigDef.parseType`` does for ``typ``; errors use Kafka's wording.
+
+    Strings are trimmed first. Integers are plain ASCII digits with an optional sign and must fit the
+    type (``3000000000`` is not an INT), as with Java's ``parseInt``/``parseLong``; Python's extras such
+    as ``1_000`` are refused. Doubles take Java's forms (``1e-3``, ``.5``, ``2d``, ``Infinity``) but not
+    ``NaN``, which would pass every range check. Lists split on commas with the blanks around them
+    removed; an empty string is the empty list. Typed Python values are accepted where they fit.
+    """
     if typ == "list":
         if isinstance(raw, (list, tuple)):
-            return [str(x).strip() for x in raw]
+            return [str(item).strip() for item in raw]
         text = str(raw).strip()
-        return [p.strip() for p in text.split(",")] if text else []
-    if not isinstance(raw, str):
-        raw = str(raw).lower() if isinstance(raw, bool) else str(raw)
-    text = raw.strip()
-    try:
-        if typ in ("int", "long"):
-            value = int(text)
-            limit = INT_MAX if typ == "int" else LONG_MAX
-            if not -limit - 1 <= value <= limit:
-                raise ValueError
-            return value
-        if typ == "double":
-            return float(text)
-    except ValueError:
-        raise invalid(name, text, f"Not a number of type {_TYPE_NAMES[typ]}") from None
+        return re.split(r"\s*,\s*", text) if text else []
     if typ == "boolean":
-        if text.lower() in ("true", "false"):
-            return text.lower() == "true"
-        raise invalid(name, text, "Expected value to be either true or false")
-    return text
+        if isinstance(raw, bool):
+            return raw
+        text = str(raw).strip().lower()
+        if text in ("true", "false"):
+            return text == "true"
+        raise invalid(name, raw, "Expected value to be either true or false")
+    if typ == "string":
+        return str(raw).strip()
+    reason = f"Not a number of type {typ.upper()}"
+    if isinstance(raw, bool):
+        raise invalid(name, raw, reason)
+    if typ == "double":
+        if isinstance(raw, (int, float)) and not math.isnan(raw):
+            return float(raw)
+        text = str(raw).strip()
+        if not _DOUBLE.fullmatch(text):
+            raise invalid(name, raw, reason)
+        return float(text.rstrip("fFdD"))
+    lo, hi = _INT_RANGES[typ]
+    text = str(raw).strip()
+    if not _INTEGER.fullmatch(text) or not lo <= int(text) <= hi:
+        raise invalid(name, raw, reason)
+    return int(text)
+
+
+# --- server.properties ---------------------------------------------------------------------------------
+
+_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
+_BLANK = " \t\f"
 
 
 def parse_properties(text: str) -> dict[str, str]:
-    """Parse Java ``.properties`` text (``server.properties``): comments, ``=``/``:``/space, continuations."""
+    """Parse Java ``.properties`` text (a ``server.properties`` file) as ``Properties.load`` does.
+
+    Blank lines and lines whose first non-blank character is ``#`` or ``!`` are skipped. A line ending in
+    an odd number of backslashes continues on the next one, whose leading blanks are dropped. The key
+    ends at the first unescaped ``=``, ``:`` or blank; blanks and one ``=`` or ``:`` after it are skipped
+    and the rest is the value. ``\\t \\n \\r \\f \\uXXXX`` are escapes; a backslash before any other
+    character stands for that character (``\\=``, ``\\:``, ``\\\\``). A later duplicate key wins.
+    """
     out: dict[str, str] = {}
-    logical: list[str] = []
-    lines = text.splitlines()
-    i = 0
-    while i < len(lines):
-        line = lines[i].lstrip()
-        i += 1
-        if not logical and (not line or line[0] in "#!"):
+    pending: list[str] = []
+    for line in re.split(r"\r\n|\r|\n", text):  # not str.splitlines: \f is a blank, not a line break
+        line = line.lstrip(_BLANK)
+        if not pending and (not line or line[0] in "#!"):
             continue
-        if _continues(line):
-            logical.append(line[:-1])
+        trailing = len(line) - len(line.rstrip("\\"))
+        if trailing % 2 == 1:
+            pending.append(line[:-1])
             continue
-        logical.append(line)
-        entry = "".join(logical)
-        logical = []
-        key, value = _split_entry(entry)
+        pending.append(line)
+        key, value = _split_entry("".join(pending))
         out[key] = value
-    if logical:
-        key, value = _split_entry("".join(logical))
+        pending = []
+    if pending:  # the text ended in a lone backslash
+        key, value = _split_entry("".join(pending))
         out[key] = value
     return out
 
 
-def _continues(line: str) -> bool:
-    n = len(line) - len(line.rstrip("\\"))
-    return n % 2 == 1
-
-
 def _split_entry(entry: str) -> tuple[str, str]:
-    key = []
     i = 0
-    while i < len(entry):
-        ch = entry[i]
-        if ch == "\\" and i + 1 < len(entry):
-            key.append(entry[i + 1])
-            i += 2
-            continue
-        if ch in "=: \t":
-            break
-        key.append(ch)
-        i += 1
-    rest = entry[i:].lstrip(" \t")
+    while i < len(entry) and entry[i] not in "=:" + _BLANK:
+        i += 2 if entry[i] == "\\" else 1
+    i = min(i, len(entry))
+    key, rest = entry[:i], entry[i:].lstrip(_BLANK)
     if rest[:1] in ("=", ":"):
-        rest = rest[1:].lstrip(" \t")
-    value = rest.encode("utf-8").decode("unicode_escape") if "\\" in rest else rest
-    return "".join(key), value
+        rest = rest[1:].lstrip(_BLANK)
+    return _unescape(key), _unescape(rest)
+
+
+def _unescape(text: str) -> str:
+    if "\\" not in text:
+        return text
+    out: list[str] = []
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if ch != "\\" or i + 1 == len(text):
+            out.append(ch)
+            i += 1
+            continue
+        nxt = text[i + 1]
+        if nxt == "u" and re.fullmatch(r"[0-9a-fA-F]{4}", text[i + 2:i + 6]):
+            out.append(chr(int(text[i + 2:i + 6], 16)))
+            i += 6
+            continue
+        out.append(_ESCAPES.get(nxt, nxt))
+        i += 2
+    return "".join(out)
+
+
+def describe_key(key: ConfigKey) -> Mapping[str, str]:
+    """The docs columns of one key, as Kafka's generated config docs show them."""
+    return {
+        "name": key.name,
+        "type": key.type,
+        "default": "null" if key.default is None else (render(key.type, key.default) or '""'),
+        "valid_values": key.valid_values,
+        "server_default_property": key.server_default_property or "",
+        "importance": key.importance,
+        "doc": key.doc + (f" No effect here: {key.effect}." if key.effect else ""),
+    }
+
+
+__all__ = [
+    "DOUBLE_MAX", "INT_MAX", "INT_MIN", "LONG_MAX", "LONG_MIN", "Check", "ConfigKey", "LevelOrDefault", "Range",
+    "ValidList", "ValidString", "Validator", "at_least", "between", "describe_key", "invalid", "java_double",
+    "java_str", "list_of", "one_of", "parse_properties", "parse_value", "render",
+]

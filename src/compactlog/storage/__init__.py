@@ -1,0 +1,1 @@
+"""Storage: segments, partition logs, checkpoints, recovery, configs, retention, the log manager."""
