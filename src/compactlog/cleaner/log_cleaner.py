@@ -123,6 +123,7 @@ class LogCleaner:
                 self.manager.done_cleaning(tp, end)
                 result = CleanResult(tp[0], tp[1], chosen.first_dirty_offset, end, stats)
                 self._record(result, thread)
+                lg.delete_expired_files()
             except CleaningAbortedError:
                 log.info("cleaning of %s aborted", lg.name)
                 self.manager.done_cleaning(tp, None)

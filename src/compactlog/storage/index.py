@@ -116,6 +116,12 @@ class AbstractIndex:
         with open(self.path, "ab") as f:
             f.truncate(n * self.dtype.itemsize)
 
+    def release_memory(self) -> None:
+        """Drop the in-memory entries of a segment on its way out; lookups then scan from the start."""
+        self.close()
+        self._entries = np.empty(0, dtype=self.dtype)
+        self._n = 0
+
     def rename(self, path: Path) -> None:
         self.close()
         if self.path.exists():

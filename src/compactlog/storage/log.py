@@ -284,6 +284,10 @@ class Log:
 
     def _schedule_delete(self, seg: LogSegment) -> None:
         seg.change_suffix(seg.temp_suffix, files.DELETED_SUFFIX)
+        # Readers still holding it scan from the start instead of using the index: memory does not
+        # pile up over many cleaning rounds while files wait out file.delete.delay.ms.
+        seg.offset_index.release_memory()
+        seg.time_index.release_memory()
         due = self.time.milliseconds() + self.config.file_delete_delay_ms
         if self.config.file_delete_delay_ms <= 0:
             seg.unlink_files()
