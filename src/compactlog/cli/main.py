@@ -11,6 +11,7 @@ from .console import consume, produce
 from .demo import demo
 from .dumplog import dump_log
 from .housekeeping import clean
+from .spark import spark
 from .topics import configs, topics
 
 
@@ -23,5 +24,5 @@ def main(verbose: int) -> None:
                         format="[%(asctime)s] %(levelname)s %(message)s (%(name)s)")
 
 
-for command in (topics, configs, produce, consume, dump_log, clean, demo):
+for command in (topics, configs, produce, consume, dump_log, clean, demo, spark):
     main.add_command(command)

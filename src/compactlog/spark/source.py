@@ -23,6 +23,7 @@ from pyspark.sql.datasource import (
     InputPartition,
     WriterCommitMessage,
 )
+from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 from pyspark.sql.types import StructType
 
 from ..storage.snapshot import PartitionSnapshot
@@ -84,13 +85,20 @@ class CompactLogReader(DataSourceReader):
                                   partition.end, partition.include_headers)
 
 
-class CompactLogStreamReader(DataSourceStreamReader):
+class CompactLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """Offsets are JSON like Spark's Kafka source: {"topic": {"0": next offset, ...}}."""
 
     def __init__(self, options: dict[str, str]) -> None:
         self.opts = SourceOptions.parse(options, streaming=True)
+        self.target: dict[tuple[str, int], int] | None = None
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        """availableNow: what exists now is the whole query; later appends wait for the next one."""
+        self.target = self._ends()
 
     def _ends(self) -> dict[tuple[str, int], int]:
+        if self.target is not None:
+            return dict(self.target)
         out = {}
         for t in self.opts.topics:
             for p in range(self.opts.partitions[t]):
@@ -106,9 +114,19 @@ class CompactLogStreamReader(DataSourceStreamReader):
                     out.setdefault(t, {})[str(p)] = self.opts.start_for(t, p, snap.log_start_offset, snap.log_end_offset)
         return out
 
-    def latestOffset(self, start: dict | None = None, limit=None) -> dict:
-        ends = self._ends()
+    def getDefaultReadLimit(self):
+        from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
+
         cap = self.opts.max_offsets_per_trigger
+        return ReadMaxRows(cap) if cap else ReadAllAvailable()
+
+    def latestOffset(self, start: dict | None = None, limit=None) -> dict:
+        """The end of the next micro-batch: everything available, or at most ``maxOffsetsPerTrigger``
+        offsets spread over partitions by backlog, as the engine's read limit says."""
+        from pyspark.sql.streaming.datasource import ReadMaxRows
+
+        ends = self._ends()
+        cap = limit.max_rows if isinstance(limit, ReadMaxRows) else None
         if cap and start:
             # spread the cap over partitions in proportion to their backlog, as Spark's Kafka source does
             backlog = {k: max(0, e - int(start.get(k[0], {}).get(str(k[1]), e))) for k, e in ends.items()}
