@@ -5,6 +5,8 @@ Each step is the real command, run as its own process, so what it prints is what
 
 from __future__ import annotations
 
+import base64
+import json
 import shlex
 import subprocess
 import sys
@@ -33,6 +35,7 @@ def steps(data: str) -> list[tuple[list[str], str | None]]:
         (["clean", *d, "--topic", TOPIC], None),
         (["consume", *d, "--topic", TOPIC, "--from-beginning", "--property", "print.key=true",
           "--property", "print.offset=true", "--property", "key.separator=:"], None),
+        (["spark", "export", *d, "--topic", TOPIC, "--format", "json", "--output", str(Path(data) / "exports" / TOPIC)], None),
     ]
 
 
@@ -56,4 +59,9 @@ def demo(data_dir: str) -> None:
         if proc.returncode != 0:
             sys.stderr.buffer.write(proc.stderr)
             raise click.ClickException(f"step {i} failed with exit status {proc.returncode}")
+    out = Path(data_dir) / "exports" / TOPIC
+    rows = [json.loads(line) for part in sorted(out.glob("part-*.json")) for line in part.read_text().splitlines()]
+    click.echo("latest price per product, as exported by Spark:")
+    for r in sorted(rows, key=lambda r: r["offset"]):
+        click.echo(f"  {base64.b64decode(r['key']).decode()} = {base64.b64decode(r['value']).decode()}  (offset {r['offset']})")
     click.secho("\nThe walkthrough ran end to end.", fg="green")
