@@ -126,3 +126,39 @@ def test_export_latest_value_per_key(spark, data, tmp_path_factory):
     assert n == len(live) == 16  # p3 was deleted by its tombstone
     got = {bytes(r.key): bytes(r.value) for r in spark.read.parquet(str(out)).collect()}
     assert got == {k: v for k, v in live.items()}
+
+
+def test_recompress_keeps_every_record_and_offset(spark, tmp_path):
+    from compactlog.spark.recompress import recompress_topic
+
+    with compactlog.open(tmp_path) as cl:
+        cl.create_topic("t", 2, {"segment.bytes": "20000"})
+        cl.produce_batch("t", [(b"key-%d" % (i % 50), b'{"price": %d, "currency": "EUR"}' % i) for i in range(3000)],
+                         batch_bytes=2000)
+        before = [(r.partition, r.offset, r.key, r.value, r.timestamp) for r in cl.consume("t", from_beginning=True)]
+        size_before = sum(cl.log("t", p).size for p in range(2))
+        active = {p: cl.log("t", p).active_segment.base_offset for p in range(2)}
+        results = recompress_topic(spark, cl, "t", "zstd", 3, progress=lambda _m: None)
+        assert results and all(r.bytes_after < r.bytes_before for r in results)
+        after = [(r.partition, r.offset, r.key, r.value, r.timestamp) for r in cl.consume("t", from_beginning=True)]
+        assert after == before
+        for p in range(2):
+            codecs = {b.codec.config_name for b in cl.log("t", p).batches(0) if b.base_offset < active[p]}
+            assert codecs == {"zstd"}
+        assert sum(cl.log("t", p).size for p in range(2)) < size_before
+    with compactlog.open(tmp_path) as cl:  # and it reopens the same
+        assert [(r.partition, r.offset, r.key, r.value, r.timestamp) for r in cl.consume("t", from_beginning=True)] == before
+    assert not [n for n in (tmp_path / "t-0").iterdir() if n.name.endswith((".cleaned", ".swap"))]
+
+
+def test_recompress_rejects_a_bad_level_and_touches_nothing(spark, tmp_path):
+    from compactlog.errors import InvalidConfigError
+    from compactlog.spark.recompress import recompress_topic
+
+    with compactlog.open(tmp_path) as cl:
+        cl.create_topic("t", 1, {"segment.bytes": "2000"})
+        cl.produce_batch("t", [(b"k", b"v" * 50)] * 200, batch_bytes=500)
+        files_before = sorted(p.name for p in (tmp_path / "t-0").iterdir())
+        with pytest.raises(InvalidConfigError, match="compression.zstd.level"):
+            recompress_topic(spark, cl, "t", "zstd", 99, progress=lambda _m: None)
+        assert sorted(p.name for p in (tmp_path / "t-0").iterdir()) == files_before

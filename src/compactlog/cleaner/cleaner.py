@@ -34,6 +34,7 @@ from ..records.codecs import Codec, compress
 from ..records.columns import Chunk, chunks
 from ..storage import files
 from ..storage.log import Log
+from ..storage.rewrite import write_cleaned
 from ..storage.segment import LogSegment
 from .grouping import SegmentSize, group_segments_by_size
 from .offset_map import OffsetMap
@@ -159,27 +160,21 @@ class Cleaner:
         return end, stats
 
     def clean_segments(self, lg: Log, sources: list[LogSegment], upper_bound: int, now: int, stats: CleanerStats) -> None:
-        """Rewrite ``sources`` into one ``.cleaned`` segment and swap it in; on any error delete it."""
-        base = sources[0].base_offset
-        for suffix in files.SEGMENT_SUFFIXES:
-            files.segment_file(lg.dir, base, suffix, files.CLEANED_SUFFIX).unlink(missing_ok=True)
-        dest = LogSegment(lg.dir, base, lg.segment_params(), self.time, temp_suffix=files.CLEANED_SUFFIX)
+        """Rewrite ``sources`` into one ``.cleaned`` segment and swap it in."""
         retention = lg.config.delete_retention_ms
-        try:
+
+        def filtered():
             for src in sources:
                 for group in chunks((b for _, b in src.batches(0)), self.read_buffer):
                     self.check_abort(lg)
                     stats.bytes_read += sum(b.size for b in group)
                     stats.messages_read += sum(b.record_count for b in group)
-                    out = self.filter_chunk(Chunk.scan(group), upper_bound, now, retention, stats)
-                    if out:
-                        data = b"".join(o for o, _, _ in out)
-                        max_ts, at = max((ts, last) for _, ts, last in out)
-                        dest.append(out[-1][2], max_ts, at, data)
-                        stats.bytes_written += len(data)
-            dest.on_become_inactive()
-            dest.flush()
-            dest.set_last_modified(sources[-1].last_modified_ms)
+                    yield self.filter_chunk(Chunk.scan(group), upper_bound, now, retention, stats)
+
+        dest, written = write_cleaned(lg.dir, sources[0].base_offset, lg.segment_params(), filtered(),
+                                      sources[-1].last_modified_ms, self.time)
+        stats.bytes_written += written
+        try:
             lg.replace_segments([dest], sources)
         except BaseException:
             dest.delete_files()

@@ -14,7 +14,7 @@ def master_option(f):
 
 @click.group("spark")
 def spark() -> None:
-    """Jobs that run on Apache Spark: export (more to come: compact, recompress, advise)."""
+    """Jobs that run on Apache Spark: export and recompress (more to come: compact, advise)."""
 
 
 @spark.command("export")
@@ -38,3 +38,43 @@ def export(data_dir, topic, fmt, output, master):
         export_latest(session, data_dir, topic, output, fmt, progress=click.echo)
     finally:
         session.stop()
+
+
+@spark.command("recompress")
+@click.option("--data-dir", required=True, type=click.Path(file_okay=False, exists=True), help="The data directory.")
+@click.option("--topic", required=True, help="The topic whose stored history to rewrite.")
+@click.option("--compression.type", "compression", required=True,
+              type=click.Choice(["uncompressed", "none", "gzip", "snappy", "lz4", "zstd"]), help="The target codec.")
+@click.option("--compression.gzip.level", "gzip_level", type=int, default=None, help="gzip level (1-9, -1).")
+@click.option("--compression.lz4.level", "lz4_level", type=int, default=None, help="lz4 level (1-17).")
+@click.option("--compression.zstd.level", "zstd_level", type=int, default=None, help="zstd level (-131072..22).")
+@master_option
+@kafka_errors
+def recompress(data_dir, topic, compression, gzip_level, lz4_level, zstd_level, master):
+    """Rewrite the closed segments of a topic with another codec; offsets and records unchanged.
+
+    Example: compactlog spark recompress --data-dir data --topic prices --compression.type zstd --compression.zstd.level 3
+    """
+    import compactlog
+
+    from ..spark.recompress import recompress_topic
+    from ..spark.session import spark_session
+
+    level = {"gzip": gzip_level, "lz4": lz4_level, "zstd": zstd_level}.get(compression)
+    with compactlog.open(data_dir) as cl:
+        session = spark_session(master)
+        try:
+            results = recompress_topic(session, cl, topic, compression, level, progress=click.echo)
+        finally:
+            session.stop()
+    if results:
+        from rich.console import Console
+        from rich.table import Table
+
+        t = Table(title=f"recompression of {topic} to {compression}")
+        for col in ("partition", "segment", "batches", "bytes before", "bytes after", "saved"):
+            t.add_column(col, justify="right")
+        for r in results:
+            t.add_row(str(r.partition), str(r.base_offset), f"{r.batches:,}", f"{r.bytes_before:,}", f"{r.bytes_after:,}",
+                      f"{100 * (1 - r.bytes_after / max(r.bytes_before, 1)):.1f}%")
+        Console(width=max(Console().width, 100)).print(t)

@@ -1,0 +1,113 @@
+"""Recompression of stored history to another codec, one Spark task per closed segment.
+
+Kafka only compresses new data; this rewrites what is already stored. Each task reads one closed
+segment read-only and writes ``<base>.log.cleaned`` beside it with every batch recompressed (records,
+offsets, timestamps and header facts unchanged). The driver, which holds the data directory, checks
+that each segment is still the one planned and swaps the rewritten one in with the log's crash-safe
+``replace_segments``. The active segment is not touched, so appends go on meanwhile.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from ..records.codecs import Codec, check_level, codec_from_name
+from ..storage import files
+from ..storage.segment import LogSegment
+
+
+@dataclass(frozen=True)
+class SegmentTask:
+    path: str
+    topic: str
+    partition: int
+    base_offset: int
+    size: int
+    codec: int
+    level: int | None
+
+
+@dataclass(frozen=True)
+class SegmentResult:
+    topic: str
+    partition: int
+    base_offset: int
+    bytes_before: int
+    bytes_after: int
+    batches: int
+
+
+def rewrite_segment(task: SegmentTask) -> SegmentResult:
+    """Runs on an executor: the segment at ``task.base_offset`` rewritten into a ``.cleaned`` file."""
+    from ..records.batch import RecordBatch, with_codec
+    from ..records.columns import chunks
+    from ..storage.rewrite import write_cleaned
+    from ..storage.snapshot import PartitionSnapshot
+
+    codec = Codec(task.codec)
+    with PartitionSnapshot.open(task.path, task.topic, task.partition) as snap:
+        src = next(s for s in snap.segments if s.base_offset == task.base_offset)
+        count = [0]
+
+        def out():
+            for group in chunks((b for _, b in src.batches(0)), 262144):
+                rows = []
+                for b in group:
+                    data = with_codec(b, codec, task.level)
+                    rows.append((data, RecordBatch(data).max_timestamp, b.last_offset))
+                count[0] += len(rows)
+                yield rows
+
+        dest, written = write_cleaned(snap.directory, task.base_offset, src.params, out(), src.last_modified_ms)
+        dest.close_handlers()
+        return SegmentResult(task.topic, task.partition, task.base_offset, src.size, dest.size, count[0])
+
+
+def recompress_topic(spark, cl, topic: str, compression: str, level: int | None = None,
+                     progress: Callable[[str], None] = print) -> list[SegmentResult]:
+    """Rewrite every closed segment of ``topic`` with ``compression`` at ``level``; returns per-segment sizes."""
+    codec = codec_from_name(compression)
+    try:
+        check_level(codec, level)
+    except ValueError as exc:
+        from ..errors import InvalidConfigError
+
+        raise InvalidConfigError(str(exc)) from None
+    n = cl.manager.partitions_for(topic)
+    tasks = []
+    for p in range(n):
+        lg = cl.log(topic, p)
+        for seg in lg.segments[:-1]:
+            if seg.size:
+                tasks.append(SegmentTask(str(cl.manager.dir), topic, p, seg.base_offset, seg.size, int(codec), level))
+    if not tasks:
+        progress(f"{topic}: no closed segments to recompress")
+        return []
+    progress(f"{topic}: recompressing {len(tasks)} segment(s) to {codec.config_name} on {spark.sparkContext.master}")
+    paused = [(topic, p) for p in range(n)]
+    for tp in paused:
+        cl.cleaner.manager.abort_and_pause(tp)  # no cleaning round may swap these segments meanwhile
+    try:
+        results = spark.sparkContext.parallelize(tasks, len(tasks)).map(rewrite_segment).collect()
+        for r, t in zip(results, tasks):
+            lg = cl.log(topic, r.partition)
+            live = next((s for s in lg.segments if s.base_offset == r.base_offset), None)
+            new = LogSegment(lg.dir, r.base_offset, lg.segment_params(), temp_suffix=files.CLEANED_SUFFIX)
+            if live is None or live.size != t.size or live is lg.active_segment:
+                new.delete_files()  # the segment changed since planning: keep the live one
+                continue
+            lg.replace_segments([new], [live])
+    except BaseException:
+        for t in tasks:
+            d = cl.log(topic, t.partition).dir
+            for suffix in files.SEGMENT_SUFFIXES:
+                files.segment_file(d, t.base_offset, suffix, files.CLEANED_SUFFIX).unlink(missing_ok=True)
+        raise
+    finally:
+        for tp in paused:
+            cl.cleaner.manager.resume(tp)
+    before = sum(r.bytes_before for r in results)
+    after = sum(r.bytes_after for r in results)
+    progress(f"{topic}: {before:,} bytes -> {after:,} bytes ({100 * (1 - after / max(before, 1)):.1f}% smaller)")
+    return results
