@@ -51,6 +51,8 @@ LOG_APPEND_TIME = 1
 NO_TIMESTAMP = -1
 
 _LENGTH = struct.Struct(">qi")
+# length varint, attributes, timestampDelta, offsetDelta, keyLength, valueLength, headerCount: 1 byte each at least
+_MIN_RECORD_SIZE = 7
 _INT64 = struct.Struct(">q")
 _ATTRS_TO_MAX_TS = struct.Struct(">hiqq")  # attributes, lastOffsetDelta, baseTimestamp, maxTimestamp
 
@@ -157,9 +159,26 @@ class RecordBatch:
         codec = self.codec
         return raw if codec is Codec.NONE else decompress(codec, raw)
 
+    def _records_payload(self) -> Any:
+        """The payload, after checking that ``recordsCount`` is possible for it.
+
+        A record takes at least 7 bytes, so a count the payload cannot hold is corruption, caught here
+        before anything is sized by it.
+        """
+        data = self.payload()
+        n = self.record_count
+        if n < 0:
+            raise CorruptRecordError(f"batch at offset {self.base_offset}: invalid record count {n}")
+        if n > len(data) // _MIN_RECORD_SIZE:
+            raise CorruptRecordError(
+                f"batch at offset {self.base_offset}: premature EOF: {n} records cannot fit in "
+                f"{len(data)} bytes of records"
+            )
+        return data
+
     def scan(self) -> tuple[bytes, np.ndarray]:
         """Decompress and validate the records; returns (payload, int64 columns of ``kernels.NCOLS``)."""
-        data = self.payload()
+        data = self._records_payload()
         cols = np.empty((self.record_count, kernels.NCOLS), dtype=np.int64)
         try:
             kernels.scan_records(data, self.record_count, cols)
@@ -174,14 +193,14 @@ class RecordBatch:
         this is what append validation needs.
         """
         try:
-            nulls, lo, hi, seq = kernels.summarize_records(self.payload(), self.record_count)
+            nulls, lo, hi, seq = kernels.summarize_records(self._records_payload(), self.record_count)
         except ValueError as exc:
             raise CorruptRecordError(f"batch at offset {self.base_offset}: {exc}") from None
         return nulls, self.base_timestamp + lo, self.base_timestamp + hi, seq
 
     def records(self, topic: str | None = None, partition: int = -1) -> list:
         """Decode every record into :class:`Record` tuples (compiled kernel when available)."""
-        data = self.payload()
+        data = self._records_payload()
         override = self.max_timestamp if self.attributes & TIMESTAMP_TYPE_BIT else None
         try:
             return kernels.decode_records(
@@ -206,7 +225,7 @@ def iter_batches(buffer: Any, position: int = 0, end: int | None = None) -> Iter
     CRC-checked here: callers that need it call ``ensure_valid``.
     """
     mv = memoryview(buffer)
-    end = len(mv) if end is None else end
+    end = len(mv) if end is None else min(end, len(mv))
     while end - position >= HEADER_SIZE_UP_TO_MAGIC:
         _, length = _LENGTH.unpack_from(mv, position)
         size = length + LOG_OVERHEAD
@@ -335,3 +354,29 @@ def patch_header(
             patched = bytes(memoryview(buf)[position + ATTRIBUTES_OFFSET : position + HEADER_SIZE])
             crc = crc32c(patched + bytes(crc_of[HEADER_SIZE - ATTRIBUTES_OFFSET :]))
         struct.pack_into(">I", buf, position + CRC_OFFSET, crc)
+
+
+def with_codec(batch: RecordBatch, codec: Codec, level: int | None = None) -> bytes:
+    """The same batch with its records section recompressed: records, offsets, timestamps and every
+    header fact unchanged. Control and empty batches are returned as they are."""
+    if batch.is_control or batch.record_count == 0 or batch.codec is codec:
+        return bytes(batch.buffer)
+    body = compress(codec, bytes(batch.payload()), level)
+    info = BatchInfo(batch.base_offset, batch.timestamp_type, batch.producer_id, batch.producer_epoch,
+                     batch.base_sequence, batch.partition_leader_epoch, batch.is_transactional, batch.is_control)
+    attrs = (batch.attributes & 0xFF & ~COMPRESSION_MASK) | int(codec)
+    return assemble_batch(info, attrs, batch.last_offset_delta, batch.base_timestamp, batch.max_timestamp,
+                          batch.record_count, body)
+
+
+def with_codec(batch: RecordBatch, codec: Codec, level: int | None = None) -> bytes:
+    """The same batch with its records section recompressed: records, offsets, timestamps and every
+    header fact unchanged. Control and empty batches are returned as they are."""
+    if batch.is_control or batch.record_count == 0 or batch.codec is codec:
+        return bytes(batch.buffer)
+    body = compress(codec, bytes(batch.payload()), level)
+    info = BatchInfo(batch.base_offset, batch.timestamp_type, batch.producer_id, batch.producer_epoch,
+                     batch.base_sequence, batch.partition_leader_epoch, batch.is_transactional, batch.is_control)
+    attrs = (batch.attributes & 0xFF & ~COMPRESSION_MASK) | int(codec)
+    return assemble_batch(info, attrs, batch.last_offset_delta, batch.base_timestamp, batch.max_timestamp,
+                          batch.record_count, body)
