@@ -1,26 +1,12 @@
-"""Fixtures for storage tests: a mock clock, topic configs and small batches."""
+"""Fixtures for storage tests: a mock clock (helpers are in storage_helpers.py)."""
 
 from __future__ import annotations
 
 import pytest
 
 from compactlog.clock import MockTime
-from compactlog.records import Codec, build_batch
-from compactlog.storage.config import BrokerConfig, LogConfig
 
 
 @pytest.fixture
 def clock() -> MockTime:
     return MockTime()
-
-
-def make_config(**overrides) -> LogConfig:
-    """A LogConfig from Kafka-named overrides given as python names (segment_bytes=...)."""
-    return LogConfig({k.replace("_", "."): str(v) for k, v in overrides.items()}, BrokerConfig({}))
-
-
-def batch(keys, values=None, ts=1_700_000_000_000, codec=Codec.NONE, **kw) -> bytes:
-    keys = [k if k is None or isinstance(k, bytes) else str(k).encode() for k in keys]
-    if values is None:
-        values = [b"v-" + (k or b"null") for k in keys]
-    return build_batch(keys, values, [ts] * len(keys), codec=codec, **kw)

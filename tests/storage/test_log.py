@@ -6,7 +6,7 @@ import os
 import struct
 
 import pytest
-from conftest import batch, make_config
+from storage_helpers import batch, make_config
 
 from compactlog.errors import (
     CorruptRecordError,

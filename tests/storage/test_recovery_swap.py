@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from conftest import batch, make_config
+from storage_helpers import batch, make_config
 
 from compactlog.records import BatchInfo, build_batch
 from compactlog.storage import files

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from conftest import batch, make_config
+from storage_helpers import batch, make_config
 
 from compactlog.storage.log import Log
 from compactlog.storage.retention import SegmentFacts, segments_to_delete
