@@ -1,98 +1,376 @@
-"""Kafka's codec framing and levels: xerial snappy, lz4 frames with independent blocks, gzip, zstd."""
+"""Kafka's codec framing and levels (spec §1.7, §7): gzip, xerial snappy, lz4 frames with independent
+blocks, zstd; and that what does not decode is a corrupt record."""
 
 from __future__ import annotations
 
 import gzip
-import os
+import random
 import struct
+import zlib
 
 import cramjam
+import lz4.block
 import lz4.frame
 import pytest
 import zstandard
 
 from compactlog.errors import CorruptRecordError, UnsupportedCompressionTypeError
-from compactlog.records.codecs import Codec, check_level, codec_from_name, compress, decompress
+from compactlog.records.codecs import LEVELS, Codec, check_level, codec_from_id, codec_from_name, compress, decompress
 
-INPUTS = [b"", b"a", b"kafka " * 20_000, os.urandom(1 << 20)]
+COMPRESSED = [Codec.GZIP, Codec.SNAPPY, Codec.LZ4, Codec.ZSTD]
+ids = lambda c: c.config_name  # noqa: E731
 
-
-@pytest.mark.parametrize("codec", list(Codec), ids=lambda c: c.config_name)
-@pytest.mark.parametrize("data", INPUTS, ids=["empty", "one", "compressible", "random"])
-def test_round_trip(codec, data):
-    assert decompress(codec, compress(codec, data)) == data
+INCOMPRESSIBLE = random.Random(1).randbytes(1 << 20)
 
 
-def test_snappy_writes_xerial_framing_with_32k_blocks():
-    out = compress(Codec.SNAPPY, b"x" * 100_000)
-    assert out[:8] == b"\x82SNAPPY\x00" and struct.unpack(">ii", out[8:16]) == (1, 1)
+def _json_like(n: int = 20_000) -> bytes:
+    rng = random.Random(3)
+    return b"".join(
+        b'{"sku": "p%05d", "price": %d.%02d, "stock": %d, "tags": ["%s"]}'
+        % (rng.randrange(99999), rng.randrange(500), rng.randrange(100), rng.randrange(40),
+           rng.choice([b"new", b"sale", b"eu"]))
+        for _ in range(n)
+    )
+
+
+COMPRESSIBLE = _json_like()
+INPUTS = {
+    "empty": b"",
+    "one": b"a",
+    "small": b"kafka record batch",
+    "1MB-repetitive": b"kafka " * ((1 << 20) // 6),
+    "1MB-incompressible": INCOMPRESSIBLE,
+    "compressible": COMPRESSIBLE,
+}
+
+
+@pytest.mark.parametrize("codec", list(Codec), ids=ids)
+@pytest.mark.parametrize("name", list(INPUTS))
+def test_round_trip(codec, name):
+    data = INPUTS[name]
+    out = compress(codec, data)
+    assert decompress(codec, out) == data
+    assert decompress(codec, memoryview(out)) == data  # batches hand the codecs views of a buffer
+    if codec is Codec.NONE:
+        assert out == data
+    elif name.startswith("1MB-repetitive") or name == "compressible":
+        assert len(out) < len(data) / 3
+
+
+def test_codec_ids_and_names():
+    assert [int(c) for c in Codec] == [0, 1, 2, 3, 4]
+    assert [codec_from_id(i) for i in range(5)] == list(Codec)
+    for bad in (5, 6, 7):
+        with pytest.raises(CorruptRecordError, match=f"Unknown compression type id: {bad}"):
+            codec_from_id(bad)
+    assert codec_from_name("uncompressed") is Codec.NONE and codec_from_name("none") is Codec.NONE
+    assert codec_from_name(" ZSTD ") is Codec.ZSTD and codec_from_name("lz4") is Codec.LZ4
+    assert [c.config_name for c in Codec] == ["none", "gzip", "snappy", "lz4", "zstd"]
+    with pytest.raises(UnsupportedCompressionTypeError, match="Unknown compression name: brotli"):
+        codec_from_name("brotli")
+
+
+# -- gzip ------------------------------------------------------------------------------------------
+
+
+def test_gzip_writes_a_plain_member():
+    out = compress(Codec.GZIP, b"hello" * 100)
+    assert out[:4] == bytes.fromhex("1f8b0800")  # magic, deflate, no flags (no name, no extra fields)
+    assert out[4:8] == b"\x00\x00\x00\x00"  # mtime 0
+    assert struct.unpack("<II", out[-8:]) == (zlib.crc32(b"hello" * 100), 500)
+    assert gzip.decompress(out) == b"hello" * 100
+
+
+def test_gzip_reads_concatenated_members_and_java_style_headers():
+    assert decompress(Codec.GZIP, gzip.compress(b"a") + gzip.compress(b"bc", mtime=5) + compress(Codec.GZIP, b"d")) == b"abcd"
+    # JDK >= 16 writes OS byte 255; the reader must not care.
+    member = bytearray(gzip.compress(b"jdk", mtime=0))
+    member[9] = 0xFF
+    assert decompress(Codec.GZIP, bytes(member)) == b"jdk"
+
+
+@pytest.mark.parametrize("cut", [1, 4, 8, 20])
+def test_gzip_truncated_member_is_corrupt(cut):
+    out = compress(Codec.GZIP, COMPRESSIBLE[:5000])
+    with pytest.raises(CorruptRecordError):
+        decompress(Codec.GZIP, out[:-cut])
+
+
+# -- snappy ----------------------------------------------------------------------------------------
+
+XERIAL_MAGIC = bytes.fromhex("82534e4150505900")
+
+
+def _xerial_blocks(out: bytes) -> list[bytes]:
+    assert out[:8] == XERIAL_MAGIC and struct.unpack(">ii", out[8:16]) == (1, 1)
     pos, blocks = 16, []
     while pos < len(out):
         (n,) = struct.unpack_from(">i", out, pos)
-        blocks.append(len(cramjam.snappy.decompress_raw(out[pos + 4 : pos + 4 + n])))
+        blocks.append(bytes(cramjam.snappy.decompress_raw(out[pos + 4 : pos + 4 + n])))
         pos += 4 + n
-    assert blocks == [32768, 32768, 32768, 100_000 - 3 * 32768]
+    assert pos == len(out)
+    return blocks
 
 
-def test_snappy_reads_raw_blocks_and_concatenated_streams():
+@pytest.mark.parametrize("name", ["1MB-incompressible", "1MB-repetitive", "small"])
+def test_snappy_writes_xerial_framing_with_32k_blocks(name):
+    data = INPUTS[name]
+    blocks = _xerial_blocks(compress(Codec.SNAPPY, data))
+    assert b"".join(blocks) == data
+    assert all(len(b) == 32768 for b in blocks[:-1]) and 0 < len(blocks[-1]) <= 32768
+
+
+def test_snappy_empty_input_is_the_bare_preamble():
+    assert compress(Codec.SNAPPY, b"") == XERIAL_MAGIC + struct.pack(">ii", 1, 1)
+    assert decompress(Codec.SNAPPY, XERIAL_MAGIC + struct.pack(">ii", 1, 1)) == b""
+
+
+def test_snappy_reads_a_raw_block_without_preamble():
     assert decompress(Codec.SNAPPY, bytes(cramjam.snappy.compress_raw(b"raw block"))) == b"raw block"
-    two = compress(Codec.SNAPPY, b"first ") + compress(Codec.SNAPPY, b"second")
-    assert decompress(Codec.SNAPPY, two) == b"first second"
+    assert decompress(Codec.SNAPPY, bytes(cramjam.snappy.compress_raw(COMPRESSIBLE))) == COMPRESSIBLE
 
 
-def test_gzip_reads_concatenated_members_and_is_standard_gzip():
-    assert decompress(Codec.GZIP, gzip.compress(b"a") + gzip.compress(b"b")) == b"ab"
-    assert gzip.decompress(compress(Codec.GZIP, b"hello")) == b"hello"
+def test_snappy_reads_concatenated_streams_and_large_blocks():
+    two = compress(Codec.SNAPPY, b"first " * 10_000) + compress(Codec.SNAPPY, b"second")
+    assert decompress(Codec.SNAPPY, two) == b"first " * 10_000 + b"second"
+    # Old snappy-java wrote bigger blocks; any block size must be read.
+    big = bytes(cramjam.snappy.compress_raw(COMPRESSIBLE))
+    stream = XERIAL_MAGIC + struct.pack(">ii", 1, 1) + struct.pack(">i", len(big)) + big
+    assert decompress(Codec.SNAPPY, stream) == COMPRESSIBLE
 
 
-def test_lz4_frame_is_kafkas_and_linked_blocks_are_rejected():
-    out = compress(Codec.LZ4, b"y" * 200_000)
-    assert out[:4] == bytes.fromhex("04224d18") and out[4] == 0x60 and out[5] == 0x40
+@pytest.mark.parametrize("cut", [1, 3, 4, 10])
+def test_snappy_truncated_stream_is_corrupt(cut):
+    out = compress(Codec.SNAPPY, COMPRESSIBLE[:5000])
+    with pytest.raises(CorruptRecordError):
+        decompress(Codec.SNAPPY, out[:-cut])
+
+
+@pytest.mark.parametrize("cut", [9, 12, 15])
+def test_snappy_preamble_cut_short_is_corrupt(cut):
+    with pytest.raises(CorruptRecordError, match="16-byte header"):
+        decompress(Codec.SNAPPY, compress(Codec.SNAPPY, b"abc")[:cut])
+    with pytest.raises(CorruptRecordError, match="16-byte header"):
+        decompress(Codec.SNAPPY, compress(Codec.SNAPPY, b"abc") + XERIAL_MAGIC + b"\x00")
+
+
+# -- lz4 -------------------------------------------------------------------------------------------
+
+
+def xxh32(data: bytes, seed: int = 0) -> int:
+    """XXH32 for short inputs (< 16 bytes), enough to check an LZ4 frame header checksum."""
+    assert len(data) < 16
+    p1, p2, p3, p4, p5 = 2654435761, 2246822519, 3266489917, 668265263, 374761393
+    mask = 0xFFFFFFFF
+
+    def rotl(x: int, r: int) -> int:
+        return ((x << r) | (x >> (32 - r))) & mask
+
+    h = (seed + p5 + len(data)) & mask
+    i = 0
+    while i + 4 <= len(data):
+        (lane,) = struct.unpack_from("<I", data, i)
+        h = (rotl((h + lane * p3) & mask, 17) * p4) & mask
+        i += 4
+    for byte in data[i:]:
+        h = (rotl((h + byte * p5) & mask, 11) * p1) & mask
+    h ^= h >> 15
+    h = (h * p2) & mask
+    h ^= h >> 13
+    h = (h * p3) & mask
+    h ^= h >> 16
+    return h
+
+
+def _lz4_blocks(out: bytes) -> list[tuple[bool, int]]:
+    """Walk a Kafka-style frame (no content size, no checksums): (stored uncompressed, size) per block."""
+    pos, blocks = 7, []
+    while True:
+        (word,) = struct.unpack_from("<I", out, pos)
+        pos += 4
+        if word == 0:
+            break
+        size = word & 0x7FFFFFFF
+        blocks.append((bool(word & 0x80000000), size))
+        pos += size
+    assert pos == len(out)  # nothing after the end mark: no content checksum
+    return blocks
+
+
+def test_xxh32_reference():
+    assert xxh32(b"") == 0x02CC5D05  # the published XXH32 of the empty input, seed 0
+
+
+@pytest.mark.parametrize("level", [None, 1, 2, 9, 12, 17])
+@pytest.mark.parametrize("name", ["empty", "small", "1MB-incompressible", "compressible"])
+def test_lz4_frame_is_kafkas(level, name):
+    data = INPUTS[name]
+    out = compress(Codec.LZ4, data, level)
+    assert out[:4] == bytes.fromhex("04224d18")
+    assert out[4] == 0x60 and out[5] == 0x40
+    assert out[6] == (xxh32(out[4:6]) >> 8) & 0xFF == 0x82
+    blocks = _lz4_blocks(out)
+    assert len(blocks) == -(-len(data) // 65536)
+    if name == "1MB-incompressible":
+        assert all(stored and size == 65536 for stored, size in blocks)
+    if name == "compressible":
+        assert not any(stored for stored, _ in blocks) and all(size < 65536 for _, size in blocks)
+    # Other LZ4 frame readers agree.
+    assert lz4.frame.decompress(out) == data
+    assert bytes(cramjam.lz4.decompress(out)) == data
+
+
+def test_lz4_reads_frames_other_writers_make():
+    data = COMPRESSIBLE
+    # kafka-python style: content size stored; block and content checksums; 4 MiB blocks (cramjam's default).
+    for kwargs in ({"store_size": True}, {"content_checksum": True, "block_checksum": True},
+                   {"block_size": lz4.frame.BLOCKSIZE_MAX4MB}, {"compression_level": 12}):
+        assert decompress(Codec.LZ4, lz4.frame.compress(data, block_linked=False, **kwargs)) == data
+    cj = cramjam.lz4.Compressor(level=9, content_checksum=False, block_linked=False)  # aiokafka's writer
+    cj.compress(data)
+    assert decompress(Codec.LZ4, bytes(cj.finish())) == data
+    # cramjam's default frame links its blocks: Kafka cannot read that, neither do we.
+    with pytest.raises(CorruptRecordError, match="linked blocks"):
+        decompress(Codec.LZ4, bytes(cramjam.lz4.compress(data)))
+    # A hand-made frame with one compressed and one stored block, as Java's Lz4BlockOutputStream writes them.
+    a, b = data[:65536], data[65536:70000]
+    ca = lz4.block.compress(a, store_size=False)
+    frame = (bytes.fromhex("04224d18604082") + struct.pack("<I", len(ca)) + ca
+             + struct.pack("<I", len(b) | 0x80000000) + b + struct.pack("<I", 0))
+    assert decompress(Codec.LZ4, frame) == a + b
+
+
+def test_lz4_linked_blocks_are_rejected():
     linked = lz4.frame.compress(b"z" * 200_000, block_linked=True)
+    assert linked[4] & 0x20 == 0
     with pytest.raises(CorruptRecordError, match="linked blocks"):
         decompress(Codec.LZ4, linked)
 
 
+def test_lz4_bad_header_checksum_and_truncation_are_corrupt():
+    out = bytearray(compress(Codec.LZ4, COMPRESSIBLE[:100_000]))
+    for cut in (1, 4, 5, 100):
+        with pytest.raises(CorruptRecordError):
+            decompress(Codec.LZ4, bytes(out[:-cut]))
+    out[6] ^= 0x01
+    with pytest.raises(CorruptRecordError):
+        decompress(Codec.LZ4, bytes(out))
+
+
+# -- zstd ------------------------------------------------------------------------------------------
+
+
+def test_zstd_writes_frames_without_content_size():
+    out = compress(Codec.ZSTD, b"abc" * 1000)
+    assert out[:4] == bytes.fromhex("28b52ffd")
+    assert zstandard.frame_content_size(out) == -1
+    assert zstandard.ZstdDecompressor().decompressobj().decompress(out) == b"abc" * 1000
+
+
 def test_zstd_streams_without_content_size_and_across_frames():
     c = zstandard.ZstdCompressor(write_content_size=False)
+    assert decompress(Codec.ZSTD, c.compress(b"one")) == b"one"
     assert decompress(Codec.ZSTD, c.compress(b"one") + c.compress(b"two")) == b"onetwo"
-    assert zstandard.frame_content_size(compress(Codec.ZSTD, b"abc")) == -1
+    # A frame that does carry its content size (kafka-python writes those) and a large streamed one.
+    sized = zstandard.ZstdCompressor().compress(COMPRESSIBLE)
+    assert decompress(Codec.ZSTD, sized + c.compress(INCOMPRESSIBLE)) == COMPRESSIBLE + INCOMPRESSIBLE
+    assert decompress(Codec.ZSTD, bytes(cramjam.zstd.compress(b"cramjam"))) == b"cramjam"
+
+
+@pytest.mark.parametrize("cut", [1, 3, 10, 1000])
+def test_zstd_truncated_frame_is_corrupt(cut):
+    out = compress(Codec.ZSTD, INCOMPRESSIBLE[:100_000])
+    with pytest.raises(CorruptRecordError):
+        decompress(Codec.ZSTD, out[:-cut])
+    with pytest.raises(CorruptRecordError):
+        decompress(Codec.ZSTD, compress(Codec.ZSTD, b"whole frame") + out[:-cut])
+
+
+# -- levels ----------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("codec, ok, bad", [
-    (Codec.GZIP, [1, 9, -1], [0, 10, -2]),
-    (Codec.LZ4, [1, 17], [0, 18]),
-    (Codec.ZSTD, [-131072, 22, 1], [23, -131073]),
+    (Codec.GZIP, [1, 5, 9, -1], [0, 10, -2, 100]),
+    (Codec.LZ4, [1, 9, 17], [0, 18, -1]),
+    (Codec.ZSTD, [-131072, -1, 0, 1, 3, 22], [23, -131073]),
 ])
 def test_levels_follow_kip_390(codec, ok, bad):
+    assert LEVELS[codec][:2] == {Codec.GZIP: (1, 9), Codec.LZ4: (1, 17), Codec.ZSTD: (-131072, 22)}[codec]
+    assert check_level(codec, None) is None
     for level in ok:
-        check_level(codec, level)
-        assert decompress(codec, compress(codec, b"abc" * 1000, level)) == b"abc" * 1000
+        assert check_level(codec, level) == level
+        assert decompress(codec, compress(codec, COMPRESSIBLE[:20_000], level)) == COMPRESSIBLE[:20_000]
     for level in bad:
-        with pytest.raises(ValueError, match=f"compression.{codec.config_name}.level"):
+        msg = f"compression.{codec.config_name}.level must be in"
+        with pytest.raises(ValueError, match=msg):
             check_level(codec, level)
+        with pytest.raises(ValueError, match=msg):
+            compress(codec, b"abc", level)
 
 
-def test_level_changes_the_output():
-    import random
-
-    rng = random.Random(3)
-    data = b"".join(
-        b'{"sku": "p%05d", "price": %d.%02d, "stock": %d, "tags": ["%s"]}' %
-        (rng.randrange(99999), rng.randrange(500), rng.randrange(100), rng.randrange(40), rng.choice([b"new", b"sale", b"eu"]))
-        for _ in range(20_000)
-    )
-    assert len(compress(Codec.ZSTD, data, 19)) < len(compress(Codec.ZSTD, data, 1))
-    assert len(compress(Codec.GZIP, data, 9)) < len(compress(Codec.GZIP, data, 1))
+def test_defaults_are_kafkas():
+    assert {c: LEVELS[c][2] for c in LEVELS} == {Codec.GZIP: -1, Codec.LZ4: 9, Codec.ZSTD: 3}
+    for codec in LEVELS:
+        assert compress(codec, COMPRESSIBLE) == compress(codec, COMPRESSIBLE, LEVELS[codec][2])
+    assert compress(Codec.GZIP, COMPRESSIBLE, -1) == compress(Codec.GZIP, COMPRESSIBLE, 6)
 
 
-@pytest.mark.parametrize("codec", [Codec.GZIP, Codec.SNAPPY, Codec.LZ4, Codec.ZSTD], ids=lambda c: c.config_name)
-def test_garbage_is_a_corrupt_record(codec):
+def test_codecs_without_levels_ignore_them():
+    assert check_level(Codec.SNAPPY, 99) is None and check_level(Codec.NONE, 99) is None
+    assert compress(Codec.SNAPPY, COMPRESSIBLE, 99) == compress(Codec.SNAPPY, COMPRESSIBLE)
+
+
+@pytest.mark.parametrize("codec, low, high", [(Codec.GZIP, 1, 9), (Codec.ZSTD, 1, 19), (Codec.ZSTD, -50, 1)])
+def test_level_changes_the_output(codec, low, high):
+    small, large = compress(codec, COMPRESSIBLE, high), compress(codec, COMPRESSIBLE, low)
+    assert len(small) < len(large)
+    assert decompress(codec, small) == decompress(codec, large) == COMPRESSIBLE
+
+
+def test_lz4_levels_other_than_the_default_use_the_hc_compressor():
+    """Kafka: level 9 (the default) is LZ4's fast compressor; any other level 1..17 is the HC one."""
+    fast = len(compress(Codec.LZ4, COMPRESSIBLE, 9))
+    sizes = {level: len(compress(Codec.LZ4, COMPRESSIBLE, level)) for level in (1, 2, 3, 8, 10, 12, 17)}
+    assert all(size < fast for size in sizes.values()), (fast, sizes)
+    assert sizes[12] < sizes[1]
+
+
+# -- garbage ---------------------------------------------------------------------------------------
+
+GARBAGE = [
+    b"garbage bytes here",
+    b"\x00" * 40,
+    bytes(range(256)),
+    XERIAL_MAGIC + struct.pack(">ii", 1, 1) + struct.pack(">i", 9) + b"garbage!!",
+    bytes.fromhex("04224d18604082") + struct.pack("<I", 20) + b"\xff" * 20 + struct.pack("<I", 0),
+    bytes.fromhex("28b52ffd") + b"\x00" * 20,
+    bytes.fromhex("1f8b0800000000000003") + b"\xff" * 20,
+]
+
+
+@pytest.mark.parametrize("codec", COMPRESSED, ids=ids)
+@pytest.mark.parametrize("data", GARBAGE, ids=range(len(GARBAGE)))
+def test_garbage_is_a_corrupt_record(codec, data):
     with pytest.raises(CorruptRecordError):
-        decompress(codec, b"\x82SNAPPY\x00\x00\x00\x00\x01\x00\x00\x00\x01\x00\x00\x00\x09garbage!!" if codec is Codec.SNAPPY else b"garbage bytes here")
+        decompress(codec, data)
 
 
-def test_codec_names():
-    assert codec_from_name("uncompressed") is Codec.NONE and codec_from_name("ZSTD") is Codec.ZSTD
-    with pytest.raises(UnsupportedCompressionTypeError, match="Unknown compression name: brotli"):
-        codec_from_name("brotli")
+# -- threads ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("codec", COMPRESSED, ids=ids)
+def test_codecs_are_safe_to_use_from_many_threads(codec):
+    """The cleaner, appenders and readers compress and decompress at the same time."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    inputs = [random.Random(i).randbytes(40_000) + bytes(60_000) for i in range(8)]
+    frames = [compress(codec, d) for d in inputs]
+
+    def work(i: int) -> bool:
+        return all(
+            decompress(codec, frames[i]) == inputs[i] and decompress(codec, compress(codec, inputs[i])) == inputs[i]
+            for _ in range(40)
+        )
+
+    with ThreadPoolExecutor(8) as pool:
+        assert all(pool.map(work, range(8)))

@@ -99,7 +99,10 @@ class RecordBatch:
 
     @property
     def codec(self) -> Codec:
-        return codec_from_id(self.attributes & COMPRESSION_MASK)
+        try:
+            return codec_from_id(self.attributes & COMPRESSION_MASK)
+        except CorruptRecordError as exc:
+            raise CorruptRecordError(f"batch at offset {self.base_offset}: {exc}") from None
 
     @property
     def timestamp_type(self) -> int:

@@ -15,6 +15,7 @@ Levels follow KIP-390: ``compression.gzip.level`` 1..9 or -1 (zlib's default, 6)
 from __future__ import annotations
 
 import struct
+import threading
 import zlib
 from enum import IntEnum
 
@@ -101,11 +102,15 @@ def _snappy_decompress(data: bytes) -> bytes:
     mv = memoryview(data)
     if bytes(mv[:8]) != _SNAPPY_MAGIC:
         return bytes(cramjam.snappy.decompress_raw(mv))
+    if len(mv) < len(_SNAPPY_HEADER):
+        raise CorruptRecordError("snappy stream ends inside its 16-byte header")
     out = []
     pos = len(_SNAPPY_HEADER)
     end = len(mv)
     while pos < end:
         if end - pos >= 8 and bytes(mv[pos : pos + 8]) == _SNAPPY_MAGIC:
+            if end - pos < len(_SNAPPY_HEADER):
+                raise CorruptRecordError("snappy stream ends inside its 16-byte header")
             pos += len(_SNAPPY_HEADER)  # a concatenated stream starts here
             continue
         if end - pos < 4:
@@ -137,15 +142,35 @@ def _gzip_decompress(data: bytes) -> bytes:
     return b"".join(out)
 
 
+# Kafka's Lz4BlockOutputStream frame header: magic, FLG 0x60 (version 01, independent blocks, no checksums,
+# no content size), BD 0x40 (64 KiB blocks), HC = (xxh32(FLG, BD) >> 8) & 0xFF.
+_LZ4_FRAME_HEADER = bytes.fromhex("04224d18604082")
+_LZ4_BLOCK = 64 * 1024
+_LZ4_UNCOMPRESSED = 0x80000000
+_UINT_LE = struct.Struct("<I")
+
+
 def _lz4_compress(data: bytes, level: int) -> bytes:
-    return lz4.frame.compress(
-        data,
-        compression_level=0 if level == 9 else level,
-        block_size=lz4.frame.BLOCKSIZE_MAX64KB,
-        block_linked=False,
-        content_checksum=False,
-        store_size=False,
-    )
+    # Framed by hand because the frame API cannot do what Kafka does: level 9 (the default) is the fast
+    # compressor and every other level 1..17 the HC compressor (the frame API silently uses the fast one
+    # below level 3). Blocks that do not shrink are stored uncompressed, as Kafka's writer stores them.
+    if level == LEVELS[Codec.LZ4][2]:
+        kwargs = {"mode": "default"}
+    else:
+        kwargs = {"mode": "high_compression", "compression": level}
+    out = [_LZ4_FRAME_HEADER]
+    mv = memoryview(data)
+    for start in range(0, len(mv), _LZ4_BLOCK):
+        chunk = mv[start : start + _LZ4_BLOCK]
+        block = lz4.block.compress(chunk, store_size=False, **kwargs)
+        if len(block) >= len(chunk):
+            out.append(_UINT_LE.pack(len(chunk) | _LZ4_UNCOMPRESSED))
+            out.append(bytes(chunk))
+        else:
+            out.append(_UINT_LE.pack(len(block)))
+            out.append(block)
+    out.append(_UINT_LE.pack(0))
+    return b"".join(out)
 
 
 def _lz4_decompress(data: bytes) -> bytes:
@@ -154,19 +179,45 @@ def _lz4_decompress(data: bytes) -> bytes:
     return lz4.frame.decompress(data)
 
 
-_ZSTD_COMPRESSORS: dict[int, zstandard.ZstdCompressor] = {}
-_ZSTD_DECOMPRESSOR = zstandard.ZstdDecompressor()
+# zstd contexts carry state and must not be used by two threads at once (doing so corrupts output or
+# crashes), so each thread keeps its own compressor per level and its own decompressor.
+_ZSTD = threading.local()
+
+
+def _zstd_compressor(level: int) -> zstandard.ZstdCompressor:
+    cache = getattr(_ZSTD, "compressors", None)
+    if cache is None:
+        cache = _ZSTD.compressors = {}
+    c = cache.get(level)
+    if c is None:
+        c = cache[level] = zstandard.ZstdCompressor(level=level, write_content_size=False)
+    return c
+
+
+def _zstd_decompressor() -> zstandard.ZstdDecompressor:
+    d = getattr(_ZSTD, "decompressor", None)
+    if d is None:
+        d = _ZSTD.decompressor = zstandard.ZstdDecompressor()
+    return d
 
 
 def _zstd_compress(data: bytes, level: int) -> bytes:
-    c = _ZSTD_COMPRESSORS.get(level)
-    if c is None:
-        c = _ZSTD_COMPRESSORS[level] = zstandard.ZstdCompressor(level=level, write_content_size=False)
-    return c.compress(data)
+    return _zstd_compressor(level).compress(data)
 
 
 def _zstd_decompress(data: bytes) -> bytes:
-    return _ZSTD_DECOMPRESSOR.decompressobj(read_across_frames=True).decompress(data)
+    # One frame at a time: a frame that stops before its end is an error (a single decompressobj reading
+    # across frames would return the partial output silently).
+    out = []
+    rest = data
+    dctx = _zstd_decompressor()
+    while len(rest):
+        d = dctx.decompressobj()
+        out.append(d.decompress(rest))
+        if not d.eof:
+            raise CorruptRecordError("zstd frame is truncated")
+        rest = d.unused_data
+    return b"".join(out)
 
 
 def compress(codec: Codec, data: bytes, level: int | None = None) -> bytes:
