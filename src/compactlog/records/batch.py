@@ -370,16 +370,3 @@ def with_codec(batch: RecordBatch, codec: Codec, level: int | None = None) -> by
     attrs = (batch.attributes & 0xFF & ~COMPRESSION_MASK) | int(codec)
     return assemble_batch(info, attrs, batch.last_offset_delta, batch.base_timestamp, batch.max_timestamp,
                           batch.record_count, body)
-
-
-def with_codec(batch: RecordBatch, codec: Codec, level: int | None = None) -> bytes:
-    """The same batch with its records section recompressed: records, offsets, timestamps and every
-    header fact unchanged. Control and empty batches are returned as they are."""
-    if batch.is_control or batch.record_count == 0 or batch.codec is codec:
-        return bytes(batch.buffer)
-    body = compress(codec, bytes(batch.payload()), level)
-    info = BatchInfo(batch.base_offset, batch.timestamp_type, batch.producer_id, batch.producer_epoch,
-                     batch.base_sequence, batch.partition_leader_epoch, batch.is_transactional, batch.is_control)
-    attrs = (batch.attributes & 0xFF & ~COMPRESSION_MASK) | int(codec)
-    return assemble_batch(info, attrs, batch.last_offset_delta, batch.base_timestamp, batch.max_timestamp,
-                          batch.record_count, body)
