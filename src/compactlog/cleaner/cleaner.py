@@ -22,7 +22,6 @@ from ..clock import SYSTEM, Time
 from ..records import kernels
 from ..records.batch import (
     COMPRESSION_MASK,
-    DELETE_HORIZON_BIT,
     LOG_APPEND_TIME,
     BatchInfo,
     RecordBatch,
@@ -32,7 +31,6 @@ from ..records.batch import (
 )
 from ..records.codecs import Codec, compress
 from ..records.columns import Chunk, chunks
-from ..storage import files
 from ..storage.log import Log
 from ..storage.rewrite import write_cleaned
 from ..storage.segment import LogSegment

@@ -8,7 +8,6 @@ validated append path; an aborted job leaves nothing behind.
 
 from __future__ import annotations
 
-import os
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
