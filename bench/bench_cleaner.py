@@ -25,7 +25,7 @@ from cleaner_data import write_topic  # noqa: E402
 from compactlog.records import Codec, kernels  # noqa: E402
 
 CHILD = """
-import json, resource, sys, time
+import json, sys, time
 import compactlog
 broker = json.loads(sys.argv[2])
 with compactlog.open(sys.argv[1], broker) as cl:
@@ -40,7 +40,9 @@ with compactlog.open(sys.argv[1], broker) as cl:
         "kept": rounds[-1].stats.messages_written if rounds else 0,
         "map_seconds": sum(r.stats.map_seconds for r in rounds),
         "utilization": max((r.stats.buffer_utilization for r in rounds), default=0),
-        "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        # VmHWM, not ru_maxrss: the latter is inherited across fork and exec, so a child would report
+        # the peak of the parent that generated the data.
+        "rss_mb": int([l for l in open("/proc/self/status") if l.startswith("VmHWM")][0].split()[1]) / 1024,
     }))
 """
 
