@@ -1,158 +1,570 @@
-"""The compiled kernels and their Python twin give the same answers and the same errors."""
+"""The record kernels, through ``compactlog.records.kernels``.
+
+The suite runs twice: normally (the compiled kernels when built) and with ``COMPACTLOG_NO_EXTENSIONS=1``
+(the Python twin), so every behavioural test here checks whichever implementation is bound. Where the
+compiled module is in use, the parity tests also hold it to the twin directly: same bytes, same values,
+same error texts.
+"""
 
 from __future__ import annotations
 
+import gc
 import mmap
 import os
+import threading
+import tracemalloc
 
 import google_crc32c
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from kafka.partitioner.default import murmur2 as kafka_murmur2
 
-from compactlog.records import _py, kernels
+from compactlog.records import kernels
 from compactlog.records.batch import Record
 
-try:
-    from compactlog.records import _native
-except ImportError:  # pragma: no cover - no compiler on this machine
-    _native = None
+NCOLS = kernels.NCOLS
+TWIN = kernels._py
+COMPILED = kernels._impl if kernels.NATIVE else None
+needs_compiled = pytest.mark.skipif(COMPILED is None, reason="the compiled kernels are not in use in this run")
 
-IMPLS = [pytest.param(_py, id="twin")] + ([pytest.param(_native, id="native")] if _native else [])
-GOLDEN_RECORDS = bytes.fromhex(
-    "20000000086b6579310c76616c756531002400e1bf2202086b6579320c76616c75653200"
+# spec §1.8: the whole 97-byte batch; its records section starts after the 61-byte header
+GOLDEN_BATCH = bytes.fromhex(
+    "000000000000000000000055ffffffff02e58cf1ff00000000000100000000000454c300000000000454c3ffffffffffffffff"
+    "ffffffffffff0000000220000000086b6579310c76616c756531002400e1bf2202086b6579320c76616c75653200"
 )
+GOLDEN_RECORDS = GOLDEN_BATCH[61:]
+INT32_MIN, INT32_MAX, INT64_MIN, INT64_MAX = -(2**31), 2**31 - 1, -(2**63), 2**63 - 1
 
 
-def test_native_kernels_are_in_use_when_built():
-    if os.environ.get("CI") and not os.environ.get("COMPACTLOG_NO_EXTENSIONS"):
-        assert kernels.NATIVE, "CI expects the compiled kernels to be built by the install"
+def scan(data, count: int, impl=kernels) -> np.ndarray:
+    cols = np.empty((count, NCOLS), dtype=np.int64)
+    assert impl.scan_records(data, count, cols) == len(data)
+    return cols
 
 
-@pytest.mark.parametrize("impl", IMPLS)
-def test_golden_vector_records_section(impl):
-    assert impl.encode_records([b"key1", b"key2"], [b"value1", b"value2"], [283843, 1234], 283843, None, None) == GOLDEN_RECORDS
+def decode(data, count: int, base_offset: int = 0, base_ts: int = 0, override=None, impl=kernels) -> list:
+    return impl.decode_records(Record, "t", 0, 0, data, count, base_offset, base_ts, override)
 
 
-@pytest.mark.parametrize("impl", IMPLS)
-@pytest.mark.parametrize("n", [0, 1, -1, 63, -64, 64, 8191, 8192, 2**20, 2**27, 2**31 - 1, -(2**31), 2**63 - 1, -(2**63)])
-def test_varint_boundaries_round_trip(impl, n):
-    ts_base = 0 if abs(n) < 2**62 else n  # keep the delta representable
-    data = impl.encode_records([b"k"], [b"v"], [n], ts_base, [min(max(n, -(2**31)), 2**31 - 1)], None)
-    cols = np.empty((1, _py.NCOLS), dtype=np.int64)
-    impl.scan_records(data, 1, cols)
-    assert cols[0, _py.C_TS_DELTA] == n - ts_base
-    assert cols[0, _py.C_OFFSET_DELTA] == min(max(n, -(2**31)), 2**31 - 1)
+def record(body: bytes) -> bytes:
+    """One record: the varint length (bodies here stay under 64 bytes) and the body."""
+    assert len(body) < 64
+    return bytes([len(body) << 1]) + body
 
 
+# --- the golden vector ------------------------------------------------------------------------------
+def test_golden_vector_encodes_to_the_spec_bytes():
+    assert kernels.encode_records([b"key1", b"key2"], [b"value1", b"value2"], [283843, 1234], 283843, None, None) == GOLDEN_RECORDS
+    assert kernels.crc32c(GOLDEN_BATCH[21:]) == 3851219455
+
+
+def test_golden_vector_scans_and_decodes():
+    cols = scan(GOLDEN_RECORDS, 2)
+    assert cols[:, kernels.C_POS].tolist() == [0, 17]
+    assert cols[:, kernels.C_END].tolist() == [17, 36]
+    assert cols[:, kernels.C_OFFSET_DELTA].tolist() == [0, 1]
+    assert cols[:, kernels.C_TS_DELTA].tolist() == [0, 1234 - 283843]
+    assert cols[:, kernels.C_KEY_LEN].tolist() == [4, 4]
+    assert cols[:, kernels.C_VAL_LEN].tolist() == [6, 6]
+    assert cols[:, kernels.C_HDR_COUNT].tolist() == [0, 0]
+    recs = decode(GOLDEN_RECORDS, 2, base_offset=0, base_ts=283843)
+    assert recs == [
+        Record("t", 0, 0, 283843, 0, b"key1", b"value1", ()),
+        Record("t", 0, 1, 1234, 0, b"key2", b"value2", ()),
+    ]
+    assert all(type(r) is Record for r in recs)
+    assert kernels.summarize_records(GOLDEN_RECORDS, 2) == (0, 1234 - 283843, 0, True)
+
+
+# --- varint boundaries ------------------------------------------------------------------------------
+# value -> zigzag varint bytes (computed by hand from the spec's zigzag rule)
+VARINTS = {
+    0: "00", 1: "02", -1: "01", 63: "7e", -64: "7f", 64: "8001", -65: "8101",
+    8191: "fe7f", -8192: "ff7f", 8192: "808001", -8193: "818001",
+    2**20: "80808001", -(2**20): "ffff7f", 2**27: "8080808001", -(2**27): "ffffff7f",
+    INT32_MAX: "feffffff0f", INT32_MIN: "ffffffff0f",
+    INT64_MAX: "feffffffffffffffff01", INT64_MIN: "ffffffffffffffffff01",
+}
+
+
+@pytest.mark.parametrize("n", list(VARINTS))
+def test_timestamp_delta_varlong_boundaries(n):
+    data = kernels.encode_records([None], [None], [n], 0, None, None)
+    assert data == record(b"\x00" + bytes.fromhex(VARINTS[n]) + b"\x00\x01\x01\x00")
+    assert scan(data, 1)[0, kernels.C_TS_DELTA] == n
+    assert decode(data, 1, base_ts=0)[0].timestamp == n
+
+
+@pytest.mark.parametrize("n", [n for n in VARINTS if INT32_MIN <= n <= INT32_MAX])
+def test_offset_delta_varint_boundaries(n):
+    data = kernels.encode_records([None], [None], [7], 7, [n], None)
+    assert data == record(b"\x00\x00" + bytes.fromhex(VARINTS[n]) + b"\x01\x01\x00")
+    assert scan(data, 1)[0, kernels.C_OFFSET_DELTA] == n
+    assert decode(data, 1, base_offset=2**40)[0].offset == 2**40 + n
+
+
+@pytest.mark.parametrize("n", [INT32_MAX + 1, INT32_MIN - 1, INT64_MAX, INT64_MIN, 2**70])
+def test_offset_delta_beyond_int32_is_refused(n):
+    with pytest.raises(ValueError) as exc:
+        kernels.encode_records([None], [None], [0], 0, [n], None)
+    assert str(exc.value) == f"offset delta {n} does not fit in 32 bits"
+
+
+@pytest.mark.parametrize("ts, base", [(2**63, 0), (INT64_MIN, 1), (2**80, -(2**80)), (0, 2**64)])
+def test_timestamp_delta_beyond_int64_is_refused(ts, base):
+    with pytest.raises(ValueError) as exc:
+        kernels.encode_records([None], [None], [ts], base, None, None)
+    assert str(exc.value) == f"timestamp delta {ts - base} does not fit in 64 bits"
+
+
+def test_timestamp_delta_in_range_encodes_even_when_the_timestamp_is_not():
+    data = kernels.encode_records([None], [None], [2**63], 1, None, None)
+    assert scan(data, 1)[0, kernels.C_TS_DELTA] == INT64_MAX
+
+
+def test_decoded_offsets_and_timestamps_past_int64_stay_exact():
+    data = kernels.encode_records([None, None], [None, None], [0, 5], 0, None, None)
+    recs = decode(data, 2, base_offset=INT64_MAX, base_ts=INT64_MAX)
+    assert [r.offset for r in recs] == [INT64_MAX, INT64_MAX + 1]
+    assert [r.timestamp for r in recs] == [INT64_MAX, INT64_MAX + 5]
+
+
+def test_ten_byte_varlong_keeps_its_low_64_bits():
+    # a 10th byte above 1 overflows 64 bits: its high bits fall off, as in Kafka's readVarlong
+    data = record(b"\x00" + b"\xff" * 9 + b"\x7f" + b"\x00\x01\x01\x00")
+    assert scan(data, 1)[0, kernels.C_TS_DELTA] == INT64_MIN
+
+
+# --- malformed input: every error of the twin, with its exact words ----------------------------------
 MALFORMED = [
-    (GOLDEN_RECORDS[:-1], 2),  # record runs past the batch
-    (GOLDEN_RECORDS, 3),  # fewer records than the count
-    (GOLDEN_RECORDS + b"\x00", 2),  # bytes remaining
-    (b"\x01", 1),  # record length varint of -1
-    (b"\xff\xff\xff\xff\xff\xff", 1),  # overlong varint
-    (b"\x08\x00\x00\x00\x07\x00\x00\x00", 1),  # key of -4 bytes
-    (b"\x08\x00\x00\x00\x06\x00\x00\x00", 1),  # key of 3 bytes runs past the record
-    (b"\x08\x00\x00\x00\x01\x01\x03\x00", 1),  # header count -2
-    (b"\x0a\x00\x00\x00\x01\x01\x00\x00\x00\x00", 1),  # length mismatch
-    (b"\x0a\x00\x00\x00\x01\x01\x02\x01\x61\x00", 1),  # header key runs past the record
-    (b"\x0c\x00\x00\x00\x01\x01\x02\x01\x61\x03\x00\x00", 1),  # header value length -2
-    (b"\x04\x00\x00", 1),  # varint premature EOF inside the record
+    pytest.param(b"", 1, "premature EOF: expected 1 records, found 0", id="empty"),
+    pytest.param(GOLDEN_RECORDS, 3, "premature EOF: expected 3 records, found 2", id="fewer-records"),
+    pytest.param(GOLDEN_RECORDS[:-1], 2, "premature EOF: record of 18 bytes runs past the batch", id="past-batch"),
+    pytest.param(GOLDEN_RECORDS + b"\x00", 2, "1 bytes still remaining after 2 records", id="remaining"),
+    pytest.param(GOLDEN_RECORDS, 1, "19 bytes still remaining after 1 records", id="remaining-record"),
+    pytest.param(GOLDEN_RECORDS, 0, "36 bytes still remaining after 0 records", id="zero-count"),
+    pytest.param(b"\x00", 1, "invalid record length 0", id="length-0"),
+    pytest.param(b"\x01", 1, "invalid record length -1", id="length-neg"),
+    pytest.param(b"\x80", 1, "premature EOF while reading a varint", id="length-eof"),
+    pytest.param(b"\xff\xff\xff\xff\xff\x01", 1, "varint is longer than 5 bytes", id="length-long"),
+    pytest.param(record(b"\x00" + b"\xff" * 10 + b"\x01\x00\x01\x01\x00"), 1, "varint is longer than 10 bytes",
+                 id="ts-long"),
+    pytest.param(record(b"\x00\x80"), 1, "premature EOF while reading a varint", id="ts-eof"),
+    pytest.param(record(b"\x00\x00"), 1, "premature EOF while reading a varint", id="offset-missing"),
+    pytest.param(record(b"\x00\x00\xff\xff\xff\xff\xff\x01\x01\x01\x00"), 1, "varint is longer than 5 bytes",
+                 id="offset-long"),
+    pytest.param(record(b"\x00\x00\x00\x07\x00\x00\x00"), 1, "invalid key length -4", id="key-neg"),
+    pytest.param(record(b"\x00\x00\x00\x06\x00\x00"), 1, "premature EOF: key of 3 bytes runs past the record",
+                 id="key-past"),
+    pytest.param(record(b"\x00\x00\x00\x01\x03\x00"), 1, "invalid value length -2", id="value-neg"),
+    pytest.param(record(b"\x00\x00\x00\x01\x0a\x00"), 1, "premature EOF: value of 5 bytes runs past the record",
+                 id="value-past"),
+    pytest.param(record(b"\x00\x00\x00\x01\x01"), 1, "premature EOF while reading a varint", id="count-missing"),
+    pytest.param(record(b"\x00\x00\x00\x01\x01\x03"), 1, "invalid header count -2", id="count-neg"),
+    pytest.param(record(b"\x00\x00\x00\x01\x01\x02\x01\x00"), 1, "invalid header key length -1", id="hkey-null"),
+    pytest.param(record(b"\x00\x00\x00\x01\x01\x02\x04a"), 1,
+                 "premature EOF: header key of 2 bytes runs past the record", id="hkey-past"),
+    pytest.param(record(b"\x00\x00\x00\x01\x01\x02\x02a"), 1, "premature EOF while reading a varint",
+                 id="hvalue-missing"),
+    pytest.param(record(b"\x00\x00\x00\x01\x01\x02\x02a\x03"), 1, "invalid header value length -2", id="hvalue-neg"),
+    pytest.param(record(b"\x00\x00\x00\x01\x01\x02\x02a\x02"), 1,
+                 "premature EOF: header value of 1 bytes runs past the record", id="hvalue-past"),
+    pytest.param(record(b"\x00\x00\x00\x01\x01\x04\x02a\x01"), 1, "premature EOF while reading a varint",
+                 id="second-header-missing"),
+    pytest.param(record(b"\x00\x00\x00\x01\x01\x00\x00"), 1, "record length 7 does not match its 6 bytes of content",
+                 id="length-mismatch"),
+    pytest.param(GOLDEN_RECORDS + record(b"\x00\x00\x00\x01\x01\x00\x00"), 3,
+                 "record length 7 does not match its 6 bytes of content", id="third-record-bad"),
 ]
 
 
-@pytest.mark.parametrize("data, count", MALFORMED)
-def test_malformed_records_fail_with_the_same_message_in_both(data, count):
-    messages = []
-    for impl in [p.values[0] for p in IMPLS]:
-        cols = np.empty((count, _py.NCOLS), dtype=np.int64)
+@pytest.mark.parametrize("data, count, message", MALFORMED)
+def test_malformed_records_are_refused_with_the_twins_words(data, count, message):
+    cols = np.empty((count, NCOLS), dtype=np.int64)
+    for call in (
+        lambda: kernels.scan_records(data, count, cols),
+        lambda: decode(data, count),
+        lambda: kernels.summarize_records(data, count),
+    ):
         with pytest.raises(ValueError) as exc:
-            impl.scan_records(data, count, cols)
-        with pytest.raises(ValueError) as exc2:
-            impl.decode_records(Record, None, 0, 0, data, count, 0, 0, None)
-        assert str(exc.value) == str(exc2.value)
-        messages.append(str(exc.value))
-    assert len(set(messages)) == 1, messages
+            call()
+        assert str(exc.value) == message
 
 
+@needs_compiled
+@pytest.mark.parametrize("data, count, message", MALFORMED)
+def test_malformed_records_give_identical_messages_in_both(data, count, message):
+    messages = set()
+    for impl in (TWIN, COMPILED):
+        for call in (
+            lambda: impl.scan_records(data, count, np.empty((count, NCOLS), dtype=np.int64)),
+            lambda: decode(data, count, impl=impl),
+            lambda: impl.summarize_records(data, count),
+            lambda: impl.scan_many(data, np.array([0]), np.array([len(data)]), np.array([count]),
+                                   np.empty((count, NCOLS), dtype=np.int64)),
+        ):
+            with pytest.raises(ValueError) as exc:
+                call()
+            messages.add(str(exc.value).removeprefix("section 0: "))
+    assert messages == {message}
+
+
+def test_a_malformed_later_record_is_reported_before_a_bad_header_key():
+    good = kernels.encode_records([b"k"], [b"v"], [0], 0, None, [((b"\xff", b"v"),)])
+    with pytest.raises(UnicodeDecodeError):
+        decode(good, 1)
+    with pytest.raises(ValueError) as exc:
+        decode(good + b"\x00", 2)
+    assert str(exc.value) == "invalid record length 0"
+
+
+BAD_CALLS = [
+    pytest.param(lambda k: k.scan_records(GOLDEN_RECORDS, -1, np.empty((0, NCOLS), np.int64)),
+                 "invalid record count -1", id="scan-negative"),
+    pytest.param(lambda k: k.decode_records(Record, None, 0, 0, GOLDEN_RECORDS, -2, 0, 0, None),
+                 "invalid record count -2", id="decode-negative"),
+    pytest.param(lambda k: k.summarize_records(GOLDEN_RECORDS, -3), "invalid record count -3", id="summarize-negative"),
+    pytest.param(lambda k: k.scan_records(GOLDEN_RECORDS, 2, np.empty((1, NCOLS), np.int64)),
+                 "out must be a writable int64 array of at least 2 rows of 10 columns", id="out-short"),
+    pytest.param(lambda k: k.scan_records(GOLDEN_RECORDS, 2, np.empty((2, NCOLS), np.int32)),
+                 "out must be a writable int64 array of at least 2 rows of 10 columns", id="out-int32"),
+    pytest.param(lambda k: k.scan_records(GOLDEN_RECORDS, 2, np.empty((2, NCOLS + 1), np.int64)),
+                 "out must be a writable int64 array of at least 2 rows of 10 columns", id="out-width"),
+    pytest.param(lambda k: k.scan_records(GOLDEN_RECORDS, 2, np.empty(2 * NCOLS, np.int64)),
+                 "out must be a writable int64 array of at least 2 rows of 10 columns", id="out-flat"),
+    pytest.param(lambda k: k.scan_many(GOLDEN_RECORDS, np.array([0, 17]), np.array([17]), np.array([1, 1]),
+                                       np.empty((2, NCOLS), np.int64)),
+                 "starts, ends and counts must have the same length", id="many-lengths"),
+    pytest.param(lambda k: k.scan_many(GOLDEN_RECORDS, np.array([-1]), np.array([17]), np.array([1]),
+                                       np.empty((2, NCOLS), np.int64)),
+                 "section 0 does not fit the buffers", id="many-negative-start"),
+    pytest.param(lambda k: k.scan_many(GOLDEN_RECORDS, np.array([0]), np.array([17]), np.array([-1]),
+                                       np.empty((2, NCOLS), np.int64)),
+                 "section 0 does not fit the buffers", id="many-negative-count"),
+    pytest.param(lambda k: k.scan_many(GOLDEN_RECORDS, np.array([0, 17]), np.array([17, 37]), np.array([1, 1]),
+                                       np.empty((2, NCOLS), np.int64)),
+                 "section 1 does not fit the buffers", id="many-past-data"),
+    pytest.param(lambda k: k.scan_many(GOLDEN_RECORDS, np.array([0, 17]), np.array([17, 36]), np.array([1, 1]),
+                                       np.empty((1, NCOLS), np.int64)),
+                 "section 1 does not fit the buffers", id="many-out-short"),
+    pytest.param(lambda k: k.encode_records([b"k"], [], [0], 0, None, None),
+                 "keys, values and timestamps must have the same length", id="encode-values"),
+    pytest.param(lambda k: k.encode_records([b"k"], [b"v"], [], 0, None, None),
+                 "keys, values and timestamps must have the same length", id="encode-timestamps"),
+    pytest.param(lambda k: k.encode_records([b"k"], [b"v"], [0], 0, [0, 1], None),
+                 "offset_deltas must have one entry per record", id="encode-deltas"),
+    pytest.param(lambda k: k.encode_records([b"k"], [b"v"], [0], 0, None, []),
+                 "headers must have one entry per record", id="encode-headers"),
+    pytest.param(lambda k: k.encode_records([b"k"], [b"v"], [0], 0, None, [[(b"a",)]]),
+                 "not enough values to unpack (expected 2, got 1)", id="encode-header-short"),
+    pytest.param(lambda k: k.encode_records([b"k"], [b"v"], [0], 0, None, [[(b"a", b"b", b"c")]]),
+                 "too many values to unpack (expected 2)", id="encode-header-long"),
+    pytest.param(lambda k: k.partition_for_keys([b"k"], 0), "num_partitions must be positive, got 0", id="partitions-0"),
+    pytest.param(lambda k: k.partition_for_keys([None], -3), "num_partitions must be positive, got -3",
+                 id="partitions-neg"),
+]
+
+
+@pytest.mark.parametrize("call, message", BAD_CALLS)
+def test_bad_calls_are_refused_with_the_twins_words(call, message):
+    with pytest.raises(ValueError) as exc:
+        call(kernels)
+    assert str(exc.value) == message
+
+
+@needs_compiled
+@pytest.mark.parametrize("call, message", BAD_CALLS)
+def test_bad_calls_give_identical_messages_in_both(call, message):
+    got = []
+    for impl in (TWIN, COMPILED):
+        with pytest.raises(ValueError) as exc:
+            call(impl)
+        got.append(str(exc.value))
+    assert got == [message, message]
+
+
+def test_a_null_header_key_is_a_type_error():
+    with pytest.raises(TypeError):
+        kernels.encode_records([b"k"], [b"v"], [0], 0, None, [[(None, b"v")]])
+
+
+def test_buffers_are_given_back_after_errors():
+    """A bytearray with a live buffer export cannot be resized: resizing proves every path released it."""
+    data = bytearray(GOLDEN_RECORDS + b"\x00")
+    for call in (
+        lambda: kernels.scan_records(data, 2, np.empty((2, NCOLS), np.int64)),
+        lambda: kernels.scan_records(data, 2, np.empty((1, NCOLS), np.int64)),
+        lambda: decode(data, 2),
+        lambda: kernels.summarize_records(data, 2),
+        lambda: kernels.encode_records([data, data], [data], [0, 0], 0, None, None),
+        lambda: kernels.encode_records([data], [data], [0], 0, None, [[(data, data), (data,)]]),
+        lambda: kernels.encode_records([data], [data], [0], 0, [2**40], None),
+    ):
+        with pytest.raises(ValueError):
+            call()
+        data.append(0)
+        del data[-1]
+    kernels.crc32c(data)
+    kernels.murmur2(data)
+    data.append(0)
+
+
+def test_error_paths_do_not_leak():
+    bad = GOLDEN_RECORDS + record(b"\x00\x00\x00\x01\x01\x00\x00")
+    hdr = [((b"\xff", b"v"),)]
+    bad_utf8 = kernels.encode_records([b"k"], [b"v" * 100], [0], 0, None, hdr)
+
+    def churn() -> None:
+        for _ in range(300):
+            for call in (
+                lambda: decode(bad, 3),
+                lambda: decode(bad_utf8, 1),
+                lambda: kernels.encode_records([b"k" * 50] * 3, [b"v" * 100] * 3, [0, 0, 2**64], 0, None, None),
+                lambda: kernels.encode_records([b"k"], [b"v"], [0], 0, None, [[(b"a" * 100, b"b" * 100), (b"a",)]]),
+            ):
+                with pytest.raises(ValueError):
+                    call()
+
+    churn()  # warm caches
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        churn()
+        gc.collect()
+        grown = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert grown < 100_000, f"{grown} bytes kept after 1,200 failing calls"
+
+
+# --- record contents ----------------------------------------------------------------------------------
+def test_nulls_empties_headers_and_offset_gaps():
+    keys = [None, b"", b"k", b"k2", None]
+    values = [b"v", None, b"", None, b"x" * 300]
+    headers = [(), ((b"h", None),), ((b"a", b""), (b"b", b"1")), ((b"", b"empty key"),), ()]
+    deltas = [0, 3, 4, 10, 1000]
+    ts = [5, 4, 100, -1, 2**45]
+    data = kernels.encode_records(keys, values, ts, 5, deltas, headers)
+    cols = scan(data, 5)
+    assert cols[:, kernels.C_KEY_LEN].tolist() == [-1, 0, 1, 2, -1]
+    assert cols[:, kernels.C_VAL_LEN].tolist() == [1, -1, 0, -1, 300]
+    assert cols[:, kernels.C_HDR_COUNT].tolist() == [0, 1, 2, 1, 0]
+    assert cols[:, kernels.C_OFFSET_DELTA].tolist() == deltas
+    recs = decode(data, 5, base_offset=50, base_ts=5)
+    assert [r.key for r in recs] == keys
+    assert [r.value for r in recs] == values
+    assert [r.offset for r in recs] == [50 + d for d in deltas]
+    assert [r.timestamp for r in recs] == ts
+    assert [r.headers for r in recs] == [(), (("h", None),), (("a", b""), ("b", b"1")), (("", b"empty key"),), ()]
+    assert all(type(r.headers) is tuple for r in recs)
+    assert kernels.summarize_records(data, 5) == (2, -6, 2**45 - 5, False)
+    assert kernels.decode_headers(data, int(cols[2, kernels.C_HDR_POS]), 2) == (("a", b""), ("b", b"1"))
+
+
+def test_decode_fills_every_field_and_log_append_time_overrides():
+    data = kernels.encode_records([b"k", None], [b"v", b"w"], [10, 20], 10, [0, 2], None)
+    recs = kernels.decode_records(Record, "topic-a", 7, 1, data, 2, 100, 10, 999)
+    assert recs == [Record("topic-a", 7, 100, 999, 1, b"k", b"v", ()), Record("topic-a", 7, 102, 999, 1, None, b"w", ())]
+    assert recs[0]._fields == Record._fields
+    assert kernels.decode_records(Record, None, -1, 0, b"", 0, 0, 0, None) == []
+
+
+def test_any_buffer_and_any_sequence_are_accepted(tmp_path):
+    keys = (b"a", bytearray(b"b"), memoryview(b"xcx")[1:2])
+    data = kernels.encode_records(keys, [b"1", b"2", b"3"], (1, 2, 3), 1, (0, 1, 2), [[], ((b"h", b"v"),), [[b"i", None]]])
+    assert data == kernels.encode_records([b"a", b"b", b"c"], [b"1", b"2", b"3"], [1, 2, 3], 1, None,
+                                          [(), ((b"h", b"v"),), ((b"i", None),)])
+    expected = decode(data, 3)
+    padded = b"junk" + data + b"tail"
+    path = tmp_path / "records"
+    path.write_bytes(data)
+    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+        for buf in (bytearray(data), memoryview(padded)[4 : 4 + len(data)], m):
+            assert decode(buf, 3) == expected
+            assert scan(buf, 3).tolist() == scan(data, 3).tolist()
+            assert kernels.summarize_records(buf, 3) == kernels.summarize_records(data, 3)
+    bigger = np.full((5, NCOLS), -7, dtype=np.int64)
+    kernels.scan_records(data, 3, bigger)
+    assert bigger[:3].tolist() == scan(data, 3).tolist() and (bigger[3:] == -7).all()
+
+
+headers_strategy = st.lists(
+    st.tuples(st.text(max_size=8).map(str.encode), st.one_of(st.none(), st.binary(max_size=8))), max_size=3
+).map(tuple)
 records_strategy = st.lists(
     st.tuples(
         st.one_of(st.none(), st.binary(max_size=40)),
         st.one_of(st.none(), st.binary(max_size=300)),
-        st.integers(min_value=-1, max_value=2**45),
-        st.lists(st.tuples(st.text(max_size=8).map(lambda s: s.encode()), st.one_of(st.none(), st.binary(max_size=8))), max_size=3),
+        st.integers(min_value=-(2**62), max_value=2**62),
+        headers_strategy,
     ),
     max_size=30,
 )
 
 
-@pytest.mark.parametrize("impl", IMPLS)
-@settings(max_examples=60, deadline=None)
-@given(recs=records_strategy, gaps=st.integers(min_value=1, max_value=5))
-def test_encode_scan_decode_round_trip(impl, recs, gaps):
+@settings(max_examples=150, deadline=None)
+@given(recs=records_strategy, gaps=st.lists(st.integers(min_value=1, max_value=2**20), min_size=30, max_size=30),
+       base_offset=st.integers(min_value=0, max_value=2**62))
+def test_encode_scan_decode_round_trip(recs, gaps, base_offset):
     keys = [r[0] for r in recs]
     values = [r[1] for r in recs]
     ts = [r[2] for r in recs]
-    headers = [tuple(r[3]) for r in recs]
-    deltas = [i * gaps for i in range(len(recs))]
-    base = ts[0] if ts else 0
-    data = impl.encode_records(keys, values, ts, base, deltas, headers)
-    assert data == _py.encode_records(keys, values, ts, base, deltas, headers)
-    out = impl.decode_records(Record, "t", 3, 0, data, len(recs), 100, base, None)
-    assert [r.offset for r in out] == [100 + d for d in deltas]
+    headers = [r[3] for r in recs]
+    deltas = np.cumsum(gaps[: len(recs)]).tolist()
+    base_ts = ts[0] if ts else 0
+    data = kernels.encode_records(keys, values, ts, base_ts, deltas, headers)
+    if COMPILED is not None:
+        assert data == TWIN.encode_records(keys, values, ts, base_ts, deltas, headers)
+    cols = scan(data, len(recs))
+    assert cols[:, kernels.C_OFFSET_DELTA].tolist() == deltas
+    assert (base_ts + cols[:, kernels.C_TS_DELTA]).tolist() == ts
+    for col, expected in (((kernels.C_KEY_POS, kernels.C_KEY_LEN), keys), ((kernels.C_VAL_POS, kernels.C_VAL_LEN), values)):
+        got = [None if n < 0 else data[p : p + n] for p, n in cols[:, list(col)].tolist()]
+        assert got == expected
+    out = decode(data, len(recs), base_offset=base_offset, base_ts=base_ts)
+    assert [r.offset for r in out] == [base_offset + d for d in deltas]
     assert [r.key for r in out] == keys and [r.value for r in out] == values and [r.timestamp for r in out] == ts
     assert [r.headers for r in out] == [tuple((k.decode(), v) for k, v in h) for h in headers]
-    assert all(r.topic == "t" and r.partition == 3 for r in out)
-    over = impl.decode_records(Record, None, 0, 1, data, len(recs), 0, base, 42)
-    assert all(r.timestamp == 42 for r in over)
+    if COMPILED is not None:
+        assert out == decode(data, len(recs), base_offset=base_offset, base_ts=base_ts, impl=TWIN)
+        assert COMPILED.summarize_records(data, len(recs)) == TWIN.summarize_records(data, len(recs))
 
 
-@pytest.mark.parametrize("impl", IMPLS)
-def test_crc32c_matches_google_crc32c_on_any_buffer(impl, tmp_path):
-    rng = np.random.default_rng(1)
-    for n in (0, 1, 7, 8, 9, 63, 4097, 100_003):
-        b = rng.integers(0, 256, n, dtype=np.uint8).tobytes()
-        assert impl.crc32c(b) == google_crc32c.value(b)
-        assert impl.crc32c(memoryview(b)[3:]) == google_crc32c.value(b[3:])
-        assert impl.crc32c(bytearray(b)) == google_crc32c.value(b)
-    p = tmp_path / "f"
-    p.write_bytes(b"kafka" * 1000)
-    with open(p, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
-        assert impl.crc32c(m) == google_crc32c.value(b"kafka" * 1000)
+# --- CRC-32C ------------------------------------------------------------------------------------------
+CRC_SIZES = [0, 1, 2, 7, 8, 9, 15, 16, 63, 255, 256, 767, 768, 769, 4097, 24575, 24576, 24577, 49152 + 768 + 5,
+             65536, 65537, 100_003, 1 << 20]
 
 
-@pytest.mark.parametrize("impl", IMPLS)
-def test_murmur2_matches_kafka_python(impl):
-    from kafka.partitioner.default import murmur2
+@pytest.mark.parametrize("n", CRC_SIZES)
+def test_crc32c_matches_google_crc32c(n):
+    b = np.random.default_rng(n).integers(0, 256, n + 8, dtype=np.uint8).tobytes()
+    assert kernels.crc32c(b[:n]) == google_crc32c.value(b[:n])
+    for skew in range(1, 8):  # every misalignment of a view into a larger buffer
+        assert kernels.crc32c(memoryview(b)[skew : skew + n]) == google_crc32c.value(b[skew : skew + n])
+    assert kernels.crc32c(bytearray(b[:n])) == google_crc32c.value(b[:n])
 
-    rng = np.random.default_rng(2)
-    for n in range(0, 40):
-        b = rng.integers(0, 256, n, dtype=np.uint8).tobytes()
-        assert impl.murmur2(b) & 0xFFFFFFFF == murmur2(b)
-    keys = [b"k%d" % i for i in range(100)] + [None]
-    assert impl.partition_for_keys(keys, 7) == [(murmur2(k) & 0x7FFFFFFF) % 7 for k in keys[:-1]] + [-1]
+
+@settings(max_examples=100, deadline=None)
+@given(data=st.binary(max_size=5000), start=st.integers(min_value=0, max_value=64))
+def test_crc32c_matches_google_crc32c_on_random_slices(data, start):
+    view = memoryview(data)[start:]
+    assert kernels.crc32c(view) == google_crc32c.value(bytes(view))
+
+
+def test_crc32c_over_mmap_and_strided_views(tmp_path):
+    payload = np.random.default_rng(5).integers(0, 256, 300_001, dtype=np.uint8).tobytes()
+    path = tmp_path / "segment"
+    path.write_bytes(payload)
+    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+        assert kernels.crc32c(m) == google_crc32c.value(payload)
+        assert kernels.crc32c(memoryview(m)[21:1000]) == google_crc32c.value(payload[21:1000])
+    assert kernels.crc32c(memoryview(payload)[::3]) == google_crc32c.value(payload[::3])
+    assert kernels.crc32c(np.frombuffer(payload[:800], dtype=np.int64)) == google_crc32c.value(payload[:800])
+
+
+def test_kernels_give_the_same_answers_from_many_threads():
+    """crc32c over large buffers and scans let go of the GIL: concurrent calls must not disturb each other."""
+    big = np.random.default_rng(9).integers(0, 256, 3 << 20, dtype=np.uint8).tobytes()
+    keys = [b"key-%d" % i for i in range(2000)]
+    data = kernels.encode_records(keys, [b"v" * 100] * 2000, list(range(2000)), 0, None, None)
+    want_crc, want_cols = google_crc32c.value(big), scan(data, 2000)
+    errors: list[str] = []
+
+    def work() -> None:
+        for _ in range(5):
+            if kernels.crc32c(big) != want_crc:
+                errors.append("crc")
+            if scan(data, 2000).tolist() != want_cols.tolist():
+                errors.append("scan")
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+
+
+# --- murmur2 and the default partitioner ----------------------------------------------------------------
+# from Kafka's UtilsTest.testMurmur2 (signed, as Java returns them)
+KAFKA_MURMUR2 = {
+    b"21": -973932308,
+    b"foobar": -790332482,
+    b"a-little-bit-long-string": -985981536,
+    b"a-little-bit-longer-string": -1486304829,
+    b"lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8": -58897971,
+    b"abc": 479470107,
+}
+
+
+@pytest.mark.parametrize("key", list(KAFKA_MURMUR2))
+def test_murmur2_matches_kafka(key):
+    assert kernels.murmur2(key) == KAFKA_MURMUR2[key]
+
+
+@settings(max_examples=300, deadline=None)
+@given(key=st.binary(max_size=100))
+def test_murmur2_matches_kafka_python(key):
+    h = kernels.murmur2(key)
+    assert -(2**31) <= h < 2**31
+    assert h & 0xFFFFFFFF == kafka_murmur2(key)
+    assert kernels.murmur2(bytearray(key)) == h
+
+
+@settings(max_examples=100, deadline=None)
+@given(keys=st.lists(st.one_of(st.none(), st.binary(max_size=30)), max_size=50), n=st.integers(min_value=1, max_value=1000))
+def test_partition_for_keys_is_kafkas_default_partitioner(keys, n):
+    expected = [-1 if k is None else (kafka_murmur2(k) & 0x7FFFFFFF) % n for k in keys]
+    assert kernels.partition_for_keys(keys, n) == expected
+    assert kernels.partition_for_keys(tuple(keys), n) == expected
+
+
+# --- the module as a whole -------------------------------------------------------------------------------
+def test_compiled_kernels_are_in_use_on_ci():
+    """CI installs with a compiler; a silent fall back to the twin there is a broken build."""
+    if os.environ.get("CI") and not os.environ.get("COMPACTLOG_NO_EXTENSIONS"):
+        assert kernels.NATIVE, "CI expects the compiled kernels to be built by the install"
 
 
 def test_both_implementations_provide_every_kernel():
     for name in kernels.KERNELS:
-        assert callable(getattr(_py, name)), name
-        if _native is not None:
-            assert callable(getattr(_native, name)), name
-        assert getattr(kernels, name) is getattr(_native if kernels.NATIVE else _py, name)
+        assert callable(getattr(TWIN, name)), name
+        assert getattr(kernels, name) is getattr(kernels._impl, name)
+        if COMPILED is not None:
+            assert callable(getattr(COMPILED, name)), name
 
 
-@pytest.mark.parametrize("impl", IMPLS)
-def test_gather_column_builds_arrow_binary_arrays(impl):
+def test_header_versions_pass_over_header_keys_that_are_not_utf8():
+    hdrs = [((b"\xff", b"9"), (b"v", b"42")), ((b"v", (7).to_bytes(8, "big")),), ()]
+    data = kernels.encode_records([b"a", b"b", b"c"], [b"1", b"2", b"3"], [0, 0, 0], 0, None, hdrs)
+    out = np.empty(3, np.int64)
+    kernels.header_versions(data, scan(data, 3), b"v", out)
+    assert out.tolist() == [42, 7, -1]
+
+
+def test_versioned_offset_map_lookup_of_a_null_key_reads_no_version():
+    data = kernels.encode_records([b"k", None], [b"v", b"w"], [0, 0], 0, None, None)
+    cols = scan(data, 2)
+    slots = 16
+    table, versions = np.zeros(slots * TWIN.SLOT, np.uint8), np.zeros(slots, np.int64)
+    kernels.offset_map_put(table, slots, 10, 0, data, cols, 100, 0, 0, versions, np.array([5, 6], np.int64))
+    out, vout = np.empty(2, np.int64), np.empty(2, np.int64)
+    kernels.offset_map_get(table, slots, data, cols, out, versions, vout)
+    assert out.tolist() == [100, -1] and vout.tolist() == [5, INT64_MIN]
+
+
+def test_gather_column_builds_arrow_binary_arrays():
     import pyarrow as pa
 
     keys = [b"a", None, b"", b"longer key", None]
     values = [b"1", b"22", None, b"", b"5" * 300]
-    data = _py.encode_records(keys, values, [0] * 5, 0, None, None)
-    cols = np.empty((5, _py.NCOLS), np.int64)
-    _py.scan_records(data, 5, cols)
-    for col, expected in ((( _py.C_KEY_POS, _py.C_KEY_LEN), keys), ((_py.C_VAL_POS, _py.C_VAL_LEN), values)):
-        offsets, vals, validity, nulls = impl.gather_column(data, cols, *col)
+    data = kernels.encode_records(keys, values, [0] * 5, 0, None, None)
+    cols = scan(data, 5)
+    for col, expected in (((kernels.C_KEY_POS, kernels.C_KEY_LEN), keys), ((kernels.C_VAL_POS, kernels.C_VAL_LEN), values)):
+        offsets, vals, validity, nulls = kernels.gather_column(data, cols, *col)
         arr = pa.Array.from_buffers(pa.binary(), 5, [None if validity is None else pa.py_buffer(validity),
                                                      pa.py_buffer(offsets), pa.py_buffer(vals)], null_count=nulls)
         assert arr.to_pylist() == expected

@@ -67,6 +67,7 @@ def read_varint(data: Any, pos: int, end: int, max_bytes: int) -> tuple[int, int
         if i >= max_bytes:
             raise ValueError(f"varint is longer than {max_bytes} bytes")
         shift += 7
+    z &= 0xFFFFFFFFFFFFFFFF  # a 10th byte's high bits fall off, as in Kafka's readVarlong and the C kernel
     return (z >> 1) ^ -(z & 1), pos
 
 
@@ -95,8 +96,14 @@ def encode_records(
     for i in range(n):
         body.clear()
         body.append(0)
-        write_varint(body, timestamps[i] - base_timestamp)
-        write_varint(body, i if offset_deltas is None else offset_deltas[i])
+        ts_delta = timestamps[i] - base_timestamp
+        if not -(1 << 63) <= ts_delta < (1 << 63):
+            raise ValueError(f"timestamp delta {ts_delta} does not fit in 64 bits")
+        write_varint(body, ts_delta)
+        offset_delta = i if offset_deltas is None else offset_deltas[i]
+        if not -(1 << 31) <= offset_delta < (1 << 31):
+            raise ValueError(f"offset delta {offset_delta} does not fit in 32 bits")
+        write_varint(body, offset_delta)
         for field in (keys[i], values[i]):
             if field is None:
                 write_varint(body, -1)
@@ -129,11 +136,20 @@ def _read_bytes_field(data: Any, pos: int, end: int, what: str, nullable: bool) 
     return pos, length, pos + length
 
 
+def _check_count(count: int) -> None:
+    if count < 0:
+        raise ValueError(f"invalid record count {count}")
+
+
 def scan_records(data: Any, count: int, out: Any) -> int:
     """Validate ``count`` records filling ``data`` exactly and write their columns into ``out``.
 
     ``out`` is a writable int64 array of shape (count, NCOLS). Returns the number of bytes read.
     """
+    _check_count(count)
+    shape = getattr(out, "shape", None)
+    if shape is None or len(shape) != 2 or shape[0] < count or shape[1] != NCOLS or getattr(out, "dtype", None) != "int64":
+        raise ValueError(f"out must be a writable int64 array of at least {count} rows of {NCOLS} columns")
     total = len(data)
     pos = 0
     for i in range(count):
@@ -181,9 +197,13 @@ def scan_many(data: Any, starts: Any, ends: Any, counts: Any, out: Any) -> int:
     import numpy as np
 
     mv = memoryview(data)
+    if not len(starts) == len(ends) == len(counts):
+        raise ValueError("starts, ends and counts must have the same length")
+    if len(out.shape) != 2 or out.shape[1] != NCOLS:
+        raise ValueError(f"out must be a writable int64 array of {NCOLS} columns")
     row = 0
     for i, (s, e, n) in enumerate(zip(starts.tolist(), ends.tolist(), counts.tolist())):
-        if row + n > len(out) or e > len(mv) or s > e:
+        if n < 0 or row + n > len(out) or s < 0 or e > len(mv) or s > e:
             raise ValueError(f"section {i} does not fit the buffers")
         part = np.empty((n, NCOLS), dtype=np.int64)
         try:
@@ -250,6 +270,7 @@ def decode_records(
     """
     import numpy as np
 
+    _check_count(count)
     cols = np.empty((count, NCOLS), dtype=np.int64)
     scan_records(data, count, cols)
     mv = memoryview(data)
@@ -294,6 +315,8 @@ def murmur2(data: bytes) -> int:
 
 def partition_for_keys(keys: Sequence[bytes | None], num_partitions: int) -> list[int]:
     """Kafka's default partition per key: ``(murmur2(key) & 0x7fffffff) % n``; -1 for a null key."""
+    if num_partitions <= 0:
+        raise ValueError(f"num_partitions must be positive, got {num_partitions}")
     return [-1 if k is None else (murmur2(k) & 0x7FFFFFFF) % num_partitions for k in keys]
 
 
@@ -302,6 +325,7 @@ def summarize_records(data: Any, count: int) -> tuple[int, int, int, bool]:
     (null keys, min timestamp delta, max timestamp delta, offset deltas exactly 0..count-1)."""
     import numpy as np
 
+    _check_count(count)
     cols = np.empty((count, NCOLS), dtype=np.int64)
     scan_records(data, count, cols)
     if count == 0:
@@ -434,6 +458,8 @@ def offset_map_get(table: Any, slots: int, data: Any, cols: Any, out: Any, versi
     for i, r in enumerate(cols.tolist()):
         if r[C_KEY_LEN] < 0:
             out[i] = -1
+            if versions is not None:
+                out_versions[i] = -(2**63)
             continue
         s, found, _ = _find(tv, slots, key_hash(mv[r[C_KEY_POS] : r[C_KEY_POS] + r[C_KEY_LEN]]))
         out[i] = int.from_bytes(tv[s + 16 : s + 24], "little", signed=True) if found else -1
@@ -458,12 +484,18 @@ def offset_map_set(table: Any, slots: int, versions: Any, data: Any, cols: Any, 
 
 def header_versions(data: Any, cols: Any, name: bytes | str, out: Any) -> None:
     """KIP-280 version of each record from header ``name``: 8-byte big-endian long or ASCII digits; -1 if absent."""
-    key = name.encode() if isinstance(name, str) else name
+    key = name.encode() if isinstance(name, str) else bytes(name)
+    mv = memoryview(data)
     for i, r in enumerate(cols.tolist()):
         v = -1
-        for hk, hv in decode_headers(data, r[C_HDR_POS], r[C_HDR_COUNT]):
-            if hk.encode() != key or hv is None:
+        pos = r[C_HDR_POS]
+        for _ in range(r[C_HDR_COUNT]):
+            # header keys compared as bytes: one that is not UTF-8 is just not the named header
+            kp, kl, pos = _read_bytes_field(mv, pos, len(mv), "header key", False)
+            vp, vl, pos = _read_bytes_field(mv, pos, len(mv), "header value", True)
+            if bytes(mv[kp : kp + kl]) != key or vl < 0:
                 continue
+            hv = bytes(mv[vp : vp + vl])
             if len(hv) == 8:
                 v = int.from_bytes(hv, "big", signed=True)
             elif 0 < len(hv) <= 18 and hv.isdigit():
