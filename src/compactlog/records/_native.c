@@ -963,34 +963,36 @@ static inline uint32_t crc_shift(uint32_t t[4][256], uint32_t x) {
     return t[0][x & 0xFF] ^ t[1][(x >> 8) & 0xFF] ^ t[2][(x >> 16) & 0xFF] ^ t[3][x >> 24];
 }
 
+/* Three interleaved CRC streams over consecutive lanes of ``lane`` bytes, joined with the shift table
+ * for that lane length; consumes whole groups of three lanes from *p. */
+__attribute__((target("sse4.2"))) static inline uint64_t crc_hw_lanes(uint64_t c, const uint8_t **pp, size_t *np,
+                                                                       size_t lane, uint32_t shift[4][256]) {
+    const uint8_t *p = *pp;
+    size_t n = *np;
+    while (n >= 3 * lane) {
+        uint64_t c1 = 0, c2 = 0;
+        for (size_t i = 0; i < lane; i += 8) {
+            c = _mm_crc32_u64(c, load_le64(p + i));
+            c1 = _mm_crc32_u64(c1, load_le64(p + lane + i));
+            c2 = _mm_crc32_u64(c2, load_le64(p + 2 * lane + i));
+        }
+        c = crc_shift(shift, crc_shift(shift, (uint32_t)c) ^ (uint32_t)c1) ^ (uint32_t)c2;
+        p += 3 * lane;
+        n -= 3 * lane;
+    }
+    *pp = p;
+    *np = n;
+    return c;
+}
+
 __attribute__((target("sse4.2"))) static uint32_t crc_hw_raw(uint32_t crc, const uint8_t *p, size_t n) {
     uint64_t c = crc;
     while (n && ((uintptr_t)p & 7)) {
         c = _mm_crc32_u8((uint32_t)c, *p++);
         n--;
     }
-    while (n >= 3 * LANE_LONG) {
-        uint64_t c1 = 0, c2 = 0;
-        for (size_t i = 0; i < LANE_LONG; i += 8) {
-            c = _mm_crc32_u64(c, load_le64(p + i));
-            c1 = _mm_crc32_u64(c1, load_le64(p + LANE_LONG + i));
-            c2 = _mm_crc32_u64(c2, load_le64(p + 2 * LANE_LONG + i));
-        }
-        c = crc_shift(shift_long, crc_shift(shift_long, (uint32_t)c) ^ (uint32_t)c1) ^ (uint32_t)c2;
-        p += 3 * LANE_LONG;
-        n -= 3 * LANE_LONG;
-    }
-    while (n >= 3 * LANE_SHORT) {
-        uint64_t c1 = 0, c2 = 0;
-        for (size_t i = 0; i < LANE_SHORT; i += 8) {
-            c = _mm_crc32_u64(c, load_le64(p + i));
-            c1 = _mm_crc32_u64(c1, load_le64(p + LANE_SHORT + i));
-            c2 = _mm_crc32_u64(c2, load_le64(p + 2 * LANE_SHORT + i));
-        }
-        c = crc_shift(shift_short, crc_shift(shift_short, (uint32_t)c) ^ (uint32_t)c1) ^ (uint32_t)c2;
-        p += 3 * LANE_SHORT;
-        n -= 3 * LANE_SHORT;
-    }
+    c = crc_hw_lanes(c, &p, &n, LANE_LONG, shift_long);
+    c = crc_hw_lanes(c, &p, &n, LANE_SHORT, shift_short);
     while (n >= 8) {
         c = _mm_crc32_u64(c, load_le64(p));
         p += 8;
