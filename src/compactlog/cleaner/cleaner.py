@@ -93,12 +93,7 @@ class Cleaner:
         self.strategy = "offset"
 
     def _versions(self, chunk: Chunk) -> np.ndarray | None:
-        """Per-row versions for the topic's compaction.strategy (None for Kafka's offset rule)."""
-        if self.strategy == "offset":
-            return None
-        if self.strategy == "timestamp":
-            return chunk.timestamps()
-        return record_versions(self.strategy, 0, chunk.cols, chunk.data, kernels.header_versions)
+        return chunk_versions(self.strategy, chunk)
 
     def _use_map_for(self, strategy: str) -> None:
         """Switch the map between Kafka's plain layout and the versioned one the strategy needs."""
@@ -180,79 +175,102 @@ class Cleaner:
 
     def filter_chunk(self, chunk: Chunk, upper_bound: int, now: int, delete_retention_ms: int,
                      stats: CleanerStats) -> list[tuple[bytes, int, int]]:
-        """The surviving bytes of each batch of a chunk: (bytes, max timestamp, last offset) per kept batch."""
-        cols, batches = chunk.cols, chunk.batches
+        """The surviving bytes of each batch of a chunk, the map's answers fed to :func:`filter_batches`."""
+        cols = chunk.cols
         offsets = cols[:, kernels.C_OFFSET_DELTA]
-        has_key = cols[:, kernels.C_KEY_LEN] >= 0
-        tomb = cols[:, kernels.C_VAL_LEN] < 0
         mapped, mapped_versions = self.map.get_batch(chunk.data, cols)
-        if mapped_versions is not None and batches[0].base_offset < self.first_dirty:
+        if mapped_versions is not None and chunk.batches[0].base_offset < self.first_dirty:
             # A record kept by an earlier round can outrank every dirty record of its key (a higher
             # version): it stays, and the map now points at it so the dirty ones go.
             versions = self._versions(chunk)
+            has_key = cols[:, kernels.C_KEY_LEN] >= 0
             wins = has_key & (mapped >= 0) & (offsets < self.first_dirty) & (versions > mapped_versions)
             if wins.any():
                 rows = np.flatnonzero(wins)
                 self.map.set_rows(chunk.data, cols, rows, offsets[rows], versions[rows])
                 mapped[rows] = offsets[rows]
-        horizons = chunk.per_row([-1 if b.delete_horizon_ms is None else b.delete_horizon_ms for b in batches])
-        keep = retained(offsets, mapped, has_key, tomb, self.map.latest_offset, horizons, now,
-                        exact=mapped_versions is not None)
-        stats.invalid_messages += int((~has_key & (offsets <= self.map.latest_offset)).sum())
-        batch_of_row = np.repeat(np.arange(len(batches)), np.diff(chunk.rows))
-        kept = np.bincount(batch_of_row, weights=keep, minlength=len(batches)).astype(np.int64).tolist()
-        kept_tombs = np.bincount(batch_of_row, weights=keep & tomb, minlength=len(batches)).astype(np.int64).tolist()
-        out = []
-        for i, b in enumerate(batches):
-            lo, hi = int(chunk.rows[i]), int(chunk.rows[i + 1])
-            if b.is_control or kept[i] == hi - lo:
-                if b.is_control or b.has_delete_horizon or not kept_tombs[i]:
-                    out.append((bytes(b.buffer), b.max_timestamp, b.last_offset))
-                    stats.messages_written += b.record_count
-                    continue
-            if kept[i] == 0:
-                if batch_decision(b.next_offset, upper_bound, b.is_control) is BatchDecision.RETAIN_EMPTY:
-                    out.append((build_empty_batch(b), b.max_timestamp, b.last_offset))
+        return filter_batches(chunk, mapped, mapped_versions is not None, self.map.latest_offset, upper_bound, now,
+                              delete_retention_ms, stats)
+
+
+def chunk_versions(strategy: str, chunk: Chunk) -> np.ndarray | None:
+    """Per-row versions for a ``compaction.strategy`` (None for Kafka's offset rule)."""
+    if strategy == "offset":
+        return None
+    if strategy == "timestamp":
+        return chunk.timestamps()
+    return record_versions(strategy, 0, chunk.cols, chunk.data, kernels.header_versions)
+
+
+def filter_batches(chunk: Chunk, mapped: np.ndarray, exact: bool, latest_mapped_offset: int, upper_bound: int,
+                   now: int, delete_retention_ms: int, stats: CleanerStats) -> list[tuple[bytes, int, int]]:
+    """The surviving bytes of each batch of a chunk: (bytes, max timestamp, last offset) per kept batch.
+
+    ``mapped`` is the chosen offset of each row's key (-1 when unmapped), wherever it came from: the
+    local cleaner's offset map or the Spark job's shuffle. Everything after that is this one function,
+    so both write the same bytes.
+    """
+    cols, batches = chunk.cols, chunk.batches
+    offsets = cols[:, kernels.C_OFFSET_DELTA]
+    has_key = cols[:, kernels.C_KEY_LEN] >= 0
+    tomb = cols[:, kernels.C_VAL_LEN] < 0
+    horizons = chunk.per_row([-1 if b.delete_horizon_ms is None else b.delete_horizon_ms for b in batches])
+    keep = retained(offsets, mapped, has_key, tomb, latest_mapped_offset, horizons, now, exact=exact)
+    stats.invalid_messages += int((~has_key & (offsets <= latest_mapped_offset)).sum())
+    batch_of_row = np.repeat(np.arange(len(batches)), np.diff(chunk.rows))
+    kept = np.bincount(batch_of_row, weights=keep, minlength=len(batches)).astype(np.int64).tolist()
+    kept_tombs = np.bincount(batch_of_row, weights=keep & tomb, minlength=len(batches)).astype(np.int64).tolist()
+    out = []
+    for i, b in enumerate(batches):
+        lo, hi = int(chunk.rows[i]), int(chunk.rows[i + 1])
+        if b.is_control or kept[i] == hi - lo:
+            if b.is_control or b.has_delete_horizon or not kept_tombs[i]:
+                out.append((bytes(b.buffer), b.max_timestamp, b.last_offset))
+                stats.messages_written += b.record_count
                 continue
-            rows = lo + np.flatnonzero(keep[lo:hi])
-            if not b.has_delete_horizon and kept_tombs[i]:
-                data = self._rebuild(b, (rows - lo).tolist(), now + delete_retention_ms)
-            else:
-                data = self._regather(b, chunk, rows)
-            stats.messages_written += kept[i]
-            written = RecordBatch(data)
-            out.append((data, written.max_timestamp, b.last_offset))
-        return out
-
-    @staticmethod
-    def _regather(batch: RecordBatch, chunk: Chunk, rows: np.ndarray) -> bytes:
-        """Kept records copied byte for byte (their deltas still fit: same base offset and timestamp),
-        recompressed with the batch's codec at its default level."""
-        body = kernels.gather_records(chunk.data, chunk.cols, rows.astype(np.int64))
-        codec = Codec(batch.attributes & COMPRESSION_MASK)
-        if codec is not Codec.NONE:
-            body = compress(codec, body)
-        if batch.timestamp_type == LOG_APPEND_TIME:
-            max_ts = batch.max_timestamp
+        if kept[i] == 0:
+            if batch_decision(b.next_offset, upper_bound, b.is_control) is BatchDecision.RETAIN_EMPTY:
+                out.append((build_empty_batch(b), b.max_timestamp, b.last_offset))
+            continue
+        rows = lo + np.flatnonzero(keep[lo:hi])
+        if not b.has_delete_horizon and kept_tombs[i]:
+            data = rebuild_with_horizon(b, (rows - lo).tolist(), now + delete_retention_ms)
         else:
-            max_ts = batch.base_timestamp + int(chunk.cols[rows, kernels.C_TS_DELTA].max())
-        info = BatchInfo(batch.base_offset, batch.timestamp_type, batch.producer_id, batch.producer_epoch,
-                         batch.base_sequence, batch.partition_leader_epoch, batch.is_transactional, batch.is_control)
-        attrs = batch.attributes & 0xFF
-        return assemble_batch(info, attrs, batch.last_offset_delta, batch.base_timestamp, max_ts, len(rows), body)
+            data = regather(b, chunk, rows)
+        stats.messages_written += kept[i]
+        written = RecordBatch(data)
+        out.append((data, written.max_timestamp, b.last_offset))
+    return out
 
-    @staticmethod
-    def _rebuild(batch: RecordBatch, local_rows: list[int], horizon: int) -> bytes:
-        """A batch gaining its delete horizon: every kept record re-encoded against the new base timestamp
-        (the horizon), so absolute record timestamps stay the same."""
-        recs = batch.records()
-        kept = [recs[i] for i in local_rows]
-        info = BatchInfo(batch.base_offset, batch.timestamp_type, batch.producer_id, batch.producer_epoch,
-                         batch.base_sequence, batch.partition_leader_epoch, batch.is_transactional, batch.is_control)
-        return build_batch(
-            [r.key for r in kept], [r.value for r in kept], [r.timestamp for r in kept],
-            headers=[r.headers for r in kept], codec=batch.codec, info=info,
-            offset_deltas=[r.offset - batch.base_offset for r in kept], last_offset_delta=batch.last_offset_delta,
-            delete_horizon=horizon,
-            max_timestamp=batch.max_timestamp if batch.timestamp_type == LOG_APPEND_TIME else None,
-        )
+
+def regather(batch: RecordBatch, chunk: Chunk, rows: np.ndarray) -> bytes:
+    """Kept records copied byte for byte (their deltas still fit: same base offset and timestamp),
+    recompressed with the batch's codec at its default level."""
+    body = kernels.gather_records(chunk.data, chunk.cols, rows.astype(np.int64))
+    codec = Codec(batch.attributes & COMPRESSION_MASK)
+    if codec is not Codec.NONE:
+        body = compress(codec, body)
+    if batch.timestamp_type == LOG_APPEND_TIME:
+        max_ts = batch.max_timestamp
+    else:
+        max_ts = batch.base_timestamp + int(chunk.cols[rows, kernels.C_TS_DELTA].max())
+    info = BatchInfo(batch.base_offset, batch.timestamp_type, batch.producer_id, batch.producer_epoch,
+                     batch.base_sequence, batch.partition_leader_epoch, batch.is_transactional, batch.is_control)
+    attrs = batch.attributes & 0xFF
+    return assemble_batch(info, attrs, batch.last_offset_delta, batch.base_timestamp, max_ts, len(rows), body)
+
+
+def rebuild_with_horizon(batch: RecordBatch, local_rows: list[int], horizon: int) -> bytes:
+    """A batch gaining its delete horizon: every kept record re-encoded against the new base timestamp
+    (the horizon), so absolute record timestamps stay the same."""
+    recs = batch.records()
+    kept = [recs[i] for i in local_rows]
+    info = BatchInfo(batch.base_offset, batch.timestamp_type, batch.producer_id, batch.producer_epoch,
+                     batch.base_sequence, batch.partition_leader_epoch, batch.is_transactional, batch.is_control)
+    return build_batch(
+        [r.key for r in kept], [r.value for r in kept], [r.timestamp for r in kept],
+        headers=[r.headers for r in kept], codec=batch.codec, info=info,
+        offset_deltas=[r.offset - batch.base_offset for r in kept], last_offset_delta=batch.last_offset_delta,
+        delete_horizon=horizon,
+        max_timestamp=batch.max_timestamp if batch.timestamp_type == LOG_APPEND_TIME else None,
+    )

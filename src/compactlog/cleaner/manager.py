@@ -24,7 +24,7 @@ from typing import Iterable
 from ..storage import files
 from ..storage.checkpoint import OffsetCheckpointFile
 from ..storage.log import Log
-from .selection import LogToClean, SegmentFacts, filthiest, log_to_clean
+from .selection import LogToClean, SegmentFacts, eligible, filthiest, log_to_clean
 
 log = logging.getLogger(__name__)
 
@@ -151,6 +151,24 @@ class CleanerManager:
         """Pick the filthiest cleanable compacted log and mark it in progress; also return every
         candidate's figures (for the max-dirty-percent and compaction-delay metrics)."""
         with self.lock:
+            candidates = self._candidates(logs, now, only)
+            chosen = filthiest(candidates, lambda tp: logs[tp].config.min_cleanable_dirty_ratio)
+            if chosen is not None:
+                self._move(chosen.key, "begin")
+            return chosen, candidates
+
+    def grab_eligible(self, logs: dict[TopicPartition, Log], now: int,
+                      only: set[TopicPartition] | None = None) -> list[LogToClean]:
+        """Every eligible log at once, each marked in progress: the distributed job cleans them together."""
+        with self.lock:
+            chosen = eligible(self._candidates(logs, now, only), lambda tp: logs[tp].config.min_cleanable_dirty_ratio)
+            for c in chosen:
+                self._move(c.key, "begin")
+            return chosen
+
+    def _candidates(self, logs: dict[TopicPartition, Log], now: int,
+                    only: set[TopicPartition] | None) -> list[LogToClean]:
+        with self.lock:
             candidates = []
             for tp, lg in logs.items():
                 if not lg.config.compact or tp in self.states or tp in self.uncleanable:
@@ -166,10 +184,7 @@ class CleanerManager:
                 if c.checkpoint_reset:
                     self.update_checkpoint(tp, c.first_dirty_offset)
                 candidates.append(c)
-            chosen = filthiest(candidates, lambda tp: logs[tp].config.min_cleanable_dirty_ratio)
-            if chosen is not None:
-                self._move(chosen.key, "begin")
-            return chosen, candidates
+            return candidates
 
     def begin_maintenance(self, tp: TopicPartition) -> bool:
         """Claim an idle compacted log for segment deletion (Kafka's step after each clean)."""

@@ -87,11 +87,15 @@ def log_to_clean(
     return LogToClean(key, first_dirty, first_uncleanable, clean, cleanable, delay, reset)
 
 
-def filthiest(candidates: Sequence[LogToClean], min_ratio_of) -> LogToClean | None:
-    """The eligible log with the highest dirty ratio: eligible when the ratio is strictly above its
-    ``min.cleanable.dirty.ratio`` or max-lag forces it and it has cleanable bytes."""
-    eligible = [
+def eligible(candidates: Sequence[LogToClean], min_ratio_of) -> list[LogToClean]:
+    """The logs worth a round: dirty ratio strictly above their ``min.cleanable.dirty.ratio``, or
+    max-lag forces them and they have cleanable bytes."""
+    return [
         c for c in candidates
         if c.total_bytes > 0 and ((c.needs_compaction_now and c.cleanable_bytes > 0) or c.dirty_ratio > min_ratio_of(c.key))
     ]
-    return max(eligible, key=lambda c: c.dirty_ratio, default=None)
+
+
+def filthiest(candidates: Sequence[LogToClean], min_ratio_of) -> LogToClean | None:
+    """The eligible log with the highest dirty ratio (a cleaner thread's next log)."""
+    return max(eligible(candidates, min_ratio_of), key=lambda c: c.dirty_ratio, default=None)
