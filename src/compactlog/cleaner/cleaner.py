@@ -42,6 +42,7 @@ log = logging.getLogger(__name__)
 
 
 MAP_CHUNK_BYTES = 4 << 20  # batches scanned together while building the map
+READ_BUFFER_BYTES = 262144  # source bytes per append to a cleaned segment (sets its index granularity)
 
 
 class CleaningAbortedError(Exception):
@@ -84,7 +85,7 @@ class Cleaner:
     """Cleans one log at a time with its own offset map."""
 
     def __init__(self, offset_map: OffsetMap, time: Time = SYSTEM,
-                 check_abort: Callable[[Log], None] | None = None, read_buffer: int = 262144) -> None:
+                 check_abort: Callable[[Log], None] | None = None, read_buffer: int = READ_BUFFER_BYTES) -> None:
         self.map = offset_map
         self.time = time
         self.check_abort = check_abort or (lambda _log: None)
@@ -118,7 +119,7 @@ class Cleaner:
             batches = (b for _, b in seg.batches(found[0] if found else seg.size) if b.base_offset < end)
             for group in chunks(batches, MAP_CHUNK_BYTES):
                 self.check_abort(lg)
-                chunk = Chunk.scan(group)
+                chunk = Chunk.scan(group, verify=True)
                 stats.map_messages_read += len(chunk.cols)
                 stats.map_bytes_read += sum(b.size for b in group)
                 if not m.put_batch(chunk.data, chunk.cols, 0, start, self._versions(chunk)):
@@ -162,7 +163,7 @@ class Cleaner:
                     self.check_abort(lg)
                     stats.bytes_read += sum(b.size for b in group)
                     stats.messages_read += sum(b.record_count for b in group)
-                    yield self.filter_chunk(Chunk.scan(group), upper_bound, now, retention, stats)
+                    yield self.filter_chunk(Chunk.scan(group, verify=True), upper_bound, now, retention, stats)
 
         dest, written = write_cleaned(lg.dir, sources[0].base_offset, lg.segment_params(), filtered(),
                                       sources[-1].last_modified_ms, self.time)

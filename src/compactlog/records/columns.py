@@ -32,10 +32,14 @@ class Chunk:
     rows: np.ndarray
 
     @classmethod
-    def scan(cls, batches: list[RecordBatch]) -> "Chunk":
+    def scan(cls, batches: list[RecordBatch], verify: bool = False) -> "Chunk":
+        """``verify`` checks each batch's CRC-32C first: a rewriter must, or it would re-encode damaged
+        records under a fresh, valid CRC."""
         payloads, starts, ends, counts = [], [], [], []
         pos = 0
         for b in batches:
+            if verify:
+                b.ensure_valid()
             n = 0 if b.is_control else b.record_count
             p = b.payload() if n else b""
             payloads.append(p)

@@ -1,0 +1,129 @@
+"""Distributed compaction: the same input and clock give the local cleaner's files, byte for byte."""
+
+from __future__ import annotations
+
+import random
+import shutil
+from pathlib import Path
+
+import pytest
+
+import compactlog
+from compactlog.clock import MockTime
+from compactlog.errors import UnknownTopicOrPartitionError
+from compactlog.records.batch import build_batch
+from compactlog.records.codecs import Codec
+from compactlog.spark.compact import CompactionJobError, compact
+
+START_MS = 1_700_000_000_000
+CODECS = [Codec.NONE, Codec.GZIP, Codec.SNAPPY, Codec.LZ4, Codec.ZSTD]
+
+
+def _append_random(cl, rng: random.Random, clock: MockTime, partitions: int, batches: int, keys: int,
+                   keyless: bool = False) -> None:
+    for _ in range(batches):
+        n = rng.randint(1, 15)
+        ks = [None if keyless and rng.random() < 0.2 else b"k%03d" % rng.randrange(keys) for _ in range(n)]
+        vs = [None if rng.random() < 0.12 else b"v%08d" % rng.randrange(10**8) * rng.randint(1, 4) for _ in range(n)]
+        ts = [clock.milliseconds() + rng.randint(-5000, 5000) for _ in range(n)]
+        hs = [[("version", b"%d" % rng.randrange(100))] if rng.random() < 0.8 else [] for _ in range(n)]
+        cl.append_batch("t", rng.randrange(partitions), build_batch(ks, vs, ts, headers=hs, codec=rng.choice(CODECS)))
+        clock.sleep(rng.randint(0, 30))
+
+
+def build_log(root: Path, seed: int, strategy: str, partitions: int = 2) -> None:
+    """A compacted topic with history: keyless records from its delete days, an earlier cleaning (so
+    some tombstones carry a delete horizon), then more dirty data on top."""
+    rng = random.Random(seed)
+    clock = MockTime(START_MS)
+    with compactlog.open(root, time=clock) as cl:
+        cl.create_topic("t", partitions, {"cleanup.policy": "delete", "segment.bytes": "3000",
+                                          "file.delete.delay.ms": "0", "delete.retention.ms": "2000",
+                                          "min.cleanable.dirty.ratio": "0.01", "compaction.strategy": strategy})
+        _append_random(cl, rng, clock, partitions, 30, 40, keyless=True)
+        cl.alter_topic_config("t", set={"cleanup.policy": "compact"})
+        _append_random(cl, rng, clock, partitions, 60, 40)
+        cl.clean("t")
+        clock.sleep(1000)
+        _append_random(cl, rng, clock, partitions, 90, 60)
+        clock.sleep(1500)  # some horizons from the first cleaning have passed, others not
+
+
+def snapshot_files(root: Path) -> dict[str, bytes]:
+    out = {}
+    for p in sorted(root.rglob("*")):
+        if p.is_file() and p.suffix in {".log", ".index", ".timeindex"} or p.name == "cleaner-offset-checkpoint":
+            out[str(p.relative_to(root))] = p.read_bytes()
+    return out
+
+
+@pytest.mark.parametrize("seed,strategy", [(1, "offset"), (2, "offset"), (3, "timestamp"), (4, "header:version")])
+def test_same_files_as_the_local_cleaner(spark, tmp_path, seed, strategy):
+    build_log(tmp_path / "base", seed, strategy)
+    shutil.copytree(tmp_path / "base", tmp_path / "local")
+    shutil.copytree(tmp_path / "base", tmp_path / "spark")
+    now = MockTime(START_MS + 10**6)
+    with compactlog.open(tmp_path / "local", time=now) as cl:
+        before = [(r.partition, r.offset) for r in cl.consume("t", from_beginning=True)]
+        local = cl.clean("t").compactions
+    with compactlog.open(tmp_path / "spark", time=MockTime(START_MS + 10**6)) as cl:
+        results = compact(spark, cl, "t", progress=lambda _m: None)
+        after = list(cl.consume("t", from_beginning=True))
+    assert sorted((r.partition, r.end_offset) for r in results) == sorted((r.partition, r.end_offset) for r in local)
+    assert len(after) < len(before), "the job removed superseded records"
+    assert sum(r.stats.messages_written for r in results) == sum(r.stats.messages_written for r in local)
+    local_files, spark_files = snapshot_files(tmp_path / "local"), snapshot_files(tmp_path / "spark")
+    assert list(local_files) == list(spark_files)
+    for name in local_files:
+        assert local_files[name] == spark_files[name], f"{name} differs"
+
+
+def test_latest_value_per_key_survives_and_offsets_stay(spark, tmp_path):
+    clock = MockTime(START_MS)
+    with compactlog.open(tmp_path / "d", time=clock) as cl:
+        cl.create_topic("t", 1, {"cleanup.policy": "compact", "segment.bytes": "1500", "min.cleanable.dirty.ratio": "0.01"})
+        rng = random.Random(7)
+        latest: dict[bytes, tuple[int, bytes]] = {}
+        for i in range(600):
+            key, value = b"k%d" % rng.randrange(50), b"value-%d" % i
+            md = cl.produce("t", value, key=key)
+            latest[key] = (md.offset, value)
+        end = cl.end_offsets("t")[0]
+        results = compact(spark, cl, "t", progress=lambda _m: None)
+        assert results and results[0].end_offset == cl.log("t").active_segment.base_offset
+        recs = list(cl.consume("t", 0, from_beginning=True))
+        offsets = [r.offset for r in recs]
+        assert offsets == sorted(offsets) and cl.end_offsets("t")[0] == end
+        for key, (off, value) in latest.items():
+            assert any(r.offset == off and r.value == value for r in recs), key
+        cleaned = [r.key for r in recs if r.offset < results[0].end_offset]
+        assert len(cleaned) == len(set(cleaned)), "one record per key below the cleaned point"
+        assert cl.cleaner.manager.checkpoints[("t", 0)] == results[0].end_offset
+        assert cl.cleaner.manager.state(("t", 0))[0] == "none"
+        assert compact(spark, cl, "t", progress=lambda _m: None) == []  # nothing dirty any more
+
+
+def test_unknown_topic(spark, tmp_path):
+    with compactlog.open(tmp_path / "d") as cl:
+        with pytest.raises(UnknownTopicOrPartitionError):
+            compact(spark, cl, "nope")
+
+
+def test_a_corrupt_batch_fails_the_job_and_leaves_the_log_untouched(spark, tmp_path):
+    clock = MockTime(START_MS)
+    with compactlog.open(tmp_path / "d", time=clock) as cl:
+        cl.create_topic("t", 1, {"cleanup.policy": "compact", "segment.bytes": "2000", "min.cleanable.dirty.ratio": "0.01"})
+        for i in range(300):
+            cl.produce("t", b"v%d" % i, key=b"k%d" % (i % 20))
+        first = cl.log("t").segments[1]
+        path = first.log_path
+    raw = bytearray(path.read_bytes())
+    raw[70] ^= 0xFF  # inside the first batch's records: its CRC no longer matches
+    path.write_bytes(bytes(raw))
+    before = snapshot_files(tmp_path / "d")
+    with compactlog.open(tmp_path / "d", time=clock) as cl:
+        with pytest.raises(CompactionJobError, match="(?i)corrupt|crc"):
+            compact(spark, cl, "t", progress=lambda _m: None)
+        assert cl.cleaner.manager.state(("t", 0))[0] == "none"
+    assert snapshot_files(tmp_path / "d") == before
+    assert not list((tmp_path / "d").rglob("*.cleaned"))
