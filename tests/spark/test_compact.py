@@ -127,3 +127,24 @@ def test_a_corrupt_batch_fails_the_job_and_leaves_the_log_untouched(spark, tmp_p
         assert cl.cleaner.manager.state(("t", 0))[0] == "none"
     assert snapshot_files(tmp_path / "d") == before
     assert not list((tmp_path / "d").rglob("*.cleaned"))
+
+
+def test_cli_names_an_unknown_topic_before_starting_spark(tmp_path):
+    from click.testing import CliRunner
+
+    from compactlog.cli.main import main
+
+    (tmp_path / "d").mkdir()
+    res = CliRunner().invoke(main, ["spark", "compact", "--data-dir", str(tmp_path / "d"), "--topic", "nope"])
+    assert res.exit_code == 1 and "Error:" in res.output and "nope" in res.output
+
+
+def test_progress_bar_follows_a_job_and_stops_with_it(spark):
+    import threading
+
+    from compactlog.spark.progress import spark_progress, stage_totals
+
+    with spark_progress(spark, "counting", enabled=True):
+        assert spark.range(0, 10000, 1, 4).selectExpr("sum(id)").collect()[0][0] == 49995000
+    assert not [t for t in threading.enumerate() if t.name == "spark-progress"]
+    assert stage_totals(spark.sparkContext.statusTracker()) == (0, 0, 0)

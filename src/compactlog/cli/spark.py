@@ -14,7 +14,7 @@ def master_option(f):
 
 @click.group("spark")
 def spark() -> None:
-    """Jobs that run on Apache Spark: export and recompress (more to come: compact, advise)."""
+    """Jobs that run on Apache Spark: compact, recompress, export and advise."""
 
 
 @spark.command("export")
@@ -38,6 +38,45 @@ def export(data_dir, topic, fmt, output, master):
         export_latest(session, data_dir, topic, output, fmt, progress=click.echo)
     finally:
         session.stop()
+
+
+@spark.command("compact")
+@click.option("--data-dir", required=True, type=click.Path(file_okay=False, exists=True), help="The data directory.")
+@click.option("--topic", default=None, help="Only this topic (default: every compacted topic).")
+@master_option
+@kafka_errors
+def compact(data_dir, topic, master):
+    """Log compaction of every eligible partition in one Spark job (one pass, however many keys).
+
+    The same rules and bytes as `compactlog clean`; the key -> latest offset map is a shuffle instead of
+    the cleaner's dedupe buffer. Example: compactlog spark compact --data-dir data --topic prices
+    """
+    import compactlog
+
+    from ..spark.compact import compact as run
+    from ..spark.session import spark_session
+
+    with compactlog.open(data_dir) as cl:
+        if topic is not None:
+            cl.manager.partitions_for(topic)  # an unknown topic fails before Spark starts
+        session = spark_session(master)
+        try:
+            results = run(session, cl, topic, progress=click.echo)
+        finally:
+            session.stop()
+    if results:
+        from rich.console import Console
+        from rich.table import Table
+
+        t = Table(title="compaction" + (f" of {topic}" if topic else ""))
+        for col in ("partition", "dirty section", "messages", "kept", "bytes before", "bytes after", "saved"):
+            t.add_column(col, justify="right")
+        for r in results:
+            s = r.stats
+            t.add_row(f"{r.topic}-{r.partition}", f"[{r.first_dirty:,}, {r.end_offset:,})", f"{s.messages_read:,}",
+                      f"{s.messages_written:,}", f"{s.bytes_read:,}", f"{s.bytes_written:,}",
+                      f"{100 * (1 - s.bytes_written / max(s.bytes_read, 1)):.1f}%")
+        Console(width=max(Console().width, 110)).print(t)
 
 
 @spark.command("recompress")

@@ -31,12 +31,13 @@ import pyarrow as pa
 
 from ..cleaner.cleaner import READ_BUFFER_BYTES, CleanerStats, chunk_versions, filter_batches
 from ..cleaner.grouping import SegmentSize, group_segments_by_size
-from ..cleaner.log_cleaner import CleanResult, stats_report
+from ..cleaner.log_cleaner import CleanResult
 from ..errors import CompactLogError
 from ..records import kernels
 from ..records.columns import Chunk, chunks
 from ..storage import files
 from ..storage.segment import LogSegment, SegmentParams
+from .progress import spark_progress
 
 MAP_CHUNK_BYTES = 4 << 20
 STAT_FIELDS = ("bytes_read", "bytes_written", "messages_read", "messages_written", "invalid_messages")
@@ -274,7 +275,8 @@ def compact(spark, cl, topic: str | None = None, progress: Callable[[str], None]
     results: list[CleanResult] = []
     try:
         try:
-            rows = _rewrite_frame(spark, plans, path).collect()
+            with spark_progress(spark, "compaction"):
+                rows = _rewrite_frame(spark, plans, path).collect()
         except Exception as exc:  # an executor failed: its message, without the JVM stack
             raise CompactionJobError(f"the compaction job failed: {_executor_message(exc)}") from None
         map_done = _time.monotonic()
@@ -303,7 +305,9 @@ def compact(spark, cl, topic: str | None = None, progress: Callable[[str], None]
             lg.delete_expired_files()
             if complete:
                 results.append(CleanResult(p.topic, p.partition, p.first_dirty, p.first_uncleanable, stats))
-                progress(stats_report(0, f"{p.topic}-{p.partition}", p.first_dirty, p.first_uncleanable, stats))
+                progress(f"compacted {p.topic}-{p.partition} (dirty section = [{p.first_dirty}, {p.first_uncleanable})) "
+                         f"in {stats.elapsed:.1f} s: {stats.messages_read:,} -> {stats.messages_written:,} messages, "
+                         f"{stats.bytes_read:,} -> {stats.bytes_written:,} bytes")
     finally:
         _discard(plans, swapped)
         for p in plans:

@@ -12,6 +12,7 @@ def spark_session(master: str | None = None, app_name: str = "compactlog", extra
     builder = SparkSession.builder.master(master).appName(app_name)
     conf = {
         "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",  # ours (spark/progress.py) is quiet off a terminal
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.shuffle.partitions": str(max(2, (os.cpu_count() or 2) * 2)),
         "spark.sql.execution.arrow.pyspark.enabled": "true",

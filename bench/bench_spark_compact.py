@@ -1,0 +1,102 @@
+"""The Spark compaction job against the local log cleaner when the keys overflow the cleaner's dedupe
+buffer 8 times (the cleaner then needs many rounds, each rereading the log), on the same data, in the
+same run. Both results are checked to hold the same records.
+
+Usage: python bench/bench_spark_compact.py [--records 10000000] [--keys 1000000] [--master local[*]]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+from rich.console import Console
+from rich.table import Table
+
+sys.path.insert(0, os.path.dirname(__file__))
+from bench_cleaner import clean_in_child  # noqa: E402
+from cleaner_data import write_topic  # noqa: E402
+
+from compactlog.records import Codec, kernels  # noqa: E402
+
+SPARK_CHILD = """
+import json, sys, time
+t0 = time.perf_counter()
+import compactlog
+from compactlog.spark.compact import compact
+from compactlog.spark.session import spark_session
+spark = spark_session(sys.argv[2])
+spark.range(1).count()  # the JVM and a Python worker are up
+t1 = time.perf_counter()
+with compactlog.open(sys.argv[1]) as cl:
+    results = compact(spark, cl, "bench", progress=lambda m: None)
+t2 = time.perf_counter()
+spark.stop()
+print(json.dumps({"startup": t1 - t0, "seconds": t2 - t1, "records": sum(r.stats.messages_read for r in results),
+                  "kept": sum(r.stats.messages_written for r in results)}))
+"""
+
+DIGEST_CHILD = """
+import hashlib, json, sys
+import compactlog
+h = hashlib.sha256()
+n = 0
+with compactlog.open(sys.argv[1]) as cl:
+    for r in cl.consume("bench", 0, from_beginning=True):
+        h.update(b"%d:%s=%s;" % (r.offset, r.key, r.value or b"~"))
+        n += 1
+print(json.dumps({"records": n, "digest": h.hexdigest()}))
+"""
+
+
+def child(code: str, *args: str) -> dict:
+    out = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--records", type=int, default=10_000_000)
+    ap.add_argument("--keys", type=int, default=1_000_000)
+    ap.add_argument("--master", default="local[*]")
+    args = ap.parse_args()
+    console = Console(width=max(Console().width, 130))
+    console.print(f"kernels: {'compiled' if kernels.NATIVE else 'python twin'}; {args.records:,} records, "
+                  f"{args.keys:,} keys, {os.cpu_count()} cores, Spark master {args.master}")
+    root = tempfile.mkdtemp(prefix="compactlog-spark-compact-bench-")
+    try:
+        local, spark = os.path.join(root, "local"), os.path.join(root, "spark")
+        t0 = time.perf_counter()
+        size = write_topic(local, args.records, args.keys, Codec.NONE)
+        shutil.copytree(local, spark)
+        console.print(f"wrote {size / 1e6:,.0f} MB twice in {time.perf_counter() - t0:.0f} s")
+        small = int(args.keys / 8 / 0.9 * 24) + 24  # the buffer holds 1/8 of the keys
+        rl = clean_in_child(local, {"log.cleaner.dedupe.buffer.size": str(small)})
+        console.print(f"local cleaner: {json.dumps(rl)}")
+        rs = child(SPARK_CHILD, spark, args.master)
+        console.print(f"spark job: {json.dumps(rs)}")
+        dl, ds = child(DIGEST_CHILD, local), child(DIGEST_CHILD, spark)
+        same = dl == ds
+        t = Table(title=f"compaction of {args.records:,} records / {args.keys:,} keys, dedupe buffer = 1/8 of the keys")
+        for col in ("", "rounds", "seconds", "records/s", "records after", "same records"):
+            t.add_column(col, justify="right")
+        t.add_row(f"local cleaner ({small / 2**20:.1f} MiB buffer)", str(rl["rounds"]), f"{rl['seconds']:.1f}",
+                  f"{args.records / rl['seconds']:,.0f}", f"{dl['records']:,}", "")
+        t.add_row(f"Spark job ({args.master}, + {rs['startup']:.0f} s session start)", "1", f"{rs['seconds']:.1f}",
+                  f"{args.records / rs['seconds']:,.0f}", f"{ds['records']:,}", "yes" if same else "NO")
+        console.print(t)
+        console.print(f"speed-up over the cleaner's rounds: {rl['seconds'] / rs['seconds']:.1f}x")
+        if not same:
+            raise SystemExit("the two compactions kept different records")
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
