@@ -14,7 +14,7 @@ from typing import Callable
 
 from ..records.codecs import Codec, check_level, codec_from_name
 from ..storage import files
-from ..storage.segment import LogSegment
+from ..storage.segment import LogSegment, SegmentParams
 
 
 @dataclass(frozen=True)
@@ -26,6 +26,7 @@ class SegmentTask:
     size: int
     codec: int
     level: int | None
+    params: SegmentParams  # the topic's index settings (a read-only segment knows only defaults)
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,7 @@ def rewrite_segment(task: SegmentTask) -> SegmentResult:
                 count[0] += len(rows)
                 yield rows
 
-        dest, written = write_cleaned(snap.directory, task.base_offset, src.params, out(), src.last_modified_ms)
+        dest, written = write_cleaned(snap.directory, task.base_offset, task.params, out(), src.last_modified_ms)
         dest.close_handlers()
         return SegmentResult(task.topic, task.partition, task.base_offset, src.size, dest.size, count[0])
 
@@ -80,7 +81,8 @@ def recompress_topic(spark, cl, topic: str, compression: str, level: int | None 
         lg = cl.log(topic, p)
         for seg in lg.segments[:-1]:
             if seg.size:
-                tasks.append(SegmentTask(str(cl.manager.dir), topic, p, seg.base_offset, seg.size, int(codec), level))
+                tasks.append(SegmentTask(str(cl.manager.dir), topic, p, seg.base_offset, seg.size, int(codec), level,
+                                         lg.segment_params()))
     if not tasks:
         progress(f"{topic}: no closed segments to recompress")
         return []
@@ -93,7 +95,7 @@ def recompress_topic(spark, cl, topic: str, compression: str, level: int | None 
         for r, t in zip(results, tasks):
             lg = cl.log(topic, r.partition)
             live = next((s for s in lg.segments if s.base_offset == r.base_offset), None)
-            new = LogSegment(lg.dir, r.base_offset, lg.segment_params(), temp_suffix=files.CLEANED_SUFFIX)
+            new = LogSegment(lg.dir, r.base_offset, t.params, temp_suffix=files.CLEANED_SUFFIX)
             if live is None or live.size != t.size or live is lg.active_segment:
                 new.delete_files()  # the segment changed since planning: keep the live one
                 continue
