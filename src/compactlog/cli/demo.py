@@ -35,6 +35,11 @@ def steps(data: str) -> list[tuple[list[str], str | None]]:
         (["clean", *d, "--topic", TOPIC], None),
         (["consume", *d, "--topic", TOPIC, "--from-beginning", "--property", "print.key=true",
           "--property", "print.offset=true", "--property", "key.separator=:"], None),
+        (["produce", *d, "--topic", TOPIC, "--property", "parse.key=true", "--property", "key.separator=:"], "p5:15\np7:29\n"),
+        (["produce", *d, "--topic", TOPIC, "--property", "parse.key=true", "--property", "key.separator=:"], "p3:8\n"),
+        (["spark", "compact", *d, "--topic", TOPIC], None),
+        (["consume", *d, "--topic", TOPIC, "--from-beginning", "--property", "print.key=true",
+          "--property", "print.offset=true", "--property", "key.separator=:"], None),
         (["spark", "export", *d, "--topic", TOPIC, "--format", "json", "--output", str(Path(data) / "exports" / TOPIC)], None),
     ]
 
