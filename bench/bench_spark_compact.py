@@ -56,7 +56,9 @@ print(json.dumps({"records": n, "digest": h.hexdigest()}))
 
 
 def child(code: str, *args: str) -> dict:
-    out = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, check=True)
+    out = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True)
+    if out.returncode:
+        raise SystemExit(f"child failed:\n{out.stderr[-5000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 

@@ -223,17 +223,19 @@ def chosen_offsets(spark, plans: list[PartitionPlan], path: str):
     if not clean_tasks:
         return best.select("pid", "key", "mapped")
     clean = _scan_frame(spark, clean_tasks, True)
-    winners = (clean.join(best, ["pid", "key"]).where(F.col("version") > F.col("mv"))
+    winners = (clean.join(best.hint("merge"), ["pid", "key"]).where(F.col("version") > F.col("mv"))
                .groupBy("pid", "key").agg(F.min(F.struct((-F.col("version")).alias("nv"), "offset")).alias("w"))
                .select("pid", "key", F.col("w.offset").alias("won")))
-    return (best.join(winners, ["pid", "key"], "left")
+    return (best.join(winners.hint("merge"), ["pid", "key"], "left")
             .select("pid", "key", F.coalesce("won", "mapped").alias("mapped")))
 
 
 def _rewrite_frame(spark, plans: list[PartitionPlan], path: str):
     groups = {g.gid: g for p in plans for g in p.groups}
     records = _scan_frame(spark, _scan_tasks(plans, path, False), False)
-    joined = records.join(chosen_offsets(spark, plans, path), ["pid", "key"]).select("gid", "offset", "mapped")
+    # A sort-merge join: Spark cannot size the scans' output, and a broadcast of a map with millions of
+    # keys would not fit the driver.
+    joined = records.join(chosen_offsets(spark, plans, path).hint("merge"), ["pid", "key"]).select("gid", "offset", "mapped")
     every_group = spark.createDataFrame([(gid, -1, -1) for gid in groups], "gid int, offset long, mapped long")
     out_schema = "gid int, " + ", ".join(f"{k} long" for k in STAT_FIELDS)
 
