@@ -40,6 +40,7 @@ from ..storage.segment import LogSegment, SegmentParams
 from .progress import spark_progress
 
 MAP_CHUNK_BYTES = 4 << 20
+SUPERSEDED = 2**63 - 1  # a mapped offset above every record's: another record of the key is kept
 STAT_FIELDS = ("bytes_read", "bytes_written", "messages_read", "messages_written", "invalid_messages")
 
 
@@ -76,7 +77,8 @@ class GroupTask:
     latest_mapped: int
     now: int
     delete_retention_ms: int
-    exact: bool
+    exact: bool  # a versioned strategy: only the mapped record itself survives
+    first_dirty: int
 
 
 @dataclass
@@ -117,8 +119,10 @@ def scan_keys(task: ScanTask, versioned: bool) -> list[pa.RecordBatch]:
 def rewrite_group(task: GroupTask, offsets: np.ndarray, mapped: np.ndarray) -> dict:
     """Executor side: the group's segments filtered into one ``.cleaned`` segment.
 
-    ``offsets``/``mapped`` (sorted by offset) give the chosen offset of the key of every keyed record
-    whose key is in the map; every other record's key is unmapped (-1), as in the local cleaner.
+    ``offsets``/``mapped`` (sorted by offset) answer the map lookup for the records they list. With a
+    versioned strategy they list every keyed record whose key is mapped, the rest being unmapped (-1);
+    with the offset strategy they list the latest records and the superseded clean ones, and a dirty
+    keyed record not listed is superseded.
     """
     from ..storage.rewrite import write_cleaned
     from ..storage.snapshot import PartitionSnapshot
@@ -138,6 +142,9 @@ def rewrite_group(task: GroupTask, offsets: np.ndarray, mapped: np.ndarray) -> d
                     stats.messages_read += sum(b.record_count for b in group)
                     offs = chunk.offsets
                     m = np.full(len(offs), -1, dtype=np.int64)
+                    if not task.exact:  # only latest offsets are listed: the other dirty keyed records lose
+                        m[(chunk.cols[:, kernels.C_KEY_LEN] >= 0) & (offs >= task.first_dirty)
+                          & (offs <= task.latest_mapped)] = SUPERSEDED
                     if len(offsets) and len(offs):
                         at = np.minimum(np.searchsorted(offsets, offs), len(offsets) - 1)
                         hit = offsets[at] == offs
@@ -169,26 +176,29 @@ def plan_compaction(cl, topic: str | None) -> list[PartitionPlan]:
             plan.groups.append(GroupTask(
                 str(cl.manager.dir), plan.topic, plan.partition, gid, tuple(segs[i].base_offset for i in group),
                 tuple(segs[i].size for i in group), lg.segment_params(), c.first_uncleanable_offset,
-                c.first_uncleanable_offset - 1, now, cfg.delete_retention_ms, plan.strategy != "offset"))
+                c.first_uncleanable_offset - 1, now, cfg.delete_retention_ms, plan.strategy != "offset",
+                c.first_dirty_offset))
             gid += 1
         plans.append(plan)
     return plans
 
 
-def _scan_tasks(plans: list[PartitionPlan], path: str, dirty: bool) -> list[ScanTask]:
-    """One task per planned segment: its dirty part (the map side, ``dirty``), or all of it tagged with
-    its group (the join side)."""
+def _scan_tasks(plans: list[PartitionPlan], path: str, part: str, pids: list[int]) -> list[ScanTask]:
+    """One task per planned segment of the plans ``pids``: its ``dirty`` part (the map side, untagged),
+    its ``clean`` part or ``all`` of it, tagged with its group."""
     tasks = []
-    for pid, plan in enumerate(plans):
+    for pid in pids:
+        plan = plans[pid]
         for i, g in enumerate(plan.groups):
             group_end = plan.groups[i + 1].bases[0] if i + 1 < len(plan.groups) else plan.first_uncleanable
             for lo, hi in zip(g.bases, [*g.bases[1:], group_end]):
-                if dirty:
+                if part == "dirty":
                     lo = max(lo, plan.first_dirty)
-                    if lo < hi:
-                        tasks.append(ScanTask(path, plan.topic, plan.partition, pid, -1, lo, hi, plan.strategy))
-                else:
-                    tasks.append(ScanTask(path, plan.topic, plan.partition, pid, g.gid, lo, hi, plan.strategy))
+                elif part == "clean":
+                    hi = min(hi, plan.first_dirty)
+                if lo < hi:
+                    tasks.append(ScanTask(path, plan.topic, plan.partition, pid, -1 if part == "dirty" else g.gid,
+                                          lo, hi, plan.strategy))
     return tasks
 
 
@@ -204,22 +214,24 @@ def _scan_frame(spark, tasks: list[ScanTask], versioned: bool):
     return spark.range(0, len(tasks), 1, max(1, len(tasks))).mapInArrow(run, schema)
 
 
-def chosen_offsets(spark, plans: list[PartitionPlan], path: str):
-    """(pid, key, mapped): the offset the cleaning keeps for each key of the dirty sections.
-
-    Kafka's offset strategy keeps the highest offset. A versioned strategy keeps the highest (version,
-    offset) of the dirty section, unless a record of the clean section has a strictly higher version:
-    then that one stays (the local cleaner's rule; the lowest such offset on ties)."""
+def latest_offsets(spark, plans: list[PartitionPlan], path: str, pids: list[int]):
+    """(pid, key, offset): Kafka's offset strategy keeps the highest offset of each key's dirty records."""
     from pyspark.sql import functions as F
 
-    versioned = any(p.strategy != "offset" for p in plans)
-    dirty = _scan_frame(spark, _scan_tasks(plans, path, True), versioned)
-    if not versioned:
-        return dirty.groupBy("pid", "key").agg(F.max("offset").alias("mapped"))
+    dirty = _scan_frame(spark, _scan_tasks(plans, path, "dirty", pids), False)
+    return dirty.groupBy("pid", "key").agg(F.max("offset").alias("offset"))
+
+
+def chosen_versions(spark, plans: list[PartitionPlan], path: str, pids: list[int]):
+    """(pid, key, mapped) for a versioned strategy: the highest (version, offset) of the dirty section,
+    unless a record of the clean section has a strictly higher version: then that one stays (the local
+    cleaner's rule; the lowest such offset on ties)."""
+    from pyspark.sql import functions as F
+
+    dirty = _scan_frame(spark, _scan_tasks(plans, path, "dirty", pids), True)
     best = (dirty.groupBy("pid", "key").agg(F.max(F.struct("version", "offset")).alias("b"))
             .select("pid", "key", F.col("b.version").alias("mv"), F.col("b.offset").alias("mapped")))
-    clean_tasks = [ScanTask(path, p.topic, p.partition, pid, -1, 0, p.first_dirty, p.strategy)
-                   for pid, p in enumerate(plans) if p.first_dirty > 0 and p.strategy != "offset"]
+    clean_tasks = _scan_tasks(plans, path, "clean", pids)
     if not clean_tasks:
         return best.select("pid", "key", "mapped")
     clean = _scan_frame(spark, clean_tasks, True)
@@ -230,13 +242,54 @@ def chosen_offsets(spark, plans: list[PartitionPlan], path: str):
             .select("pid", "key", F.coalesce("won", "mapped").alias("mapped")))
 
 
+def _offset_rule_rows(spark, plans: list[PartitionPlan], path: str, pids: list[int]):
+    """(gid, offset, mapped) rows for Kafka's offset strategy, without joining every record.
+
+    Under that rule a dirty record survives iff it is its key's latest, and a clean one iff its key has
+    no dirty record. So each group needs only the latest offsets falling in it (routed by offset range)
+    and its clean records whose key reappears (a semi-join over the clean section, which a previous
+    round left at one record per key); every other dirty keyed record is marked superseded in the task.
+    """
+    from pyspark.sql import functions as F
+
+    latest = latest_offsets(spark, plans, path, pids)
+    starts = {pid: np.asarray([g.bases[0] for g in plans[pid].groups], dtype=np.int64) for pid in pids}
+    gids = {pid: np.asarray([g.gid for g in plans[pid].groups], dtype=np.int32) for pid in pids}
+
+    def to_group(batches):
+        for b in batches:
+            pid, off = b.column("pid").to_numpy(), b.column("offset").to_numpy()
+            gid = np.empty(len(off), dtype=np.int32)
+            for p in np.unique(pid).tolist():
+                sel = pid == p
+                gid[sel] = gids[p][np.searchsorted(starts[p], off[sel], side="right") - 1]
+            yield pa.RecordBatch.from_arrays([pa.array(gid), pa.array(off), pa.array(off)], names=["gid", "offset", "mapped"])
+
+    frames = [latest.select("pid", "offset").mapInArrow(to_group, "gid int, offset long, mapped long")]
+    clean_tasks = _scan_tasks(plans, path, "clean", pids)
+    if clean_tasks:
+        clean = _scan_frame(spark, clean_tasks, False)
+        frames.append(clean.join(latest.select("pid", "key").hint("merge"), ["pid", "key"], "left_semi")
+                      .select("gid", "offset", F.lit(SUPERSEDED).alias("mapped")))
+    return frames
+
+
 def _rewrite_frame(spark, plans: list[PartitionPlan], path: str):
     groups = {g.gid: g for p in plans for g in p.groups}
-    records = _scan_frame(spark, _scan_tasks(plans, path, False), False)
-    # A sort-merge join: Spark cannot size the scans' output, and a broadcast of a map with millions of
-    # keys would not fit the driver.
-    joined = records.join(chosen_offsets(spark, plans, path).hint("merge"), ["pid", "key"]).select("gid", "offset", "mapped")
-    every_group = spark.createDataFrame([(gid, -1, -1) for gid in groups], "gid int, offset long, mapped long")
+    by_offset = [i for i, p in enumerate(plans) if p.strategy == "offset"]
+    versioned = [i for i, p in enumerate(plans) if p.strategy != "offset"]
+    frames = [spark.createDataFrame([(gid, -1, -1) for gid in groups], "gid int, offset long, mapped long")]
+    if by_offset:
+        frames += _offset_rule_rows(spark, plans, path, by_offset)
+    if versioned:
+        records = _scan_frame(spark, _scan_tasks(plans, path, "all", versioned), False)
+        # Sort-merge joins: Spark cannot size the scans' output, and a broadcast of a map with millions
+        # of keys would not fit the driver.
+        frames.append(records.join(chosen_versions(spark, plans, path, versioned).hint("merge"), ["pid", "key"])
+                      .select("gid", "offset", "mapped"))
+    rows = frames[0]
+    for f in frames[1:]:
+        rows = rows.unionByName(f)
     out_schema = "gid int, " + ", ".join(f"{k} long" for k in STAT_FIELDS)
 
     def run(table: pa.Table) -> pa.Table:
@@ -247,7 +300,7 @@ def _rewrite_frame(spark, plans: list[PartitionPlan], path: str):
         r = rewrite_group(groups[gid], offs[keep][order], table.column("mapped").to_numpy()[keep][order])
         return pa.table({"gid": pa.array([gid], pa.int32()), **{k: pa.array([r[k]], pa.int64()) for k in STAT_FIELDS}})
 
-    return joined.unionByName(every_group).groupBy("gid").applyInArrow(run, out_schema)
+    return rows.groupBy("gid").applyInArrow(run, out_schema)
 
 
 def _discard(plans: list[PartitionPlan], swapped: set[int]) -> None:
