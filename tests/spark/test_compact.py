@@ -148,3 +148,29 @@ def test_progress_bar_follows_a_job_and_stops_with_it(spark):
         assert spark.range(0, 10000, 1, 4).selectExpr("sum(id)").collect()[0][0] == 49995000
     assert not [t for t in threading.enumerate() if t.name == "spark-progress"]
     assert stage_totals(spark.sparkContext.statusTracker()) == (0, 0, 0)
+
+
+def test_appends_go_on_while_the_job_runs(spark, tmp_path):
+    import threading
+
+    clock = MockTime(START_MS)
+    with compactlog.open(tmp_path / "d", time=clock) as cl:
+        cl.create_topic("t", 1, {"cleanup.policy": "compact", "segment.bytes": "1500", "min.cleanable.dirty.ratio": "0.01"})
+        produced: dict[int, tuple[bytes, bytes]] = {}
+        for i in range(500):
+            produced[cl.produce("t", b"before-%d" % i, key=b"k%d" % (i % 40)).offset] = (b"k%d" % (i % 40), b"before-%d" % i)
+        planned_end = cl.log("t").active_segment.base_offset
+        out: list = []
+        job = threading.Thread(target=lambda: out.append(compact(spark, cl, "t", progress=lambda _m: None)))
+        job.start()
+        during = {}
+        for i in range(300):
+            key, value = b"k%d" % (i % 40), b"during-%d" % i
+            during[cl.produce("t", value, key=key).offset] = (key, value)
+        job.join()
+        assert out and out[0][0].end_offset == planned_end
+        recs = {r.offset: (r.key, r.value) for r in cl.consume("t", 0, from_beginning=True)}
+        assert all(recs.get(off) == kv for off, kv in during.items()), "an append made during the job was lost"
+        assert sorted(recs) == list(recs), "offsets stay in order"
+        cleaned = [recs[o][0] for o in recs if o < planned_end]
+        assert len(cleaned) == len(set(cleaned))
