@@ -174,3 +174,30 @@ def test_appends_go_on_while_the_job_runs(spark, tmp_path):
         assert sorted(recs) == list(recs), "offsets stay in order"
         cleaned = [recs[o][0] for o in recs if o < planned_end]
         assert len(cleaned) == len(set(cleaned))
+
+
+def test_deleting_the_topic_during_the_job_wins_and_leaves_nothing_behind(spark, tmp_path):
+    import threading
+
+    with compactlog.open(tmp_path / "d", time=MockTime(START_MS)) as cl:
+        cl.create_topic("t", 1, {"cleanup.policy": "compact", "segment.bytes": "1500", "min.cleanable.dirty.ratio": "0.01"})
+        for i in range(500):
+            cl.produce("t", b"v%d" % i, key=b"k%d" % (i % 40))
+        errors: list[BaseException] = []
+
+        def run():
+            try:
+                compact(spark, cl, "t", progress=lambda _m: None)
+            except UnknownTopicOrPartitionError:
+                pass  # the deletion came first
+            except BaseException as exc:  # noqa: BLE001 - reported below
+                errors.append(exc)
+
+        job = threading.Thread(target=run)
+        job.start()
+        cl.delete_topic("t")
+        job.join()
+        assert not errors, errors
+        assert "t" not in cl.list_topics()
+        assert cl.cleaner.manager.state(("t", 0))[0] == "none"
+    assert not [p for p in (tmp_path / "d").iterdir() if p.name.startswith("t-")]
