@@ -37,6 +37,7 @@ from ..storage.segment import LogSegment
 from .grouping import SegmentSize, group_segments_by_size
 from .offset_map import OffsetMap
 from .survival import BatchDecision, batch_decision, record_versions, retained
+from .throttler import Throttler
 
 log = logging.getLogger(__name__)
 
@@ -85,8 +86,10 @@ class Cleaner:
     """Cleans one log at a time with its own offset map."""
 
     def __init__(self, offset_map: OffsetMap, time: Time = SYSTEM,
-                 check_abort: Callable[[Log], None] | None = None, read_buffer: int = READ_BUFFER_BYTES) -> None:
+                 check_abort: Callable[[Log], None] | None = None, read_buffer: int = READ_BUFFER_BYTES,
+                 throttler: Throttler | None = None) -> None:
         self.map = offset_map
+        self.throttle = throttler.maybe_throttle if throttler is not None else (lambda _n: 0.0)
         self.time = time
         self.check_abort = check_abort or (lambda _log: None)
         self.read_buffer = read_buffer  # source bytes per append to the cleaned segment (index granularity)
@@ -121,7 +124,9 @@ class Cleaner:
                 self.check_abort(lg)
                 chunk = Chunk.scan(group, verify=True)
                 stats.map_messages_read += len(chunk.cols)
-                stats.map_bytes_read += sum(b.size for b in group)
+                read = sum(b.size for b in group)
+                stats.map_bytes_read += read
+                self.throttle(read)
                 if not m.put_batch(chunk.data, chunk.cols, 0, start, self._versions(chunk)):
                     # full: everything before the stopping batch counts as processed (Kafka's latestOffset)
                     stop = int(np.searchsorted(chunk.rows, m.stopped_row, side="right")) - 1
@@ -161,9 +166,12 @@ class Cleaner:
             for src in sources:
                 for group in chunks((b for _, b in src.batches(0)), self.read_buffer):
                     self.check_abort(lg)
-                    stats.bytes_read += sum(b.size for b in group)
+                    read = sum(b.size for b in group)
+                    stats.bytes_read += read
                     stats.messages_read += sum(b.record_count for b in group)
-                    yield self.filter_chunk(Chunk.scan(group, verify=True), upper_bound, now, retention, stats)
+                    out = self.filter_chunk(Chunk.scan(group, verify=True), upper_bound, now, retention, stats)
+                    self.throttle(read + sum(len(data) for data, _, _ in out))
+                    yield out
 
         dest, written = write_cleaned(lg.dir, sources[0].base_offset, lg.segment_params(), filtered(),
                                       sources[-1].last_modified_ms, self.time)

@@ -18,6 +18,7 @@ from ..storage.log import Log
 from .cleaner import Cleaner, CleanerStats, CleaningAbortedError
 from .manager import CleanerManager, TopicPartition
 from .offset_map import OffsetMap
+from .throttler import Throttler
 
 log = logging.getLogger(__name__)
 MB = float(1 << 20)
@@ -65,6 +66,7 @@ class LogCleaner:
         self.memory_per_thread = min(b.get("log.cleaner.dedupe.buffer.size") // self.num_threads, 2**31 - 1)
         self.load_factor = b.get("log.cleaner.io.buffer.load.factor")
         self.backoff_ms = b.get("log.cleaner.backoff.ms")
+        self.throttler = Throttler(b.get("log.cleaner.io.max.bytes.per.second"), time)
         self.enabled = b.get("log.cleaner.enable")
         self.manager = CleanerManager(logs.dir)
         self._stop = threading.Event()
@@ -81,7 +83,8 @@ class LogCleaner:
         logs.around_truncation.append(self._paused_for_truncation)
 
     def _new_cleaner(self) -> Cleaner:
-        return Cleaner(OffsetMap(self.memory_per_thread, self.load_factor), self.time, self._check_abort)
+        return Cleaner(OffsetMap(self.memory_per_thread, self.load_factor), self.time, self._check_abort,
+                       throttler=self.throttler)
 
     def _check_abort(self, lg: Log) -> None:
         if self.manager.is_aborted((lg.topic, lg.partition)):
