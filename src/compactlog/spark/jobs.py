@@ -33,13 +33,16 @@ def export_latest(spark, data_dir: str, topic: str, output: str, fmt: str = "par
                   progress: Callable[[str], None] = print) -> int:
     """Write the latest value per key of ``topic`` to ``output`` (Parquet, ORC, JSON or CSV files, or a
     table when ``fmt`` is ``table``); returns the number of rows written."""
+    from .progress import spark_progress
+
     df = latest_per_key(read_topic(spark, data_dir, topic)).cache()
-    n = df.count()
-    progress(f"{topic}: {n:,} live keys")
-    if fmt == "table":
-        df.write.mode("overwrite").saveAsTable(output)
-    else:
-        df.write.mode("overwrite").format(fmt).save(output)
+    with spark_progress(spark, "export"):
+        n = df.count()
+        progress(f"{topic}: {n:,} live keys")
+        if fmt == "table":
+            df.write.mode("overwrite").saveAsTable(output)
+        else:
+            df.write.mode("overwrite").format(fmt).save(output)
     progress(f"wrote {n:,} rows to {output} ({fmt})")
     df.unpersist()
     return n

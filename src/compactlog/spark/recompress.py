@@ -15,6 +15,7 @@ from typing import Callable
 from ..records.codecs import Codec, check_level, codec_from_name
 from ..storage import files
 from ..storage.segment import LogSegment, SegmentParams
+from .progress import spark_progress
 
 
 @dataclass(frozen=True)
@@ -91,7 +92,8 @@ def recompress_topic(spark, cl, topic: str, compression: str, level: int | None 
     for tp in paused:
         cl.cleaner.manager.abort_and_pause(tp)  # no cleaning round may swap these segments meanwhile
     try:
-        results = spark.sparkContext.parallelize(tasks, len(tasks)).map(rewrite_segment).collect()
+        with spark_progress(spark, "recompression"):
+            results = spark.sparkContext.parallelize(tasks, len(tasks)).map(rewrite_segment).collect()
         for r, t in zip(results, tasks):
             lg = cl.log(topic, r.partition)
             live = next((s for s in lg.segments if s.base_offset == r.base_offset), None)
