@@ -117,3 +117,55 @@ def recompress(data_dir, topic, compression, gzip_level, lz4_level, zstd_level, 
             t.add_row(str(r.partition), str(r.base_offset), f"{r.batches:,}", f"{r.bytes_before:,}", f"{r.bytes_after:,}",
                       f"{100 * (1 - r.bytes_after / max(r.bytes_before, 1)):.1f}%")
         Console(width=max(Console().width, 100)).print(t)
+
+
+@spark.command("advise")
+@click.option("--data-dir", required=True, type=click.Path(file_okay=False, exists=True), help="The data directory.")
+@click.option("--topic", required=True, help="The topic whose stored batches to sample.")
+@click.option("--sample-bytes", type=click.IntRange(min=1 << 16), default=16 << 20, show_default=True,
+              help="How many stored bytes to sample, spread over partitions and segments.")
+@click.option("--min-compress-mbps", type=click.FloatRange(min=0), default=50.0, show_default=True,
+              help="Only codecs compressing at least this fast per core are recommended.")
+@click.option("--chart", default="compression-advice.png", show_default=True, help="Where to write the chart (PNG).")
+@master_option
+@kafka_errors
+def advise(data_dir, topic, sample_bytes, min_compress_mbps, chart, master):
+    """Measure every codec and level on a sample of a topic and recommend a compression.type.
+
+    Example: compactlog spark advise --data-dir data --topic prices --chart prices.png
+    """
+    import compactlog
+
+    from ..records.codecs import Codec
+    from ..spark.advise import advise as run
+    from ..spark.advise import write_chart
+    from ..spark.session import spark_session
+
+    with compactlog.open(data_dir) as cl:
+        cl.manager.partitions_for(topic)  # an unknown topic fails before Spark starts
+        session = spark_session(master)
+        try:
+            advice = run(session, cl, topic, sample_bytes, min_compress_mbps, progress=click.echo)
+        finally:
+            session.stop()
+    if advice is None:
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(title=f"{topic}: {advice.trials[0].batches:,} batches, {advice.trials[0].records_bytes / 1e6:,.1f} MB of records sampled")
+    for col in ("codec", "level", "stored bytes", "ratio", "compress MB/s", "decompress MB/s", ""):
+        t.add_column(col, justify="right")
+    for r in sorted(advice.trials, key=lambda r: r.stored_bytes):
+        plain = r.codec is Codec.NONE  # nothing to time
+        t.add_row(r.codec.config_name, "" if r.level is None else str(r.level), f"{r.stored_bytes:,}", f"{r.ratio:.2f}",
+                  "" if plain else f"{r.compress_mbps:,.0f}", "" if plain else f"{r.decompress_mbps:,.0f}",
+                  "recommended" if r is advice.choice else "")
+    Console(width=max(Console().width, 110)).print(t)
+    write_chart(advice, chart, f"compression of {topic}")
+    click.echo(f"recommendation: {advice.config} (the smallest of the codecs compressing at least "
+               f"{min_compress_mbps:g} MB/s per core)")
+    click.echo(f"projected saving: {advice.projected_saving_bytes:,} of {advice.topic_bytes:,} bytes "
+               f"({100 * advice.saving_fraction:.1f}%) once the topic's history is rewritten "
+               f"(compactlog spark recompress) and new data follows the topic config")
+    click.echo(f"chart: {chart}")

@@ -1,0 +1,219 @@
+"""Compression advisor: what each codec and level would do to a topic's stored batches.
+
+A sample of the topic's batches (spread over partitions and segments) is decompressed once; then each
+trial -- one codec at one level -- compresses every sampled batch's records section as Kafka would
+store it (one frame per batch, so small batches pay their framing), and decompresses it again. Trials
+are Spark tasks: each runs on one core, so speeds are per core, and a cluster measures its own CPUs.
+The recommendation is a pure rule over the measured trials (:func:`recommend`).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+from ..records.batch import HEADER_SIZE
+from ..records.codecs import Codec, compress, decompress
+
+# Kafka's codecs at the levels worth comparing: the fast end, Kafka's default and the dense end.
+TRIALS: tuple[tuple[Codec, int | None], ...] = (
+    (Codec.NONE, None),
+    (Codec.GZIP, 1), (Codec.GZIP, 6), (Codec.GZIP, 9),
+    (Codec.SNAPPY, None),
+    (Codec.LZ4, 1), (Codec.LZ4, 9), (Codec.LZ4, 17),
+    (Codec.ZSTD, -1), (Codec.ZSTD, 1), (Codec.ZSTD, 3), (Codec.ZSTD, 9), (Codec.ZSTD, 19),
+)
+DEFAULT_LEVEL = {Codec.GZIP: 6, Codec.LZ4: 9, Codec.ZSTD: 3}  # what compression.<codec>.level defaults to
+WINDOW_BYTES = 1 << 20  # contiguous bytes read at each sampled place
+
+
+@dataclass(frozen=True)
+class Trial:
+    codec: Codec
+    level: int | None
+    batches: int
+    records_bytes: int  # the sampled records sections, uncompressed
+    stored_bytes: int  # what the sample takes on disk with this codec and level (headers included)
+    compress_seconds: float
+    decompress_seconds: float
+
+    @property
+    def name(self) -> str:
+        return self.codec.config_name + ("" if self.level is None else f" {self.level}")
+
+    @property
+    def ratio(self) -> float:
+        return (self.records_bytes + self.batches * HEADER_SIZE) / max(self.stored_bytes, 1)
+
+    @property
+    def compress_mbps(self) -> float:
+        return self.records_bytes / 1e6 / max(self.compress_seconds, 1e-9)
+
+    @property
+    def decompress_mbps(self) -> float:
+        return self.records_bytes / 1e6 / max(self.decompress_seconds, 1e-9)
+
+
+@dataclass(frozen=True)
+class Advice:
+    trials: list[Trial]
+    current_sample_bytes: int  # the sample as it is stored now
+    topic_bytes: int
+    choice: Trial
+    min_compress_mbps: float
+
+    @property
+    def saving_fraction(self) -> float:
+        return 1 - self.choice.stored_bytes / max(self.current_sample_bytes, 1)
+
+    @property
+    def projected_saving_bytes(self) -> int:
+        return int(self.topic_bytes * self.saving_fraction)
+
+    @property
+    def config(self) -> str:
+        c = self.choice
+        out = f"compression.type={c.codec.config_name}"
+        if c.level is not None and c.level != DEFAULT_LEVEL.get(c.codec):
+            out += f" compression.{c.codec.config_name}.level={c.level}"
+        return out
+
+
+def recommend(trials: Sequence[Trial], min_compress_mbps: float) -> Trial:
+    """The smallest stored size among trials that compress at least ``min_compress_mbps`` per core
+    (falling back to the fastest trial when none does); ties go to the faster compressor.
+
+    Why this rule: storage is what compaction and retention pay for, but producers pay the compression
+    (or the broker does, with a topic codec that differs from the producer's), so a codec that cannot
+    keep up with the write rate is no saving. Decompression is fast for every codec here, so it does
+    not decide."""
+    fast = [t for t in trials if t.compress_mbps >= min_compress_mbps]
+    if not fast:
+        return max(trials, key=lambda t: t.compress_mbps)
+    return min(fast, key=lambda t: (t.stored_bytes, -t.compress_mbps))
+
+
+def sample_places(segments: Sequence[tuple[int, int, int]], sample_bytes: int) -> list[tuple[int, int, int]]:
+    """(partition, segment base, offset) places to start reading, spread evenly by size.
+
+    ``segments`` are (partition, base offset, next offset) of non-empty segments, weighted by offsets;
+    each place starts a window of :data:`WINDOW_BYTES`."""
+    windows = max(1, sample_bytes // WINDOW_BYTES)
+    total = sum(nxt - base for _, base, nxt in segments)
+    if total <= 0:
+        return []
+    places = []
+    for i in range(windows):
+        target = total * (i + 0.5) / windows
+        for p, base, nxt in segments:
+            if target < nxt - base:
+                places.append((p, base, base + int(target)))
+                break
+            target -= nxt - base
+    return sorted(set(places))
+
+
+def read_sample(path: str, topic: str, places: Sequence[tuple[int, int, int]]) -> tuple[list[bytes], int]:
+    """The decompressed records sections of the sampled batches, and their stored size now."""
+    from ..storage.snapshot import PartitionSnapshot
+
+    payloads: list[bytes] = []
+    stored = 0
+    seen: set[tuple[int, int]] = set()
+    by_partition: dict[int, list[int]] = {}
+    for p, _, off in places:
+        by_partition.setdefault(p, []).append(off)
+    for p, offs in sorted(by_partition.items()):
+        with PartitionSnapshot.open(path, topic, p) as snap:
+            for off in offs:
+                got = 0
+                for b in snap.batches(off):
+                    if got >= WINDOW_BYTES:
+                        break
+                    if (p, b.base_offset) in seen or b.is_control:
+                        continue
+                    seen.add((p, b.base_offset))
+                    b.ensure_valid()
+                    payloads.append(bytes(b.payload()))
+                    stored += b.size
+                    got += b.size
+    return payloads, stored
+
+
+def run_trial(payloads: Sequence[bytes], codec: Codec, level: int | None) -> Trial:
+    """Compress and decompress every payload as one batch's records section each."""
+    t0 = time.perf_counter()
+    frames = [compress(codec, p, level) for p in payloads] if codec is not Codec.NONE else list(payloads)
+    t1 = time.perf_counter()
+    if codec is not Codec.NONE:
+        for f in frames:
+            decompress(codec, f)
+    t2 = time.perf_counter()
+    return Trial(codec, level, len(payloads), sum(len(p) for p in payloads),
+                 sum(len(f) + HEADER_SIZE for f in frames), t1 - t0, t2 - t1)
+
+
+def advise(spark, cl, topic: str, sample_bytes: int = 16 << 20, min_compress_mbps: float = 50.0,
+           trials: Sequence[tuple[Codec, int | None]] = TRIALS, progress: Callable[[str], None] = print) -> Advice | None:
+    """Measure ``trials`` on a sample of ``topic``; None when the topic holds no records yet."""
+    from .progress import spark_progress
+
+    n = cl.manager.partitions_for(topic)
+    segments = []
+    topic_bytes = 0
+    for p in range(n):
+        lg = cl.log(topic, p)
+        topic_bytes += lg.size
+        segs = lg.segments
+        for i, s in enumerate(segs):
+            nxt = segs[i + 1].base_offset if i + 1 < len(segs) else lg.log_end_offset
+            if s.size and nxt > s.base_offset:
+                segments.append((p, s.base_offset, nxt))
+    places = sample_places(segments, sample_bytes)
+    if not places:
+        progress(f"{topic}: no records to sample")
+        return None
+    path = str(cl.manager.dir)
+    progress(f"{topic}: measuring {len(trials)} codec/level trials on a sample of up to "
+             f"{sample_bytes / 2**20:.0f} MiB from {len(places)} place(s), on {spark.sparkContext.master}")
+
+    def measure(trial: tuple[int, int | None]) -> tuple[Trial, int]:
+        payloads, stored = read_sample(path, topic, places)
+        return run_trial(payloads, Codec(trial[0]), trial[1]), stored
+
+    with spark_progress(spark, "advise"):
+        results = spark.sparkContext.parallelize([(int(c), lv) for c, lv in trials], len(trials)).map(measure).collect()
+    measured = [t for t, _ in results]
+    return Advice(measured, results[0][1], topic_bytes, recommend(measured, min_compress_mbps), min_compress_mbps)
+
+
+def write_chart(advice: Advice, path: str, title: str) -> None:
+    """Ratio against compression speed, one point per trial, the recommendation marked."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 5), dpi=110)
+    colors = {Codec.NONE: "#888888", Codec.GZIP: "#1f77b4", Codec.SNAPPY: "#2ca02c", Codec.LZ4: "#ff7f0e",
+              Codec.ZSTD: "#9467bd"}
+    for t in advice.trials:
+        if t.codec is Codec.NONE:
+            ax.axhline(1.0, color=colors[t.codec], linewidth=1)
+            continue
+        ax.scatter(t.compress_mbps, t.ratio, s=60, color=colors[t.codec], zorder=3,
+                   edgecolors="black" if t is advice.choice else "none", linewidths=2)
+        ax.annotate(t.name, (t.compress_mbps, t.ratio), textcoords="offset points", xytext=(5, 4), fontsize=8)
+    ax.axvline(advice.min_compress_mbps, color="#cc3333", linestyle="--", linewidth=1)
+    ax.text(advice.min_compress_mbps, ax.get_ylim()[1], f" {advice.min_compress_mbps:g} MB/s", color="#cc3333",
+            va="top", fontsize=8)
+    ax.set_xscale("log")
+    ax.set_xlabel("compression speed per core (MB/s of records, log scale)")
+    ax.set_ylabel("compression ratio (records / stored bytes)")
+    ax.set_title(f"{title}\nrecommended: {advice.config} "
+                 f"({100 * advice.saving_fraction:.1f}% smaller than now)", fontsize=10)
+    ax.grid(True, which="both", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, format="png")
+    plt.close(fig)
