@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import time as _time
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Iterable
 
 import numpy as np
 
@@ -96,9 +96,6 @@ class Cleaner:
         self.first_dirty = 0
         self.strategy = "offset"
 
-    def _versions(self, chunk: Chunk) -> np.ndarray | None:
-        return chunk_versions(self.strategy, chunk)
-
     def _use_map_for(self, strategy: str) -> None:
         """Switch the map between Kafka's plain layout and the versioned one the strategy needs."""
         self.strategy = strategy
@@ -120,22 +117,15 @@ class Cleaner:
                 break
             found = seg.translate_offset(start)
             batches = (b for _, b in seg.batches(found[0] if found else seg.size) if b.base_offset < end)
-            for group in chunks(batches, MAP_CHUNK_BYTES):
+            def account(group: list[RecordBatch], chunk: Chunk) -> None:
                 self.check_abort(lg)
-                chunk = Chunk.scan(group, verify=True)
                 stats.map_messages_read += len(chunk.cols)
                 read = sum(b.size for b in group)
                 stats.map_bytes_read += read
                 self.throttle(read)
-                if not m.put_batch(chunk.data, chunk.cols, 0, start, self._versions(chunk)):
-                    # full: everything before the stopping batch counts as processed (Kafka's latestOffset)
-                    stop = int(np.searchsorted(chunk.rows, m.stopped_row, side="right")) - 1
-                    done = [b.last_offset for b in group[:stop] if b.last_offset >= start]
-                    m.latest_offset = max([m.latest_offset, *done[-1:]])
-                    return m.latest_offset + 1
-                lasts = [b.last_offset for b in group if b.last_offset >= start]
-                if lasts:
-                    m.latest_offset = max(m.latest_offset, lasts[-1])
+
+            if not map_keys(m, batches, start, self.strategy, account):
+                return m.latest_offset + 1
             m.latest_offset = min(nxt, end) - 1
         return m.latest_offset + 1
 
@@ -185,21 +175,46 @@ class Cleaner:
     def filter_chunk(self, chunk: Chunk, upper_bound: int, now: int, delete_retention_ms: int,
                      stats: CleanerStats) -> list[tuple[bytes, int, int]]:
         """The surviving bytes of each batch of a chunk, the map's answers fed to :func:`filter_batches`."""
-        cols = chunk.cols
+        mapped, exact = lookup(self.map, chunk, self.first_dirty, self.strategy)
+        return filter_batches(chunk, mapped, exact, self.map.latest_offset, upper_bound, now, delete_retention_ms, stats)
+
+
+def map_keys(m: OffsetMap, batches: Iterable[RecordBatch], start: int, strategy: str,
+             account: Callable[[list[RecordBatch], Chunk], None] = lambda _g, _c: None) -> bool:
+    """Put the keys of ``batches`` (records at or after ``start``) into ``m``; False once it is full.
+
+    On a full map everything before the stopping batch counts as processed (Kafka's ``latestOffset``),
+    so the next round starts there."""
+    for group in chunks(batches, MAP_CHUNK_BYTES):
+        chunk = Chunk.scan(group, verify=True)
+        account(group, chunk)
+        if not m.put_batch(chunk.data, chunk.cols, 0, start, chunk_versions(strategy, chunk)):
+            stop = int(np.searchsorted(chunk.rows, m.stopped_row, side="right")) - 1
+            done = [b.last_offset for b in group[:stop] if b.last_offset >= start]
+            m.latest_offset = max([m.latest_offset, *done[-1:]])
+            return False
+        lasts = [b.last_offset for b in group if b.last_offset >= start]
+        if lasts:
+            m.latest_offset = max(m.latest_offset, lasts[-1])
+    return True
+
+
+def lookup(m: OffsetMap, chunk: Chunk, first_dirty: int, strategy: str) -> tuple[np.ndarray, bool]:
+    """Each row's mapped offset (-1 when unmapped) and whether only the mapped record itself is chosen
+    (a versioned strategy). A record before ``first_dirty`` (kept by an earlier round) that outranks
+    every mapped record of its key (a higher version) stays, and the map now points at it."""
+    cols = chunk.cols
+    mapped, mapped_versions = m.get_batch(chunk.data, cols)
+    if mapped_versions is not None and chunk.batches[0].base_offset < first_dirty:
         offsets = cols[:, kernels.C_OFFSET_DELTA]
-        mapped, mapped_versions = self.map.get_batch(chunk.data, cols)
-        if mapped_versions is not None and chunk.batches[0].base_offset < self.first_dirty:
-            # A record kept by an earlier round can outrank every dirty record of its key (a higher
-            # version): it stays, and the map now points at it so the dirty ones go.
-            versions = self._versions(chunk)
-            has_key = cols[:, kernels.C_KEY_LEN] >= 0
-            wins = has_key & (mapped >= 0) & (offsets < self.first_dirty) & (versions > mapped_versions)
-            if wins.any():
-                rows = np.flatnonzero(wins)
-                self.map.set_rows(chunk.data, cols, rows, offsets[rows], versions[rows])
-                mapped[rows] = offsets[rows]
-        return filter_batches(chunk, mapped, mapped_versions is not None, self.map.latest_offset, upper_bound, now,
-                              delete_retention_ms, stats)
+        versions = chunk_versions(strategy, chunk)
+        has_key = cols[:, kernels.C_KEY_LEN] >= 0
+        wins = has_key & (mapped >= 0) & (offsets < first_dirty) & (versions > mapped_versions)
+        if wins.any():
+            rows = np.flatnonzero(wins)
+            m.set_rows(chunk.data, cols, rows, offsets[rows], versions[rows])
+            mapped[rows] = offsets[rows]
+    return mapped, mapped_versions is not None
 
 
 def chunk_versions(strategy: str, chunk: Chunk) -> np.ndarray | None:
