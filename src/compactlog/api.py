@@ -26,6 +26,9 @@ import numpy as np
 
 from .cleaner.log_cleaner import CleanResult, LogCleaner
 from .clock import SYSTEM, Time
+from .compaction.reader import compacted_batches
+from .compaction.service import CompactionService, CompactionStatus
+from .compaction.state import CompactionState
 from .errors import InvalidRequestError, UnknownTopicOrPartitionError
 from .records import kernels
 from .records.batch import NO_TIMESTAMP, Record, build_batch
@@ -86,10 +89,12 @@ class CompactLog:
         self.time = time
         self.manager = LogManager(data_dir, broker, time)
         self.cleaner = LogCleaner(self.manager, time)
+        self.compaction = CompactionService(self.manager, time)
         self._round_robin = itertools.count()
         if background:
             self.manager.start_background()
             self.cleaner.start()
+            self.compaction.start()
 
     # admin --------------------------------------------------------------------------------------
     def create_topic(self, name: str, partitions: int | None = None, config: Mapping[str, str] | None = None) -> TopicDescription:
@@ -193,11 +198,15 @@ class CompactLog:
 
     # consume ------------------------------------------------------------------------------------
     def consume(self, topic: str, partition: int | None = None, *, from_beginning: bool = False,
-                offset: int | None = None, timestamp: int | None = None, max_records: int | None = None) -> Iterator[Record]:
+                offset: int | None = None, timestamp: int | None = None, max_records: int | None = None,
+                read_compacted: bool = False) -> Iterator[Record]:
         """Records up to the current end of the log, partition by partition.
 
         Start position: ``offset`` (one partition), the first record at or after ``timestamp``, the
         beginning, or (default, as a new Kafka consumer with auto.offset.reset=latest) the end.
+        ``read_compacted``: the compacted view (see :meth:`compact_topic`): below its horizon the latest
+        record per key, from the horizon on the live log; ``from_beginning`` starts at offset 0 then,
+        since the compacted view outlives the live log's retention.
         """
         n = self.manager.partitions_for(topic)
         parts = range(n) if partition is None else [partition]
@@ -207,7 +216,12 @@ class CompactLog:
         for p in parts:
             lg = self.manager.get_log(topic, p)
             start = self._start_offset(lg, from_beginning, offset, timestamp)
-            for batch in lg.batches(start):
+            if read_compacted:
+                start = 0 if from_beginning else start
+                batches = compacted_batches(lg.dir, lg.batches, lg.log_start_offset, start, lg.log_end_offset)
+            else:
+                batches = lg.batches(start)
+            for batch in batches:
                 for rec in batch.records(topic, p):
                     if rec.offset < start:
                         continue
@@ -250,10 +264,25 @@ class CompactLog:
             self.manager.checkpoint()
         return CleanReport(deleted, cleaned)
 
+    # Pulsar-style compaction ----------------------------------------------------------------------
+    def compact_topic(self, topic: str, partition: int | None = None) -> dict[int, CompactionState | None]:
+        """Build the compacted view now (two-phase, beside the untouched log); per partition the
+        published state, or None when nothing was appended since the last run."""
+        n = self.manager.partitions_for(topic)
+        parts = range(n) if partition is None else [partition]
+        for p in parts:
+            self._check_partition(topic, p)
+        return {p: self.compaction.compact(topic, p) for p in parts}
+
+    def compaction_status(self, topic: str) -> list[CompactionStatus]:
+        """Per partition: NOT_RUN / RUNNING / SUCCESS / ERROR, and the published horizon and figures."""
+        return [self.compaction.status(topic, p) for p in range(self.manager.partitions_for(topic))]
+
     def flush(self) -> None:
         self.manager.flush()
 
     def close(self) -> None:
+        self.compaction.shutdown()
         self.cleaner.shutdown()
         self.manager.close()
 

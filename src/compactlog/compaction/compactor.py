@@ -1,0 +1,143 @@
+"""The two-phase compactor (Pulsar's ``TwoPhaseCompactor``, on Kafka segments).
+
+A run fixes its horizon H = the log end offset when it starts; records appended later are the next
+run's. Its source is the previous side log (the compacted records below the previous horizon) followed
+by the live records from that horizon up to H, so each run is incremental.
+
+* Phase one maps each key of the source to its latest offset (or its best version under a
+  ``compaction.strategy``) in the cleaner's bounded offset map.
+* Phase two writes the records the map chose into a new side log, batches keeping their base offsets
+  and extents. Tombstones (null values) delete their key and are not written; keyless records are
+  dropped (Pulsar's default since 3.2); control batches never reach the compacted view.
+
+When the keys do not fit the map, phase one stops where it filled; phase two then writes an
+intermediate side log in which the mapped range is compacted and the rest is copied, and the next pass
+maps on from there. Memory stays bounded by the map, whatever the number of keys.
+
+Commit: the new side log is fsynced, then ``state.publish`` names it with H in one atomic write, then
+the previous side log is deleted. Nothing is ever written to the live log.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time as _time
+from typing import Callable, Iterator
+
+import numpy as np
+
+from ..cleaner.cleaner import lookup, map_keys, regather
+from ..cleaner.offset_map import OffsetMap
+from ..cleaner.survival import retained
+from ..clock import Time
+from ..records import kernels
+from ..records.batch import RecordBatch
+from ..records.columns import Chunk, chunks
+from ..storage.log import Log
+from .sidelog import SideLog, SideLogWriter
+from .state import CompactionState, publish, read_state, remove_unpublished, side_log_dir, side_logs
+
+READ_CHUNK_BYTES = 1 << 20
+
+
+def side_log_batches(chunk: Chunk, keep: np.ndarray) -> list[tuple[bytes, int, int]]:
+    """The kept records of each batch of ``chunk`` as (bytes, max timestamp, last offset): whole
+    batches copied, partly kept ones rebuilt byte for byte around their kept records (same base offset
+    and extent), emptied batches and control batches left out."""
+    out = []
+    for i, b in enumerate(chunk.batches):
+        if b.is_control:
+            continue
+        lo, hi = int(chunk.rows[i]), int(chunk.rows[i + 1])
+        k = keep[lo:hi]
+        if k.all():
+            out.append((bytes(b.buffer), b.max_timestamp, b.last_offset))
+        elif k.any():
+            data = regather(b, chunk, lo + np.flatnonzero(k))
+            out.append((data, RecordBatch(data).max_timestamp, b.last_offset))
+    return out
+
+
+class Compactor:
+    """Runs compactions of single partitions with one offset map of ``memory`` bytes."""
+
+    def __init__(self, memory: int, load_factor: float, time: Time,
+                 checkpoint: Callable[[str], None] = lambda _stage: None) -> None:
+        self.memory = memory
+        self.load_factor = load_factor
+        self.time = time
+        self.checkpoint = checkpoint  # called at each stage; tests raise from it to simulate a crash
+
+    def compact(self, lg: Log) -> CompactionState | None:
+        """One run over ``lg``; returns the published state, or None when there was nothing new."""
+        started_ms, t0 = self.time.milliseconds(), _time.monotonic()
+        pdir = lg.dir
+        remove_unpublished(pdir)
+        prev = read_state(pdir)
+        horizon = lg.log_end_offset
+        if horizon == (prev.horizon if prev else lg.log_start_offset):
+            return None
+        strategy = lg.config.compaction_strategy
+        m = OffsetMap(self.memory, self.load_factor, strategy != "offset")
+        next_id = max([0, *side_logs(pdir)]) + 1
+        source: SideLog | None = SideLog(side_log_dir(pdir, prev.side_log)) if prev else None
+        prev_horizon = prev.horizon if prev else 0
+        counted = {"records": 0, "bytes": 0}
+
+        def read(src: SideLog | None, below: int, count: bool = False) -> Iterator[RecordBatch]:
+            """The source of this pass: side log below ``below``, then live records up to H."""
+            if src is not None:
+                for b in src.batches(0, below):
+                    if count:
+                        counted["records"] += b.record_count
+                        counted["bytes"] += b.size
+                    yield b
+            for b in lg.batches(max(below, lg.log_start_offset), horizon):
+                if count:
+                    counted["records"] += b.record_count
+                    counted["bytes"] += b.size
+                yield b
+
+        start = 0
+        first_pass = True
+        try:
+            while True:
+                m.clear()
+                mapped_all = map_keys(m, read(source, prev_horizon if first_pass else horizon), start, strategy)
+                if mapped_all:
+                    m.latest_offset = horizon - 1
+                self.checkpoint("phase-one")
+                out_id = next_id
+                next_id += 1
+                writer = SideLogWriter(side_log_dir(pdir, out_id), lg.segment_params(), lg.config.segment_bytes)
+                for group in chunks(read(source, prev_horizon if first_pass else horizon, count=first_pass),
+                                    READ_CHUNK_BYTES):
+                    chunk = Chunk.scan(group, verify=True)
+                    mapped, exact = lookup(m, chunk, start, strategy)
+                    cols = chunk.cols
+                    keep = retained(cols[:, kernels.C_OFFSET_DELTA], mapped, cols[:, kernels.C_KEY_LEN] >= 0,
+                                    cols[:, kernels.C_VAL_LEN] < 0, m.latest_offset, 0, 0, exact=exact)
+                    writer.append(side_log_batches(chunk, keep))
+                writer.finish()
+                self.checkpoint("phase-two")
+                if source is not None:
+                    source.close()
+                    if not first_pass:
+                        shutil.rmtree(source.dir, ignore_errors=True)  # an earlier pass's intermediate
+                first_pass = False
+                source = SideLog(side_log_dir(pdir, out_id))
+                if mapped_all:
+                    break
+                start = m.latest_offset + 1
+            state = CompactionState(horizon, out_id, started_ms, int((_time.monotonic() - t0) * 1000),
+                                    counted["records"], counted["bytes"], writer.records, writer.bytes)
+            source.close()
+            self.checkpoint("publish")
+            publish(pdir, state)
+        except BaseException:
+            if source is not None:
+                source.close()
+            remove_unpublished(pdir)
+            raise
+        remove_unpublished(pdir)  # the previous side log, now superseded
+        return state

@@ -1,0 +1,39 @@
+"""Reading the compacted view: the side log below the horizon, the live log from it on.
+
+The (horizon, side log) pair is read once when a read starts, and the side log's files are opened
+then, so a compaction publishing a new pair meanwhile changes nothing for this read. Positions always
+advance: once the side log has nothing more below the horizon, reading goes on at the horizon (or at
+the log start offset, if retention has removed live records beyond it).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterator
+
+from ..records.batch import RecordBatch
+from .sidelog import SideLog
+from .state import read_state, side_log_dir
+
+
+def compacted_batches(partition_dir: Path, live_batches, log_start_offset: int, start: int,
+                      end: int | None = None, attempts: int = 5) -> Iterator[RecordBatch]:
+    """Batches of the compacted view holding offsets in [start, end). ``live_batches(lo, hi)`` reads
+    the live log (a Log or a read-only snapshot)."""
+    for attempt in range(attempts):
+        state = read_state(partition_dir)
+        if state is None:
+            yield from live_batches(max(start, log_start_offset), end)
+            return
+        try:
+            side = SideLog(side_log_dir(partition_dir, state.side_log))
+            break
+        except FileNotFoundError:  # replaced by a newer run between reading the state and opening
+            if attempt == attempts - 1:
+                raise
+    with side:
+        hi = state.horizon if end is None else min(end, state.horizon)
+        if start < hi:
+            yield from side.batches(start, hi)
+    if end is None or end > state.horizon:
+        yield from live_batches(max(start, state.horizon, log_start_offset), end)

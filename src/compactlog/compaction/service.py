@@ -1,0 +1,134 @@
+"""Who runs compactions, when, and what they report (Pulsar's ``compactionStatus`` and monitor).
+
+At most one run per partition at a time: a second request while one runs gets
+``CompactionInProgressError``, as Pulsar answers "Compaction already in progress". Status is kept in
+memory (NOT_RUN until the first run in this process, then RUNNING, SUCCESS or ERROR with the error
+text); the published state on disk (horizon, sizes, time) survives restarts. A monitor thread of a
+long-running process checks ``compaction.threshold.bytes`` of every topic: when the bytes of the live
+log beyond the horizon exceed it (0 = off), the partition is compacted.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass
+
+from ..clock import Time
+from ..errors import CompactLogError
+from ..storage.log import Log
+from .compactor import Compactor
+from .state import CompactionState, read_state, remove_unpublished
+
+log = logging.getLogger(__name__)
+
+MONITOR_INTERVAL_MS = 60_000  # Pulsar's brokerServiceCompactionMonitorIntervalInSeconds
+
+
+class CompactionInProgressError(CompactLogError):
+    """A compaction of this partition is already running."""
+
+    code, name = 42, "INVALID_REQUEST"
+
+
+@dataclass(frozen=True)
+class CompactionStatus:
+    topic: str
+    partition: int
+    status: str  # NOT_RUN, RUNNING, SUCCESS, ERROR
+    error: str | None
+    state: CompactionState | None  # the published horizon and the last successful run's figures
+
+
+def backlog_bytes(lg: Log, horizon: int) -> int:
+    """Bytes of the live log not yet covered by the compacted view (segments ending after the horizon)."""
+    segs = lg.segments
+    total = 0
+    for i, s in enumerate(segs):
+        nxt = segs[i + 1].base_offset if i + 1 < len(segs) else lg.log_end_offset
+        if nxt > horizon:
+            total += s.size
+    return total
+
+
+class CompactionService:
+    def __init__(self, logs, time: Time) -> None:
+        self.logs = logs
+        self.time = time
+        b = logs.broker
+        self.memory = min(b.get("log.cleaner.dedupe.buffer.size") // max(1, b.get("log.cleaner.threads")), 2**31 - 1)
+        self.load_factor = b.get("log.cleaner.io.buffer.load.factor")
+        self.lock = threading.Lock()
+        self.running: set[tuple[str, int]] = set()
+        self.results: dict[tuple[str, int], tuple[str, str | None]] = {}
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.checkpoint = lambda _stage: None  # tests stop runs at a stage through this
+        for lg in list(logs.logs.values()):
+            remove_unpublished(lg.dir)
+
+    def compact(self, topic: str, partition: int) -> CompactionState | None:
+        """Run one compaction of the partition now; None when nothing was appended since the last."""
+        tp = (topic, partition)
+        lg = self.logs.get_log(topic, partition)
+        with self.lock:
+            if tp in self.running:
+                raise CompactionInProgressError(f"Compaction of {topic}-{partition} is already in progress.")
+            self.running.add(tp)
+        try:
+            state = Compactor(self.memory, self.load_factor, self.time, self.checkpoint).compact(lg)
+            self.results[tp] = ("SUCCESS", None)
+            return state
+        except BaseException as exc:
+            self.results[tp] = ("ERROR", f"{type(exc).__name__}: {exc}")
+            raise
+        finally:
+            with self.lock:
+                self.running.discard(tp)
+
+    def status(self, topic: str, partition: int) -> CompactionStatus:
+        tp = (topic, partition)
+        lg = self.logs.get_log(topic, partition)
+        with self.lock:
+            running = tp in self.running
+        kind, error = ("RUNNING", None) if running else self.results.get(tp, ("NOT_RUN", None))
+        return CompactionStatus(topic, partition, kind, error, read_state(lg.dir))
+
+    def due(self) -> list[tuple[str, int]]:
+        """Partitions whose bytes beyond the horizon exceed their topic's ``compaction.threshold.bytes``."""
+        out = []
+        for tp, lg in list(self.logs.logs.items()):
+            threshold = lg.config.compaction_threshold_bytes
+            if threshold and tp not in self.running:
+                st = read_state(lg.dir)
+                if backlog_bytes(lg, st.horizon if st else lg.log_start_offset) > threshold:
+                    out.append(tp)
+        return out
+
+    def check(self) -> list[tuple[str, int]]:
+        """One monitor tick: compact every partition that is due; returns those it compacted."""
+        done = []
+        for tp in self.due():
+            try:
+                self.compact(*tp)
+                done.append(tp)
+            except CompactionInProgressError:
+                pass
+            except Exception:
+                log.exception("compaction of %s-%s failed", *tp)
+        return done
+
+    def start(self, interval_ms: int = MONITOR_INTERVAL_MS) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, args=(interval_ms,), name="compaction-monitor", daemon=True)
+            self._thread.start()
+
+    def _run(self, interval_ms: int) -> None:
+        while not self._stop.wait(interval_ms / 1000):
+            self.check()
+
+    def shutdown(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
