@@ -104,10 +104,12 @@ def produce(data_dir, server_properties, topic, properties, compression_codec, c
 @click.option("--partition", type=int, help="Read only this partition.")
 @click.option("--offset", help="Start offset for --partition: a number, 'earliest' or 'latest'.")
 @click.option("--max-messages", type=int, help="Stop after this many records.")
+@click.option("--read-compacted", is_flag=True,
+              help="Read the compacted view (compact-topic): latest record per key below its horizon, then the live log.")
 @click.option("--property", "properties", multiple=True,
               help="print.key, print.value, print.timestamp, print.offset, print.partition, print.headers, key.separator, line.separator, null.literal (alias null.marker).")
 @kafka_errors
-def consume(data_dir, server_properties, topic, from_beginning, partition, offset, max_messages, properties):
+def consume(data_dir, server_properties, topic, from_beginning, partition, offset, max_messages, read_compacted, properties):
     """Print records up to the current end of the log (kafka-console-consumer).
 
     Example: compactlog consume --data-dir data --topic prices --from-beginning --property print.key=true
@@ -127,7 +129,8 @@ def consume(data_dir, server_properties, topic, from_beginning, partition, offse
         elif offset != "latest":
             start = int(offset)
     with open_data_dir(data_dir, server_properties) as cl:
-        for rec in cl.consume(topic, partition, from_beginning=from_beginning, offset=start, max_records=max_messages):
+        for rec in cl.consume(topic, partition, from_beginning=from_beginning, offset=start, max_records=max_messages,
+                              read_compacted=read_compacted):
             cols = []
             if flag("print.timestamp"):
                 cols.append(f"{'LogAppendTime' if rec.timestamp_type else 'CreateTime'}:{rec.timestamp}".encode())

@@ -7,6 +7,7 @@ import logging
 import click
 
 from .. import __version__
+from .compaction import compact_topic, compaction_status
 from .console import consume, produce
 from .demo import demo
 from .dumplog import dump_log
@@ -24,5 +25,5 @@ def main(verbose: int) -> None:
                         format="[%(asctime)s] %(levelname)s %(message)s (%(name)s)")
 
 
-for command in (topics, configs, produce, consume, dump_log, clean, demo, spark):
+for command in (topics, configs, produce, consume, dump_log, clean, compact_topic, compaction_status, demo, spark):
     main.add_command(command)

@@ -1,9 +1,10 @@
 """Who runs compactions, when, and what they report (Pulsar's ``compactionStatus`` and monitor).
 
 At most one run per partition at a time: a second request while one runs gets
-``CompactionInProgressError``, as Pulsar answers "Compaction already in progress". Status is kept in
-memory (NOT_RUN until the first run in this process, then RUNNING, SUCCESS or ERROR with the error
-text); the published state on disk (horizon, sizes, time) survives restarts. A monitor thread of a
+``CompactionInProgressError``, as Pulsar answers "Compaction already in progress". Status is RUNNING
+while a run is under way, ERROR with its text after a failed run (until one succeeds), SUCCESS with the
+published horizon and figures, or NOT_RUN. Unlike Pulsar's in-memory status, the last outcome is kept
+on disk: every CLI command is its own process. A monitor thread of a
 long-running process checks ``compaction.threshold.bytes`` of every topic: when the bytes of the live
 log beyond the horizon exceed it (0 = off), the partition is compacted.
 """
@@ -18,7 +19,7 @@ from ..clock import Time
 from ..errors import CompactLogError
 from ..storage.log import Log
 from .compactor import Compactor
-from .state import CompactionState, read_state, remove_unpublished
+from .state import CompactionState, clear_error, read_error, read_state, record_error, remove_unpublished
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +61,6 @@ class CompactionService:
         self.load_factor = b.get("log.cleaner.io.buffer.load.factor")
         self.lock = threading.Lock()
         self.running: set[tuple[str, int]] = set()
-        self.results: dict[tuple[str, int], tuple[str, str | None]] = {}
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.checkpoint = lambda _stage: None  # tests stop runs at a stage through this
@@ -75,12 +75,13 @@ class CompactionService:
             if tp in self.running:
                 raise CompactionInProgressError(f"Compaction of {topic}-{partition} is already in progress.")
             self.running.add(tp)
+        started = self.time.milliseconds()
         try:
             state = Compactor(self.memory, self.load_factor, self.time, self.checkpoint).compact(lg)
-            self.results[tp] = ("SUCCESS", None)
+            clear_error(lg.dir)
             return state
         except BaseException as exc:
-            self.results[tp] = ("ERROR", f"{type(exc).__name__}: {exc}")
+            record_error(lg.dir, started, f"{type(exc).__name__}: {exc}")
             raise
         finally:
             with self.lock:
@@ -91,8 +92,12 @@ class CompactionService:
         lg = self.logs.get_log(topic, partition)
         with self.lock:
             running = tp in self.running
-        kind, error = ("RUNNING", None) if running else self.results.get(tp, ("NOT_RUN", None))
-        return CompactionStatus(topic, partition, kind, error, read_state(lg.dir))
+        state, failed = read_state(lg.dir), read_error(lg.dir)
+        if running:
+            return CompactionStatus(topic, partition, "RUNNING", None, state)
+        if failed is not None:
+            return CompactionStatus(topic, partition, "ERROR", failed[1], state)
+        return CompactionStatus(topic, partition, "NOT_RUN" if state is None else "SUCCESS", None, state)
 
     def due(self) -> list[tuple[str, int]]:
         """Partitions whose bytes beyond the horizon exceed their topic's ``compaction.threshold.bytes``."""

@@ -18,6 +18,7 @@ from pathlib import Path
 from ..storage import files
 
 STATE_FILE = "compaction-state"
+ERROR_FILE = "compaction-error"  # the last run's failure, until a run succeeds
 SIDE_LOG_PREFIX = "compacted."
 _SIDE_LOG = re.compile(r"^compacted\.(\d+)$")
 
@@ -74,3 +75,19 @@ def remove_unpublished(partition_dir: Path) -> list[int]:
     if gone:
         files.fsync_dir(Path(partition_dir))
     return gone
+
+
+def record_error(partition_dir: Path, run_ms: int, error: str) -> None:
+    files.atomic_write(Path(partition_dir) / ERROR_FILE, json.dumps({"run_ms": run_ms, "error": error}) + "\n")
+
+
+def read_error(partition_dir: Path) -> tuple[int, str] | None:
+    try:
+        d = json.loads((Path(partition_dir) / ERROR_FILE).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    return d["run_ms"], d["error"]
+
+
+def clear_error(partition_dir: Path) -> None:
+    (Path(partition_dir) / ERROR_FILE).unlink(missing_ok=True)
