@@ -215,9 +215,13 @@ class CompactLog:
         left = max_records
         for p in parts:
             lg = self.manager.get_log(topic, p)
-            start = self._start_offset(lg, from_beginning, offset, timestamp)
+            if read_compacted and offset is None and timestamp is None and from_beginning:
+                start = 0  # the compacted view starts before the live log when retention trimmed it
+            elif read_compacted and offset is not None and 0 <= offset < lg.log_start_offset:
+                start = offset
+            else:
+                start = self._start_offset(lg, from_beginning, offset, timestamp)
             if read_compacted:
-                start = 0 if from_beginning else start
                 batches = compacted_batches(lg.dir, lg.batches, lg.log_start_offset, start, lg.log_end_offset)
             else:
                 batches = lg.batches(start)
