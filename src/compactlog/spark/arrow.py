@@ -55,12 +55,19 @@ def chunk_to_arrow(chunk: Chunk, topic: str, partition: int, start: int, end: in
 
 
 def read_partition(path: str, topic: str, partition: int, start: int, end: int, include_headers: bool,
-                   chunk_bytes: int = 4 << 20) -> Iterator[pa.RecordBatch]:
-    """Arrow batches of one partition's records in [start, end), read from a read-only snapshot."""
+                   chunk_bytes: int = 4 << 20, read_compacted: bool = False) -> Iterator[pa.RecordBatch]:
+    """Arrow batches of one partition's records in [start, end), read from a read-only snapshot;
+    ``read_compacted``: of its compacted view (side log below the horizon, live log after)."""
     if start >= end:
         return
     with PartitionSnapshot.open(path, topic, partition) as snap:
-        for group in chunks(snap.batches(start, end), chunk_bytes):
+        if read_compacted:
+            from ..compaction.reader import compacted_batches
+
+            batches = compacted_batches(snap.directory, snap.batches, snap.log_start_offset, start, end)
+        else:
+            batches = snap.batches(start, end)
+        for group in chunks(batches, chunk_bytes):
             rb = chunk_to_arrow(Chunk.scan(group), topic, partition, start, end, include_headers)
             if rb is not None:
                 yield rb

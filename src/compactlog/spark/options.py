@@ -27,6 +27,7 @@ class SourceOptions:
     max_offsets_per_trigger: int | None
     max_partition_bytes: int
     partitions: dict[str, int]  # topic -> partition count
+    read_compacted: bool = False  # the compacted view (compact-topic) instead of the whole log
 
     @classmethod
     def parse(cls, options: Mapping[str, str], streaming: bool = False) -> "SourceOptions":
@@ -59,13 +60,15 @@ class SourceOptions:
             max_offsets_per_trigger=int(opts["maxoffsetspertrigger"]) if "maxoffsetspertrigger" in opts else None,
             max_partition_bytes=int(opts.get("maxpartitionbytes", str(128 << 20))),
             partitions={t: topics[t]["partitions"] for t in wanted},
+            read_compacted=opts.get("readcompacted", "false").lower() == "true",
         )
 
     def start_for(self, topic: str, partition: int, log_start: int, log_end: int) -> int:
-        return _resolve(self.starting, topic, partition, log_start, log_end)
+        return _resolve(self.starting, topic, partition, 0 if self.read_compacted else log_start, log_end)
 
     def end_for(self, topic: str, partition: int, log_start: int, log_end: int) -> int:
-        return _resolve(self.ending, topic, partition, log_start, log_end)
+        # the compacted view begins before the live log once retention has trimmed it
+        return _resolve(self.ending, topic, partition, 0 if self.read_compacted else log_start, log_end)
 
 
 def _offsets(value: str, name: str) -> dict[tuple[str, int], int] | int:

@@ -42,11 +42,13 @@ class PartitionRange(InputPartition):
     start: int
     end: int
     include_headers: bool
+    read_compacted: bool
 
-    def __init__(self, path, topic, partition, start, end, include_headers):  # InputPartition takes a value
+    def __init__(self, path, topic, partition, start, end, include_headers, read_compacted=False):  # InputPartition takes a value
         super().__init__((topic, partition, start, end))
         self.path, self.topic, self.partition = path, topic, partition
         self.start, self.end, self.include_headers = start, end, include_headers
+        self.read_compacted = read_compacted
 
 
 def plan_ranges(opts: SourceOptions, ends: dict[tuple[str, int], int] | None = None,
@@ -63,12 +65,13 @@ def plan_ranges(opts: SourceOptions, ends: dict[tuple[str, int], int] | None = N
                     continue
                 cuts, acc = [start], 0
                 for seg in snap.segments:
-                    if start < seg.base_offset < end and acc >= opts.max_partition_bytes:
+                    if start < seg.base_offset < end and acc >= opts.max_partition_bytes and not opts.read_compacted:
                         cuts.append(seg.base_offset)
                         acc = 0
                     acc += seg.size
                 cuts.append(end)
-                out += [PartitionRange(opts.path, topic, p, a, b, opts.include_headers) for a, b in zip(cuts, cuts[1:]) if a < b]
+                out += [PartitionRange(opts.path, topic, p, a, b, opts.include_headers, opts.read_compacted)
+                        for a, b in zip(cuts, cuts[1:]) if a < b]
     return out
 
 
@@ -81,7 +84,7 @@ class CompactLogReader(DataSourceReader):
 
     def read(self, partition: PartitionRange) -> Iterator[pa.RecordBatch]:
         yield from read_partition(partition.path, partition.topic, partition.partition, partition.start,
-                                  partition.end, partition.include_headers)
+                                  partition.end, partition.include_headers, read_compacted=partition.read_compacted)
 
 
 class CompactLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -143,7 +146,7 @@ class CompactLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
 
     def read(self, partition: PartitionRange) -> Iterator[pa.RecordBatch]:
         yield from read_partition(partition.path, partition.topic, partition.partition, partition.start,
-                                  partition.end, partition.include_headers)
+                                  partition.end, partition.include_headers, read_compacted=partition.read_compacted)
 
     def commit(self, end: dict) -> None:
         pass
