@@ -1,0 +1,101 @@
+"""Reading a topic into Spark: rows/s of a read + groupBy over a 10 M record topic through the
+`compactlog` data source, against the same rows read from Parquet in the same run; then the same on
+local[1] and local[2] (each in its own process and JVM) for the speed-up.
+
+Each query runs twice and the second run is the figure: the first also starts the Python workers that
+our data source reads in (a fixed few seconds, shown apart). The query touches key, value and offset, so neither source can skip the value bytes (Parquet could
+prune columns, our Python data source cannot): per key, the highest offset and the value bytes.
+
+Usage: python bench/bench_spark.py [--records 10000000] [--keys 1000000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+from rich.console import Console
+from rich.table import Table
+
+sys.path.insert(0, os.path.dirname(__file__))
+from cleaner_data import write_topic  # noqa: E402
+
+from compactlog.records import Codec  # noqa: E402
+
+CHILD = """
+import json, sys, time
+from pyspark.sql import functions as F
+from compactlog.spark.session import spark_session
+data, parquet, master = sys.argv[1:4]
+spark = spark_session(master)
+spark.range(1).count()
+
+def query(df):
+    return df.groupBy("key").agg(F.max("offset").alias("o"), F.sum(F.length("value")).alias("b")).agg(F.count("*"), F.sum("b")).collect()[0]
+
+src = spark.read.format("compactlog").option("path", data).option("subscribe", "bench").load()
+import os
+if not os.path.exists(parquet):
+    src.write.parquet(parquet)
+out = {}
+for name, df in (("compactlog", src), ("parquet", spark.read.parquet(parquet))):
+    times = []
+    for _ in range(2):  # the first run also starts Python workers (compactlog) or warms the JIT
+        t0 = time.perf_counter()
+        keys, nbytes = query(df)
+        times.append(time.perf_counter() - t0)
+    out[name] = {"seconds": times[1], "first_run": times[0], "keys": keys, "value_bytes": nbytes}
+spark.stop()
+print(json.dumps(out))
+"""
+
+
+def child(data: str, parquet: str, master: str) -> dict:
+    p = subprocess.run([sys.executable, "-c", CHILD, data, parquet, master], capture_output=True, text=True)
+    if p.returncode:
+        raise SystemExit(f"child failed:\n{p.stderr[-4000:]}")
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--records", type=int, default=10_000_000)
+    ap.add_argument("--keys", type=int, default=1_000_000)
+    args = ap.parse_args()
+    console = Console(width=max(Console().width, 110))
+    root = tempfile.mkdtemp(prefix="compactlog-spark-bench-")
+    try:
+        data, parquet = os.path.join(root, "data"), os.path.join(root, "parquet")
+        t0 = time.perf_counter()
+        size = write_topic(data, args.records, args.keys, Codec.NONE)
+        console.print(f"wrote {args.records:,} records ({size / 1e6:,.0f} MB) in {time.perf_counter() - t0:.0f} s; "
+                      f"{os.cpu_count()} cores")
+        runs = {}
+        for master in ("local[2]", "local[1]"):
+            runs[master] = child(data, parquet, master)
+            console.print(f"{master}: {json.dumps(runs[master])}")
+        t = Table(title=f"read + groupBy(key) over {args.records:,} records")
+        for col in ("master", "source", "first run s", "seconds", "rows/s", "keys", "vs Parquet"):
+            t.add_column(col, justify="right")
+        for master, r in runs.items():
+            for name in ("compactlog", "parquet"):
+                x = r[name]
+                assert x["keys"] == r["parquet"]["keys"] and x["value_bytes"] == r["parquet"]["value_bytes"]
+                t.add_row(master, name, f"{x['first_run']:.1f}", f"{x['seconds']:.1f}", f"{args.records / x['seconds']:,.0f}", f"{x['keys']:,}",
+                          f"{r['parquet']['seconds'] / x['seconds']:.2f}x")
+        console.print(t)
+        for name in ("compactlog", "parquet"):
+            console.print(f"{name}: local[2] is {runs['local[1]'][name]['seconds'] / runs['local[2]'][name]['seconds']:.2f}x "
+                          "as fast as local[1]")
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
