@@ -49,7 +49,11 @@ with compactlog.open(sys.argv[1]) as cl:
         else:
             cache[r.key] = r.value
     dt = time.perf_counter() - t0
-print(json.dumps({"seconds": dt, "keys": len(cache), "digest": hash(frozenset(cache.items()))}))
+import hashlib
+h = hashlib.sha256()
+for k in sorted(cache):
+    h.update(k + b"=" + cache[k] + b";")
+print(json.dumps({"seconds": dt, "keys": len(cache), "digest": h.hexdigest()}))
 """
 
 

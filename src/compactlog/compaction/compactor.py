@@ -117,7 +117,7 @@ class Compactor:
                     cols = chunk.cols
                     keep = retained(cols[:, kernels.C_OFFSET_DELTA], mapped, cols[:, kernels.C_KEY_LEN] >= 0,
                                     cols[:, kernels.C_VAL_LEN] < 0, m.latest_offset, 0, 0, exact=exact)
-                    writer.append(side_log_batches(chunk, keep))
+                    writer.append(side_log_batches(chunk, keep), int(keep.sum()))
                 writer.finish()
                 self.checkpoint("phase-two")
                 if source is not None:

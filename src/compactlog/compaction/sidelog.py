@@ -29,18 +29,22 @@ class SideLogWriter:
         self.bytes = 0
         self.records = 0
 
-    def append(self, out: Iterable[tuple[bytes, int, int]]) -> None:
-        """``out``: (batch bytes, max timestamp, last offset) per kept batch, in offset order."""
-        for data, max_ts, last in out:
-            seg = self.segments[-1] if self.segments else None
-            if seg is None or seg.size + len(data) > self.segment_bytes:
-                if seg is not None:
-                    seg.on_become_inactive()
-                seg = LogSegment(self.dir, RecordBatch(data).base_offset, self.params)
-                self.segments.append(seg)
-            seg.append(last, max_ts, last, data)
-            self.bytes += len(data)
-            self.records += RecordBatch(data).record_count
+    def append(self, out: list[tuple[bytes, int, int]], records: int) -> None:
+        """``out``: (batch bytes, max timestamp, last offset) per kept batch, in offset order, holding
+        ``records`` records; written with one append (a new segment first if it would overflow)."""
+        if not out:
+            return
+        data = b"".join(o for o, _, _ in out)
+        seg = self.segments[-1] if self.segments else None
+        if seg is None or (seg.size and seg.size + len(data) > self.segment_bytes):
+            if seg is not None:
+                seg.on_become_inactive()
+            seg = LogSegment(self.dir, RecordBatch(out[0][0]).base_offset, self.params)
+            self.segments.append(seg)
+        max_ts, at = max((ts, last) for _, ts, last in out)
+        seg.append(out[-1][2], max_ts, at, data)
+        self.bytes += len(data)
+        self.records += records
 
     def finish(self) -> None:
         """Everything on disk and fsynced, files closed."""
