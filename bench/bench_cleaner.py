@@ -11,7 +11,6 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -20,6 +19,7 @@ from rich.console import Console
 from rich.table import Table
 
 sys.path.insert(0, os.path.dirname(__file__))
+from children import run_child  # noqa: E402
 from cleaner_data import write_topic  # noqa: E402
 
 from compactlog.records import Codec, kernels  # noqa: E402
@@ -48,8 +48,7 @@ with compactlog.open(sys.argv[1], broker) as cl:
 
 
 def clean_in_child(path: str, broker: dict) -> dict:
-    out = subprocess.run([sys.executable, "-c", CHILD, path, json.dumps(broker)], capture_output=True, text=True, check=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return run_child(CHILD, path, json.dumps(broker))
 
 
 def main() -> None:

@@ -7,20 +7,17 @@ Usage: python bench/bench_compaction.py [--records 10000000] [--keys 1000000]
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
-import tempfile
 import time
 
-from rich.console import Console
 from rich.table import Table
 
 sys.path.insert(0, os.path.dirname(__file__))
 from bench_cleaner import clean_in_child  # noqa: E402
+from children import bench_start, run_child  # noqa: E402
 from cleaner_data import write_topic  # noqa: E402
 
 from compactlog.records import Codec  # noqa: E402
@@ -57,27 +54,16 @@ print(json.dumps({"seconds": dt, "keys": len(cache), "digest": h.hexdigest()}))
 """
 
 
-def child(code: str, *args: str) -> dict:
-    p = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True)
-    if p.returncode:
-        raise SystemExit(f"child failed:\n{p.stderr[-4000:]}")
-    return json.loads(p.stdout.strip().splitlines()[-1])
-
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--records", type=int, default=10_000_000)
-    ap.add_argument("--keys", type=int, default=1_000_000)
-    args = ap.parse_args()
-    console = Console(width=max(Console().width, 110))
-    root = tempfile.mkdtemp(prefix="compactlog-compaction-bench-")
+    args, console, root = bench_start("compaction")
     try:
         pulsar, kafka = os.path.join(root, "pulsar"), os.path.join(root, "kafka")
         t0 = time.perf_counter()
         size = write_topic(pulsar, args.records, args.keys, Codec.NONE)
         shutil.copytree(pulsar, kafka)
         console.print(f"wrote {args.records:,} records ({size / 1e6:,.0f} MB) twice in {time.perf_counter() - t0:.0f} s")
-        rc = child(COMPACT_CHILD, pulsar)
+        rc = run_child(COMPACT_CHILD, pulsar)
         console.print(f"compact-topic: {json.dumps(rc)}")
         rk = clean_in_child(kafka, {})
         console.print(f"log cleaner: {json.dumps(rk)}")
@@ -91,7 +77,7 @@ def main() -> None:
         console.print(t)
         ratio = (rc["records"] / rc["seconds"]) / (rk["records"] / rk["seconds"])
         console.print(f"compact-topic runs at {100 * ratio:.0f}% of the cleaner's records/s")
-        full, compacted = child(CACHE_CHILD, pulsar, "full"), child(CACHE_CHILD, pulsar, "compacted")
+        full, compacted = run_child(CACHE_CHILD, pulsar, "full"), run_child(CACHE_CHILD, pulsar, "compacted")
         assert full["keys"] == compacted["keys"] and full["digest"] == compacted["digest"], "the two caches differ"
         t2 = Table(title=f"rebuilding a {full['keys']:,} key cache (consume + dict)")
         for col in ("read", "seconds", "keys"):

@@ -11,19 +11,16 @@ Usage: python bench/bench_spark.py [--records 10000000] [--keys 1000000]
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
-import tempfile
 import time
 
-from rich.console import Console
 from rich.table import Table
 
 sys.path.insert(0, os.path.dirname(__file__))
+from children import bench_start, run_child  # noqa: E402
 from cleaner_data import write_topic  # noqa: E402
 
 from compactlog.records import Codec  # noqa: E402
@@ -56,20 +53,9 @@ print(json.dumps(out))
 """
 
 
-def child(data: str, parquet: str, master: str) -> dict:
-    p = subprocess.run([sys.executable, "-c", CHILD, data, parquet, master], capture_output=True, text=True)
-    if p.returncode:
-        raise SystemExit(f"child failed:\n{p.stderr[-4000:]}")
-    return json.loads(p.stdout.strip().splitlines()[-1])
-
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--records", type=int, default=10_000_000)
-    ap.add_argument("--keys", type=int, default=1_000_000)
-    args = ap.parse_args()
-    console = Console(width=max(Console().width, 110))
-    root = tempfile.mkdtemp(prefix="compactlog-spark-bench-")
+    args, console, root = bench_start("spark")
     try:
         data, parquet = os.path.join(root, "data"), os.path.join(root, "parquet")
         t0 = time.perf_counter()
@@ -78,7 +64,7 @@ def main() -> None:
                       f"{os.cpu_count()} cores")
         runs = {}
         for master in ("local[2]", "local[1]"):
-            runs[master] = child(data, parquet, master)
+            runs[master] = run_child(CHILD, data, parquet, master)
             console.print(f"{master}: {json.dumps(runs[master])}")
         t = Table(title=f"read + groupBy(key) over {args.records:,} records")
         for col in ("master", "source", "first run s", "seconds", "rows/s", "keys", "vs Parquet"):

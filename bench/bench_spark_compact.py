@@ -7,23 +7,20 @@ Usage: python bench/bench_spark_compact.py [--records 10000000] [--keys 1000000]
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
-import tempfile
 import time
 
-from rich.console import Console
 from rich.table import Table
 
 sys.path.insert(0, os.path.dirname(__file__))
 from bench_cleaner import clean_in_child  # noqa: E402
+from children import bench_start, run_child  # noqa: E402
 from cleaner_data import write_topic  # noqa: E402
 
-from compactlog.records import Codec, kernels  # noqa: E402
+from compactlog.records import Codec  # noqa: E402
 
 SPARK_CHILD = """
 import json, sys, time
@@ -55,23 +52,9 @@ print(json.dumps({"records": n, "digest": h.hexdigest()}))
 """
 
 
-def child(code: str, *args: str) -> dict:
-    out = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True)
-    if out.returncode:
-        raise SystemExit(f"child failed:\n{out.stderr[-5000:]}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
-
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--records", type=int, default=10_000_000)
-    ap.add_argument("--keys", type=int, default=1_000_000)
-    ap.add_argument("--master", default="local[*]")
-    args = ap.parse_args()
-    console = Console(width=max(Console().width, 130))
-    console.print(f"kernels: {'compiled' if kernels.NATIVE else 'python twin'}; {args.records:,} records, "
-                  f"{args.keys:,} keys, {os.cpu_count()} cores, Spark master {args.master}")
-    root = tempfile.mkdtemp(prefix="compactlog-spark-compact-bench-")
+    args, console, root = bench_start("spark-compact")
     try:
         local, spark = os.path.join(root, "local"), os.path.join(root, "spark")
         t0 = time.perf_counter()
@@ -81,9 +64,9 @@ def main() -> None:
         small = int(args.keys / 8 / 0.9 * 24) + 24  # the buffer holds 1/8 of the keys
         rl = clean_in_child(local, {"log.cleaner.dedupe.buffer.size": str(small)})
         console.print(f"local cleaner: {json.dumps(rl)}")
-        rs = child(SPARK_CHILD, spark, args.master)
+        rs = run_child(SPARK_CHILD, spark, args.master)
         console.print(f"spark job: {json.dumps(rs)}")
-        dl, ds = child(DIGEST_CHILD, local), child(DIGEST_CHILD, spark)
+        dl, ds = run_child(DIGEST_CHILD, local), run_child(DIGEST_CHILD, spark)
         same = dl == ds
         t = Table(title=f"compaction of {args.records:,} records / {args.keys:,} keys, dedupe buffer = 1/8 of the keys")
         for col in ("", "rounds", "seconds", "records/s", "records after", "same records"):

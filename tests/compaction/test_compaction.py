@@ -67,11 +67,11 @@ def test_batches_keep_their_base_offsets_and_extents(cl):
     cl.append_batch("t", 0, build_batch([b"a", b"b", b"c"], [b"1", b"2", b"3"]))
     cl.append_batch("t", 0, build_batch([b"a", b"b"], [b"4", b"5"]))
     cl.compact_topic("t")
-    from compactlog.compaction.sidelog import SideLog
+    from compactlog.storage.snapshot import PartitionSnapshot
     from compactlog.compaction.state import read_state, side_log_dir
 
     lg = cl.log("t")
-    with SideLog(side_log_dir(lg.dir, read_state(lg.dir).side_log)) as side:
+    with PartitionSnapshot.of_directory(side_log_dir(lg.dir, read_state(lg.dir).side_log)) as side:
         extents = [(b.base_offset, b.last_offset, [r.offset for r in b.records()]) for b in side.batches()]
     assert extents == [(0, 2, [2]), (3, 4, [3, 4])]
 

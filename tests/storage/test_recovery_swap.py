@@ -7,7 +7,6 @@ import os
 import pytest
 from storage_helpers import batch, make_config
 
-from compactlog.records import BatchInfo, build_batch
 from compactlog.storage import files
 from compactlog.storage.log import Log
 from compactlog.storage.segment import LogSegment, SegmentParams

@@ -34,7 +34,8 @@ from ..records import kernels
 from ..records.batch import RecordBatch
 from ..records.columns import Chunk, chunks
 from ..storage.log import Log
-from .sidelog import SideLog, SideLogWriter
+from ..storage.snapshot import PartitionSnapshot
+from .sidelog import SideLogWriter
 from .state import CompactionState, publish, read_state, remove_unpublished, side_log_dir, side_logs
 
 READ_CHUNK_BYTES = 1 << 20
@@ -80,11 +81,11 @@ class Compactor:
         strategy = lg.config.compaction_strategy
         m = OffsetMap(self.memory, self.load_factor, strategy != "offset")
         next_id = max([0, *side_logs(pdir)]) + 1
-        source: SideLog | None = SideLog(side_log_dir(pdir, prev.side_log)) if prev else None
+        source: PartitionSnapshot | None = PartitionSnapshot.of_directory(side_log_dir(pdir, prev.side_log)) if prev else None
         prev_horizon = prev.horizon if prev else 0
         counted = {"records": 0, "bytes": 0}
 
-        def read(src: SideLog | None, below: int, count: bool = False) -> Iterator[RecordBatch]:
+        def read(src: PartitionSnapshot | None, below: int, count: bool = False) -> Iterator[RecordBatch]:
             """The source of this pass: side log below ``below``, then live records up to H."""
             if src is not None:
                 for b in src.batches(0, below):
@@ -123,9 +124,9 @@ class Compactor:
                 if source is not None:
                     source.close()
                     if not first_pass:
-                        shutil.rmtree(source.dir, ignore_errors=True)  # an earlier pass's intermediate
+                        shutil.rmtree(source.directory, ignore_errors=True)  # an earlier pass's intermediate
                 first_pass = False
-                source = SideLog(side_log_dir(pdir, out_id))
+                source = PartitionSnapshot.of_directory(side_log_dir(pdir, out_id))
                 if mapped_all:
                     break
                 start = m.latest_offset + 1

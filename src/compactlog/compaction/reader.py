@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Iterator
 
 from ..records.batch import RecordBatch
-from .sidelog import SideLog
+from ..storage.snapshot import PartitionSnapshot
 from .state import read_state, side_log_dir
 
 
@@ -26,7 +26,7 @@ def compacted_batches(partition_dir: Path, live_batches, log_start_offset: int, 
             yield from live_batches(max(start, log_start_offset), end)
             return
         try:
-            side = SideLog(side_log_dir(partition_dir, state.side_log))
+            side = PartitionSnapshot.of_directory(side_log_dir(partition_dir, state.side_log), attempts=1)
             break
         except FileNotFoundError:  # replaced by a newer run between reading the state and opening
             if attempt == attempts - 1:

@@ -32,6 +32,11 @@ class PartitionSnapshot:
         d = Path(data_dir) / files.partition_dir_name(topic, partition)
         if not d.is_dir():
             raise UnknownTopicOrPartitionError(f"Partition {topic}-{partition} does not exist in {data_dir}.")
+        return cls.of_directory(d, attempts)
+
+    @classmethod
+    def of_directory(cls, d: Path, attempts: int = 5) -> "PartitionSnapshot":
+        """The segments of any directory of segment files (a partition, or a compacted side log)."""
         for attempt in range(attempts):
             bases = sorted(files.base_offset_of(n) for n in os.listdir(d) if files.is_segment_file(n) and n.endswith(files.LOG_SUFFIX))
             try:

@@ -1,0 +1,31 @@
+"""Benchmarks time their work in child processes: each gets its own interpreter, JVM and peak RSS."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+
+def run_child(code: str, *args: str) -> dict:
+    """Run ``python -c code args...``; its last stdout line is a JSON object of figures."""
+    p = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True)
+    if p.returncode:
+        raise SystemExit(f"a benchmark child failed:\n{p.stderr[-4000:]}")
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def bench_start(name: str):
+    """The common start of a benchmark on the cleaner's data: ``--records``/``--keys``, a wide console
+    and a fresh scratch directory (the caller removes it)."""
+    import argparse
+    import tempfile
+
+    from rich.console import Console
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--records", type=int, default=10_000_000)
+    ap.add_argument("--keys", type=int, default=1_000_000)
+    ap.add_argument("--master", default="local[*]", help="Spark master, for the benchmarks that use Spark")
+    args = ap.parse_args()
+    return args, Console(width=max(Console().width, 120)), tempfile.mkdtemp(prefix=f"compactlog-{name}-bench-")
