@@ -11,16 +11,12 @@ import json
 import os
 import shutil
 import sys
-import time
 
 from rich.table import Table
 
 sys.path.insert(0, os.path.dirname(__file__))
 from bench_cleaner import clean_in_child  # noqa: E402
-from children import bench_start, run_child  # noqa: E402
-from cleaner_data import write_topic  # noqa: E402
-
-from compactlog.records import Codec  # noqa: E402
+from children import bench_start, run_child, write_copies  # noqa: E402
 
 COMPACT_CHILD = """
 import json, sys, time
@@ -58,11 +54,7 @@ print(json.dumps({"seconds": dt, "keys": len(cache), "digest": h.hexdigest()}))
 def main() -> None:
     args, console, root = bench_start("compaction")
     try:
-        pulsar, kafka = os.path.join(root, "pulsar"), os.path.join(root, "kafka")
-        t0 = time.perf_counter()
-        size = write_topic(pulsar, args.records, args.keys, Codec.NONE)
-        shutil.copytree(pulsar, kafka)
-        console.print(f"wrote {args.records:,} records ({size / 1e6:,.0f} MB) twice in {time.perf_counter() - t0:.0f} s")
+        pulsar, kafka = write_copies(root, ["pulsar", "kafka"], args, console)
         rc = run_child(COMPACT_CHILD, pulsar)
         console.print(f"compact-topic: {json.dumps(rc)}")
         rk = clean_in_child(kafka, {})

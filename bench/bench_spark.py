@@ -15,15 +15,11 @@ import json
 import os
 import shutil
 import sys
-import time
 
 from rich.table import Table
 
 sys.path.insert(0, os.path.dirname(__file__))
-from children import bench_start, run_child  # noqa: E402
-from cleaner_data import write_topic  # noqa: E402
-
-from compactlog.records import Codec  # noqa: E402
+from children import bench_start, run_child, write_copies  # noqa: E402
 
 CHILD = """
 import json, sys, time
@@ -57,11 +53,8 @@ print(json.dumps(out))
 def main() -> None:
     args, console, root = bench_start("spark")
     try:
-        data, parquet = os.path.join(root, "data"), os.path.join(root, "parquet")
-        t0 = time.perf_counter()
-        size = write_topic(data, args.records, args.keys, Codec.NONE)
-        console.print(f"wrote {args.records:,} records ({size / 1e6:,.0f} MB) in {time.perf_counter() - t0:.0f} s; "
-                      f"{os.cpu_count()} cores")
+        (data,) = write_copies(root, ["data"], args, console)
+        parquet = os.path.join(root, "parquet")
         runs = {}
         for master in ("local[2]", "local[1]"):
             runs[master] = run_child(CHILD, data, parquet, master)

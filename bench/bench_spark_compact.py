@@ -11,16 +11,12 @@ import json
 import os
 import shutil
 import sys
-import time
 
 from rich.table import Table
 
 sys.path.insert(0, os.path.dirname(__file__))
 from bench_cleaner import clean_in_child  # noqa: E402
-from children import bench_start, run_child  # noqa: E402
-from cleaner_data import write_topic  # noqa: E402
-
-from compactlog.records import Codec  # noqa: E402
+from children import bench_start, run_child, write_copies  # noqa: E402
 
 SPARK_CHILD = """
 import json, sys, time
@@ -56,11 +52,7 @@ print(json.dumps({"records": n, "digest": h.hexdigest()}))
 def main() -> None:
     args, console, root = bench_start("spark-compact")
     try:
-        local, spark = os.path.join(root, "local"), os.path.join(root, "spark")
-        t0 = time.perf_counter()
-        size = write_topic(local, args.records, args.keys, Codec.NONE)
-        shutil.copytree(local, spark)
-        console.print(f"wrote {size / 1e6:,.0f} MB twice in {time.perf_counter() - t0:.0f} s")
+        local, spark = write_copies(root, ["local", "spark"], args, console)
         small = int(args.keys / 8 / 0.9 * 24) + 24  # the buffer holds 1/8 of the keys
         rl = clean_in_child(local, {"log.cleaner.dedupe.buffer.size": str(small)})
         console.print(f"local cleaner: {json.dumps(rl)}")

@@ -29,3 +29,24 @@ def bench_start(name: str):
     ap.add_argument("--master", default="local[*]", help="Spark master, for the benchmarks that use Spark")
     args = ap.parse_args()
     return args, Console(width=max(Console().width, 120)), tempfile.mkdtemp(prefix=f"compactlog-{name}-bench-")
+
+
+def write_copies(root: str, names: list[str], args, console) -> list[str]:
+    """Write the benchmark topic once under ``root/names[0]`` and copy it to the other names, so every
+    contender starts from the same bytes; prints what was written and how long it took."""
+    import os
+    import shutil
+    import time
+
+    from cleaner_data import write_topic
+    from compactlog.records import Codec
+
+    paths = [os.path.join(root, n) for n in names]
+    t0 = time.perf_counter()
+    size = write_topic(paths[0], args.records, args.keys, Codec.NONE)
+    for p in paths[1:]:
+        shutil.copytree(paths[0], p)
+    times = "once" if len(paths) == 1 else f"{len(paths)} times"
+    console.print(f"wrote {args.records:,} records ({size / 1e6:,.0f} MB) {times} in "
+                  f"{time.perf_counter() - t0:.0f} s; {os.cpu_count()} cores")
+    return paths
