@@ -220,6 +220,12 @@ def test_a_malformed_later_record_is_reported_before_a_bad_header_key():
     assert str(exc.value) == "invalid record length 0"
 
 
+
+def test_a_str_header_key_is_written_as_its_utf8():
+    as_bytes = kernels.encode_records([b"k"], [b"v"], [0], 0, None, [[("trace-ü".encode(), b"1"), (b"n", None)]])
+    assert kernels.encode_records([b"k"], [b"v"], [0], 0, None, [[("trace-ü", b"1"), ("n", None)]]) == as_bytes
+    assert decode(as_bytes, 1)[0].headers == (("trace-ü", b"1"), ("n", None))
+
 BAD_CALLS = [
     pytest.param(lambda k: k.scan_records(GOLDEN_RECORDS, -1, np.empty((0, NCOLS), np.int64)),
                  "invalid record count -1", id="scan-negative"),

@@ -732,6 +732,22 @@ static int get_field(PyObject *obj, field *f) {
     return PyObject_GetBuffer(obj, &f->view, PyBUF_SIMPLE);
 }
 
+/* A header key: bytes-like, or a str taken as its UTF-8 (borrowed from the str, which the caller's
+ * headers sequence keeps alive), so callers need not re-encode every key in Python first. */
+static int get_header_key(PyObject *obj, field *f) {
+    if (PyUnicode_Check(obj)) {
+        Py_ssize_t len;
+        const char *utf8 = PyUnicode_AsUTF8AndSize(obj, &len);
+        if (!utf8) return -1;
+        f->is_null = 0;
+        f->view.buf = (void *)utf8;
+        f->view.len = len;
+        f->view.obj = NULL;
+        return 0;
+    }
+    return get_field(obj, f);
+}
+
 static void release_field(field *f) {
     if (!f->is_null && f->view.obj) PyBuffer_Release(&f->view);
 }
@@ -808,8 +824,9 @@ static PyObject *header_pair(PyObject *pair) {
 }
 
 static PyObject *encode_records(PyObject *self, PyObject *args) {
-    PyObject *keys_obj, *values_obj, *ts_obj, *base_obj, *deltas_obj, *headers_obj;
-    if (!PyArg_ParseTuple(args, "OOOOOO", &keys_obj, &values_obj, &ts_obj, &base_obj, &deltas_obj, &headers_obj))
+    PyObject *keys_obj, *values_obj, *ts_obj, *base_obj, *deltas_obj, *headers_obj, *hoffs_obj = Py_None;
+    if (!PyArg_ParseTuple(args, "OOOOOO|O", &keys_obj, &values_obj, &ts_obj, &base_obj, &deltas_obj, &headers_obj,
+                          &hoffs_obj))
         return NULL;
     int base_ovf = 0;
     long long base_ts = PyLong_AsLongLongAndOverflow(base_obj, &base_ovf);
@@ -817,7 +834,7 @@ static PyObject *encode_records(PyObject *self, PyObject *args) {
     PyObject *keys = PySequence_Fast(keys_obj, "keys must be a sequence");
     PyObject *values = keys ? PySequence_Fast(values_obj, "values must be a sequence") : NULL;
     PyObject *tss = values ? PySequence_Fast(ts_obj, "timestamps must be a sequence") : NULL;
-    PyObject *deltas = NULL, *headers = NULL, *result = NULL;
+    PyObject *deltas = NULL, *headers = NULL, *hoffs = NULL, *result = NULL;
     field *hf = NULL; /* header fields, reused across records */
     Py_ssize_t hf_cap = 0;
     wbuf w = {0};
@@ -836,7 +853,13 @@ static PyObject *encode_records(PyObject *self, PyObject *args) {
     }
     if (headers_obj != Py_None) {
         if (!(headers = PySequence_Fast(headers_obj, "headers must be a sequence"))) goto done;
-        if (PySequence_Fast_GET_SIZE(headers) != n) {
+        if (hoffs_obj != Py_None) { /* flat pairs, record i's are headers[offsets[i]:offsets[i + 1]] */
+            if (!(hoffs = PySequence_Fast(hoffs_obj, "header_offsets must be a sequence"))) goto done;
+            if (PySequence_Fast_GET_SIZE(hoffs) != n + 1) {
+                PyErr_SetString(PyExc_ValueError, "header_offsets must have one entry per record and one more");
+                goto done;
+            }
+        } else if (PySequence_Fast_GET_SIZE(headers) != n) {
             PyErr_SetString(PyExc_ValueError, "headers must have one entry per record");
             goto done;
         }
@@ -852,13 +875,26 @@ static PyObject *encode_records(PyObject *self, PyObject *args) {
             release_field(&k);
             goto done;
         }
-        PyObject *hseq = NULL;
+        PyObject *hseq = NULL, **hitems = NULL;
         Py_ssize_t hn = 0, hbytes = 0, got = 0;
         int ok = 1;
-        if (headers) {
+        if (hoffs) {
+            Py_ssize_t lo = PyLong_AsSsize_t(PySequence_Fast_GET_ITEM(hoffs, i));
+            Py_ssize_t hi = lo == -1 && PyErr_Occurred() ? -1 : PyLong_AsSsize_t(PySequence_Fast_GET_ITEM(hoffs, i + 1));
+            ok = !(hi == -1 && PyErr_Occurred());
+            if (ok && !(0 <= lo && lo <= hi && hi <= PySequence_Fast_GET_SIZE(headers))) {
+                PyErr_SetString(PyExc_ValueError, "header_offsets must rise from 0 to at most len(headers)");
+                ok = 0;
+            }
+            hn = ok ? hi - lo : 0;
+            hitems = ok ? PySequence_Fast_ITEMS(headers) + lo : NULL;
+        } else if (headers) {
             hseq = PySequence_Fast(PySequence_Fast_GET_ITEM(headers, i), "each record's headers must be a sequence");
             ok = hseq != NULL;
             hn = ok ? PySequence_Fast_GET_SIZE(hseq) : 0;
+            hitems = ok ? PySequence_Fast_ITEMS(hseq) : NULL;
+        }
+        if (ok && hn) {
             if (ok && 2 * hn > hf_cap) {
                 field *nf = PyMem_Realloc(hf, (size_t)(2 * hn) * sizeof(field));
                 if (nf) {
@@ -870,8 +906,8 @@ static PyObject *encode_records(PyObject *self, PyObject *args) {
                 }
             }
             for (Py_ssize_t h = 0; ok && h < hn; h++) {
-                PyObject *pair = header_pair(PySequence_Fast_GET_ITEM(hseq, h));
-                ok = pair != NULL && get_field(PySequence_Fast_GET_ITEM(pair, 0), &hf[got]) == 0;
+                PyObject *pair = header_pair(hitems[h]);
+                ok = pair != NULL && get_header_key(PySequence_Fast_GET_ITEM(pair, 0), &hf[got]) == 0;
                 if (ok && hf[got].is_null) { /* a header key is never null: the twin's len(None) */
                     PyErr_SetString(PyExc_TypeError, "object of type 'NoneType' has no len()");
                     ok = 0;
@@ -913,6 +949,7 @@ done:
     Py_XDECREF(tss);
     Py_XDECREF(deltas);
     Py_XDECREF(headers);
+    Py_XDECREF(hoffs);
     return result;
 }
 

@@ -77,19 +77,25 @@ def encode_records(
     timestamps: Sequence[int],
     base_timestamp: int,
     offset_deltas: Sequence[int] | None,
-    headers: Sequence[Sequence[tuple[bytes, bytes | None]]] | None,
+    headers: Sequence[Sequence[tuple[str | bytes, bytes | None]]] | Sequence[tuple[str | bytes, bytes | None]] | None,
+    header_offsets: Sequence[int] | None = None,
 ) -> bytes:
     """Encode records into an uncompressed records section.
 
-    ``offset_deltas`` None means 0..n-1. ``headers`` None means no record has headers; header keys are
-    UTF-8 bytes already.
+    ``offset_deltas`` None means 0..n-1. ``headers`` None means no record has headers; a header key is
+    bytes or a str written as UTF-8. With ``header_offsets`` (n + 1 ints), ``headers`` is one flat
+    sequence of pairs and record i's are ``headers[header_offsets[i]:header_offsets[i + 1]]``: columnar
+    callers pass Arrow's list offsets instead of building a list per record.
     """
     n = len(keys)
     if len(values) != n or len(timestamps) != n:
         raise ValueError("keys, values and timestamps must have the same length")
     if offset_deltas is not None and len(offset_deltas) != n:
         raise ValueError("offset_deltas must have one entry per record")
-    if headers is not None and len(headers) != n:
+    if headers is not None and header_offsets is not None:
+        if len(header_offsets) != n + 1:
+            raise ValueError("header_offsets must have one entry per record and one more")
+    elif headers is not None and len(headers) != n:
         raise ValueError("headers must have one entry per record")
     out = bytearray()
     body = bytearray()
@@ -110,9 +116,19 @@ def encode_records(
             else:
                 write_varint(body, len(field))
                 body += field
-        hdrs = () if headers is None else headers[i]
+        if headers is None:
+            hdrs = ()
+        elif header_offsets is None:
+            hdrs = headers[i]
+        else:
+            lo, hi = header_offsets[i], header_offsets[i + 1]
+            if not 0 <= lo <= hi <= len(headers):
+                raise ValueError("header_offsets must rise from 0 to at most len(headers)")
+            hdrs = headers[lo:hi]
         write_varint(body, len(hdrs))
         for hk, hv in hdrs:
+            if isinstance(hk, str):
+                hk = hk.encode("utf-8")
             write_varint(body, len(hk))
             body += hk
             if hv is None:

@@ -266,21 +266,22 @@ def build_batch(
     last_offset_delta: int | None = None,
     delete_horizon: int | None = None,
     max_timestamp: int | None = None,
+    header_offsets: Sequence[int] | None = None,
 ) -> bytes:
     """Build one v2 batch from parallel sequences of keys, values and timestamps.
 
     ``offset_deltas`` (default 0..n-1) allows the gaps compaction leaves; ``last_offset_delta`` keeps a
     cleaned batch's original extent; ``delete_horizon`` sets the KIP-534 bit and stores the horizon in
     baseTimestamp; ``max_timestamp`` overrides the computed one (LogAppendTime keeps the original).
+    With ``header_offsets`` (n + 1 ints) ``headers`` is one flat list of pairs, record i's from
+    ``header_offsets[i]`` up to ``header_offsets[i + 1]``, as Arrow lays out a list column.
     An empty key list builds the 61-byte empty batch Kafka keeps after cleaning.
     """
     n = len(keys)
     if timestamps is None:
         timestamps = [NO_TIMESTAMP] * n
-    if headers is not None:
-        headers = [
-            tuple((k.encode("utf-8") if isinstance(k, str) else k, v) for k, v in hs) for hs in headers
-        ] if any(headers) else None
+    if headers is not None and not any(headers):
+        headers = header_offsets = None  # the kernels take str header keys as UTF-8: no per-record work here
     attributes = int(codec) | (TIMESTAMP_TYPE_BIT if info.timestamp_type == LOG_APPEND_TIME else 0)
     attributes |= TRANSACTIONAL_BIT if info.is_transactional else 0
     attributes |= CONTROL_BIT if info.is_control else 0
@@ -289,7 +290,8 @@ def build_batch(
         base_ts = first_ts if delete_horizon is None else delete_horizon
         if delete_horizon is not None:
             attributes |= DELETE_HORIZON_BIT
-        body = kernels.encode_records(keys, values, timestamps, base_ts, offset_deltas, headers)
+        body = kernels.encode_records(keys, values, timestamps, base_ts, offset_deltas, headers,
+                                      header_offsets)
         if codec is not Codec.NONE:
             body = compress(codec, body, level)
         max_ts = max(timestamps) if max_timestamp is None else max_timestamp

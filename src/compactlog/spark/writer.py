@@ -50,74 +50,149 @@ def _column(batch: pa.RecordBatch, name: str):
     return None if idx < 0 else batch.column(idx)
 
 
-def _binary_list(arr) -> list:
-    if arr is None:
-        return []
+def _objects(items: list) -> np.ndarray:
+    """A numpy object array over Python values, so rows are picked by index arrays in C."""
+    out = np.empty(len(items), dtype=object)
+    out[:] = items
+    return out
+
+
+def _bytes_column(arr) -> pa.Array:
     if pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type):
-        arr = pc.cast(arr, pa.binary())
-    return arr.to_pylist()
+        return pc.cast(arr, pa.binary())
+    return arr
+
+
+@dataclass(frozen=True)
+class _Headers:
+    """A headers column as Arrow lays it out: every row's (key, value) pairs in one flat array, row i's
+    from ``starts[i]`` for ``lengths[i]`` pairs. Batches are built from it without a list per row."""
+
+    pairs: np.ndarray  # object: (str, bytes | None)
+    starts: np.ndarray  # int64
+    lengths: np.ndarray  # int64
+
+    def take(self, rows: np.ndarray) -> tuple[list, list[int]]:
+        """The flat pairs and the n + 1 offsets of ``rows``, for ``build_batch(header_offsets=...)``."""
+        lengths = self.lengths[rows]
+        offsets = np.zeros(len(rows) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        picked = np.repeat(self.starts[rows] - offsets[:-1], lengths) + np.arange(offsets[-1])
+        return self.pairs[picked].tolist(), offsets.tolist()
+
+
+def _headers(col) -> _Headers | None:
+    """The headers column, or None when no row has a header; a null list is no headers."""
+    if col is None or not pc.sum(pc.list_value_length(col)).as_py():
+        return None
+    offsets = col.offsets.to_numpy().astype(np.int64)
+    lengths = np.where(col.is_null().to_numpy(zero_copy_only=False), 0, np.diff(offsets))
+    lo, hi = int(offsets[0]), int(offsets[-1])
+    keys, values = col.values.slice(lo, hi - lo).flatten()
+    return _Headers(_objects(list(zip(keys.to_pylist(), _bytes_column(values).to_pylist()))), offsets[:-1] - lo, lengths)
+
+
+@dataclass
+class _Rows:
+    """One Arrow batch of the DataFrame as columns: what a task needs to build record batches."""
+
+    keys: np.ndarray  # object: bytes | None
+    values: np.ndarray  # object: bytes | None
+    sizes: np.ndarray  # int64: key + value bytes, for cutting ~16 KB batches
+    timestamps: np.ndarray  # int64 milliseconds
+    headers: _Headers | None
+    topics: pa.Array | None  # None: every row goes to the writer's topic option
+    explicit: np.ndarray  # int64 partition, -1 where the row names none
+
+    @classmethod
+    def of(cls, rb: pa.RecordBatch, now_ms: int, with_topic_column: bool) -> "_Rows":
+        value = _column(rb, "value")
+        if value is None:
+            raise InvalidRequestError("a DataFrame written to compactlog needs a value column")
+        value = _bytes_column(value)
+        key = _column(rb, "key")
+        key = pa.nulls(rb.num_rows, pa.binary()) if key is None else _bytes_column(key)
+        sizes = (pc.fill_null(pc.binary_length(key), 0).to_numpy(zero_copy_only=False).astype(np.int64)
+                 + pc.fill_null(pc.binary_length(value), 0).to_numpy(zero_copy_only=False))
+        return cls(_objects(key.to_pylist()), _objects(value.to_pylist()), sizes,
+                   _timestamps(_column(rb, "timestamp"), rb.num_rows, now_ms), _headers(_column(rb, "headers")),
+                   _column(rb, "topic") if with_topic_column else None, _explicit(_column(rb, "partition"), rb.num_rows))
+
+
+def _timestamps(col, n: int, now_ms: int) -> np.ndarray:
+    """Milliseconds since the epoch from Spark's timestamp column; a null (or no column) is now."""
+    if col is None:
+        return np.full(n, now_ms, dtype=np.int64)
+    per_ms = {"s": None, "ms": 1, "us": 1000, "ns": 1_000_000}[col.type.unit]
+    raw = pc.fill_null(col.cast(pa.int64()), 0).to_numpy(zero_copy_only=False)
+    ms = raw * 1000 if per_ms is None else raw // per_ms
+    return np.where(col.is_null().to_numpy(zero_copy_only=False), now_ms, ms).astype(np.int64)
+
+
+def _explicit(col, n: int) -> np.ndarray:
+    if col is None:
+        return np.full(n, -1, dtype=np.int64)
+    given = pc.fill_null(col, 0).to_numpy(zero_copy_only=False).astype(np.int64)
+    bad = given[(given < 0) & col.is_valid().to_numpy(zero_copy_only=False)]
+    if bad.size:
+        raise UnknownTopicOrPartitionError(f"Partition {int(bad[0])} does not exist.")
+    return np.where(col.is_null().to_numpy(zero_copy_only=False), -1, given)
+
+
+def _batch_bounds(sizes: np.ndarray) -> np.ndarray:
+    """Where to cut rows into batches of about ``BATCH_BYTES`` (each at least one row)."""
+    ends = np.cumsum(sizes + 24)
+    cuts = np.searchsorted(ends, np.arange(BATCH_BYTES, int(ends[-1]), BATCH_BYTES), side="right")
+    return np.unique(np.clip(cuts, 1, len(sizes) - 1)) if len(sizes) > 1 else np.empty(0, dtype=np.int64)
 
 
 def stage_batches(opts: WriteOptions, iterator: Iterator[pa.RecordBatch]) -> list[str]:
-    """Build and stage the batches of one task; returns the staging file written (if any)."""
+    """Build and stage the batches of one task; returns the staging file written (if any).
+
+    Rows are routed and cut with Arrow and numpy; Python touches each batch, not each row. Within a
+    partition rows keep their DataFrame order.
+    """
     from .source import staging_path
 
     topics = read_topics(opts.path)
     out_path = None
     out = None
-    rr = 0
+    rr = 0  # rows without key or partition go to one partition per Arrow batch, turn by turn
     try:
         for rb in iterator:
-            n = rb.num_rows
-            if n == 0:
+            if rb.num_rows == 0:
                 continue
-            values = _binary_list(_column(rb, "value"))
-            if not values:
-                raise InvalidRequestError("a DataFrame written to compactlog needs a value column")
-            keys = _binary_list(_column(rb, "key")) or [None] * n
-            topic_col = _column(rb, "topic")
-            topic_names = topic_col.to_pylist() if opts.topic is None and topic_col is not None else [opts.topic] * n
-            ts_col = _column(rb, "timestamp")
-            now = int(time.time() * 1000)
-            ts = ([now if t is None else int(t.timestamp() * 1000) for t in ts_col.to_pylist()]
-                  if ts_col is not None else [now] * n)
-            hdr_col = _column(rb, "headers")
-            headers = ([tuple((h["key"], h["value"]) for h in (hs or ())) for hs in hdr_col.to_pylist()]
-                       if hdr_col is not None else None)
-            part_col = _column(rb, "partition")
-            explicit = part_col.to_pylist() if part_col is not None else [None] * n
-            for topic in dict.fromkeys(topic_names):
-                if topic is None:
-                    raise InvalidRequestError('no topic: set option("topic", ...) or give a topic column')
+            rows = _Rows.of(rb, int(time.time() * 1000), opts.topic is None)
+            for topic, picked in _by_topic(rows.topics, opts.topic, rb.num_rows):
                 meta = topics.get(topic)
                 if meta is None:
                     raise UnknownTopicOrPartitionError(f"Topic '{topic}' does not exist in {opts.path}.")
+                n_parts = meta["partitions"]
                 cfg = LogConfig(meta.get("config", {}))
                 codec = Codec.NONE if cfg.compression_type == "producer" else codec_from_name(cfg.compression_type)
                 level = {Codec.GZIP: cfg.compression_gzip_level, Codec.LZ4: cfg.compression_lz4_level,
                          Codec.ZSTD: cfg.compression_zstd_level}.get(codec)
-                rows = [i for i in range(n) if topic_names[i] == topic]
-                hashed = kernels.partition_for_keys([keys[i] for i in rows], meta["partitions"])
-                parts = []
-                for i, h, e in zip(rows, hashed, [explicit[i] for i in rows]):
-                    if e is None:
-                        e = h if h >= 0 else rr % meta["partitions"]
-                    parts.append(e)
+                hashed = np.asarray(kernels.partition_for_keys(rows.keys[picked].tolist(), n_parts), dtype=np.int64)
+                parts = np.where(rows.explicit[picked] >= 0, rows.explicit[picked],
+                                 np.where(hashed >= 0, hashed, rr % n_parts))
                 rr += 1
-                parts_a = np.asarray(parts)
-                for p in np.unique(parts_a).tolist():
-                    if not 0 <= p < meta["partitions"]:
-                        raise UnknownTopicOrPartitionError(f"Partition {p} of topic '{topic}' does not exist.")
-                    idx = [rows[j] for j in np.flatnonzero(parts_a == p).tolist()]
-                    for start in range(0, len(idx), _rows_per_batch(values, idx)):
-                        chunk = idx[start : start + _rows_per_batch(values, idx)]
-                        data = build_batch([keys[i] for i in chunk], [values[i] for i in chunk], [ts[i] for i in chunk],
-                                           headers=None if headers is None else [headers[i] for i in chunk],
-                                           codec=codec, level=level)
+                if parts.max() >= n_parts:
+                    raise UnknownTopicOrPartitionError(
+                        f"Partition {int(parts.max())} of topic '{topic}' does not exist.")
+                order = np.argsort(parts, kind="stable")
+                ordered = parts[order]
+                name = topic.encode()
+                for group in np.split(order, np.flatnonzero(np.diff(ordered)) + 1):
+                    p = int(parts[group[0]])
+                    idx = picked[group]
+                    for chunk in np.split(idx, _batch_bounds(rows.sizes[idx])):
+                        headers, offsets = (None, None) if rows.headers is None else rows.headers.take(chunk)
+                        data = build_batch(rows.keys[chunk].tolist(), rows.values[chunk].tolist(),
+                                           rows.timestamps[chunk].tolist(), headers=headers,
+                                           header_offsets=offsets, codec=codec, level=level)
                         if out is None:
                             out_path = staging_path(opts.path)
                             out = open(out_path, "wb")
-                        name = topic.encode()
                         out.write(_PART.pack(len(name)) + name + _PART.pack(p) + data)
     finally:
         if out is not None:
@@ -125,10 +200,17 @@ def stage_batches(opts: WriteOptions, iterator: Iterator[pa.RecordBatch]) -> lis
     return [str(out_path)] if out_path else []
 
 
-def _rows_per_batch(values: list, idx: list[int]) -> int:
-    sample = idx[:64]
-    avg = sum(len(values[i] or b"") for i in sample) / max(len(sample), 1) + 24
-    return max(1, int(BATCH_BYTES // avg))
+def _by_topic(col, fixed: str | None, n: int) -> Iterator[tuple[str, np.ndarray]]:
+    """(topic, row indices) pairs: every row for the writer's topic option, else per topic column value."""
+    if col is None:
+        if fixed is None:
+            raise InvalidRequestError('no topic: set option("topic", ...) or give a topic column')
+        yield fixed, np.arange(n)
+        return
+    if col.null_count:
+        raise InvalidRequestError('no topic: set option("topic", ...) or give a topic column')
+    for topic in pc.unique(col).to_pylist():
+        yield topic, np.flatnonzero(pc.equal(col, topic).to_numpy(zero_copy_only=False))
 
 
 def _read_staged(path: str) -> Iterator[tuple[str, int, bytes]]:

@@ -1,0 +1,109 @@
+"""How a task turns a DataFrame's Arrow batches into record batches: routing, order, timestamps, headers.
+
+These call the task side directly with Arrow batches as Spark hands them over, then append through the
+driver side, so each rule is checked on real files without a Spark job in between.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pyarrow as pa
+import pytest
+from kafka.partitioner.default import murmur2
+
+import compactlog
+from compactlog.errors import InvalidRequestError, UnknownTopicOrPartitionError
+from compactlog.spark.writer import BATCH_BYTES, WriteOptions, append_staged, stage_batches
+
+HEADERS = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
+
+
+def write(path, batches, topic="t"):
+    opts = WriteOptions(str(path), topic)
+    return append_staged(opts, stage_batches(opts, iter(batches)))
+
+
+def records(path, topic="t"):
+    with compactlog.open(path) as cl:
+        return list(cl.consume(topic, from_beginning=True))
+
+
+@pytest.fixture
+def topic(tmp_path):
+    with compactlog.open(tmp_path) as cl:
+        cl.create_topic("t", 3)
+        cl.create_topic("u", 2)
+    return tmp_path
+
+
+def test_keys_hash_like_kafka_and_order_is_kept_per_partition(topic):
+    keys = [f"k{i % 40}" for i in range(3000)]
+    rb = pa.record_batch({"key": keys, "value": [f"v{i}" for i in range(3000)]})
+    assert write(topic, [rb]) == 3000
+    got = records(topic)
+    for r in got:
+        assert r.partition == (murmur2(r.key) & 0x7FFFFFFF) % 3
+    for p in range(3):
+        values = [int(r.value[1:]) for r in got if r.partition == p]
+        assert values == sorted(values), "rows of one partition keep the DataFrame's order"
+    assert sorted(int(r.value[1:]) for r in got) == list(range(3000))
+
+
+def test_batches_are_cut_near_the_batch_size(topic):
+    rb = pa.record_batch({"key": pa.array([b"k"] * 2000), "value": pa.array([b"x" * 100] * 2000)})
+    write(topic, [rb])
+    with compactlog.open(topic) as cl:
+        sizes = [b.size for p in range(3) for b in cl.log("t", p).batches(0)]
+    assert len(sizes) > 1 and max(sizes) < 2 * BATCH_BYTES
+    assert sum(sizes) > 2000 * 100
+
+
+def test_explicit_partitions_null_keys_and_timestamps(topic):
+    t0 = dt.datetime(2024, 5, 1, 12, 0, 0, 123000, tzinfo=dt.timezone.utc)
+    rb = pa.record_batch({
+        "key": pa.array([None, b"a", None, None], pa.binary()),
+        "value": pa.array([b"0", b"1", b"2", b"3"]),
+        "partition": pa.array([2, 0, None, None], pa.int32()),
+        "timestamp": pa.array([t0, None, t0, t0], pa.timestamp("us", tz="UTC")),
+    })
+    before = int(dt.datetime.now(dt.timezone.utc).timestamp() * 1000)
+    write(topic, [rb])
+    got = {r.value: r for r in records(topic)}
+    assert got[b"0"].partition == 2 and got[b"1"].partition == 0
+    assert got[b"2"].partition == got[b"3"].partition  # keyless rows of one Arrow batch stay together
+    ms = int(t0.timestamp() * 1000)
+    assert got[b"0"].timestamp == got[b"2"].timestamp == ms
+    assert got[b"1"].timestamp >= before  # a null timestamp is the time of writing
+
+
+def test_a_topic_column_routes_rows_and_the_topic_option_overrides_it(topic):
+    rb = pa.record_batch({"key": ["a", "b", "c"], "value": ["1", "2", "3"], "topic": ["t", "u", "t"]})
+    write(topic, [rb], topic=None)
+    assert sorted(r.value for r in records(topic, "t")) == [b"1", b"3"]
+    assert [r.value for r in records(topic, "u")] == [b"2"]
+    write(topic, [rb], topic="u")
+    assert sorted(r.value for r in records(topic, "u")) == [b"1", b"2", b"2", b"3"]
+
+
+def test_headers_with_null_lists_empty_lists_and_sliced_batches(topic):
+    hdrs = pa.array([[{"key": "trace", "value": b"x"}, {"key": "ü", "value": None}], None, [],
+                     [{"key": "h", "value": b"4"}]], HEADERS)
+    rb = pa.record_batch({"key": ["a"] * 4, "value": ["0", "1", "2", "3"], "headers": hdrs})
+    write(topic, [rb.slice(1, 3), rb.slice(0, 1)])
+    got = [(r.value, r.headers) for r in records(topic)]
+    assert got == [(b"1", ()), (b"2", ()), (b"3", (("h", b"4"),)), (b"0", (("trace", b"x"), ("ü", None)))]
+
+
+def test_bad_rows_are_named_and_nothing_is_appended(topic):
+    with pytest.raises(UnknownTopicOrPartitionError, match="Partition 3 of topic 't' does not exist"):
+        write(topic, [pa.record_batch({"value": ["a"], "partition": pa.array([3], pa.int32())})])
+    with pytest.raises(UnknownTopicOrPartitionError, match="Partition -1 does not exist"):
+        write(topic, [pa.record_batch({"value": ["a"], "partition": pa.array([-1], pa.int32())})])
+    with pytest.raises(UnknownTopicOrPartitionError, match="Topic 'nope' does not exist"):
+        write(topic, [pa.record_batch({"value": ["a"]})], topic="nope")
+    with pytest.raises(InvalidRequestError, match="needs a value column"):
+        write(topic, [pa.record_batch({"key": ["a"]})])
+    with pytest.raises(InvalidRequestError, match="no topic"):
+        write(topic, [pa.record_batch({"value": ["a"]})], topic=None)
+    assert records(topic) == [] and records(topic, "u") == []
