@@ -226,6 +226,14 @@ def test_a_str_header_key_is_written_as_its_utf8():
     assert kernels.encode_records([b"k"], [b"v"], [0], 0, None, [[("trace-ü", b"1"), ("n", None)]]) == as_bytes
     assert decode(as_bytes, 1)[0].headers == (("trace-ü", b"1"), ("n", None))
 
+
+@pytest.mark.parametrize("impl", [TWIN, kernels], ids=["twin", "in-use"])
+def test_flat_headers_with_offsets_encode_like_a_list_per_record(impl):
+    per_record = [[("a", b"1"), ("b", None)], [], [(b"c", b"3")]]
+    flat, offsets = [("x", b"unused"), ("a", b"1"), ("b", None), (b"c", b"3")], [1, 3, 3, 4]
+    args = ([b"k0", None, b"k2"], [b"v0", b"v1", None], [5, 6, 7], 5, None)
+    assert impl.encode_records(*args, flat, offsets) == kernels.encode_records(*args, per_record)
+
 BAD_CALLS = [
     pytest.param(lambda k: k.scan_records(GOLDEN_RECORDS, -1, np.empty((0, NCOLS), np.int64)),
                  "invalid record count -1", id="scan-negative"),
@@ -270,6 +278,12 @@ BAD_CALLS = [
     pytest.param(lambda k: k.partition_for_keys([b"k"], 0), "num_partitions must be positive, got 0", id="partitions-0"),
     pytest.param(lambda k: k.partition_for_keys([None], -3), "num_partitions must be positive, got -3",
                  id="partitions-neg"),
+    pytest.param(lambda k: k.encode_records([b"k"], [b"v"], [0], 0, None, [("h", b"1")], [0]),
+                 "header_offsets must have one entry per record and one more", id="header-offsets-short"),
+    pytest.param(lambda k: k.encode_records([b"k"], [b"v"], [0], 0, None, [("h", b"1")], [0, 2]),
+                 "header_offsets must rise from 0 to at most len(headers)", id="header-offsets-past-end"),
+    pytest.param(lambda k: k.encode_records([b"k", b"l"], [b"v", b"w"], [0, 0], 0, None, [("h", b"1")], [1, 0, 1]),
+                 "header_offsets must rise from 0 to at most len(headers)", id="header-offsets-falling"),
 ]
 
 
