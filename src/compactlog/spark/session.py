@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 
 
 def spark_session(master: str | None = None, app_name: str = "compactlog", extra: dict[str, str] | None = None):
@@ -21,7 +22,16 @@ def spark_session(master: str | None = None, app_name: str = "compactlog", extra
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         conf["spark.driver.host"] = "127.0.0.1"
         conf["spark.driver.bindAddress"] = "127.0.0.1"
+    if master.startswith("local"):
+        # Python workers (and Spark's planner processes, which read only the environment) would otherwise
+        # be whatever "python3" is first on PATH, which lacks compactlog when it lives in a virtual
+        # environment that is not activated.
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     conf.update(extra or {})
     for k, v in conf.items():
         builder = builder.config(k, v)
-    return builder.getOrCreate()
+    spark = builder.getOrCreate()
+    from .source import CompactLogDataSource
+
+    spark.dataSource.register(CompactLogDataSource)  # found by name too, but only from a plain sys.path entry
+    return spark
