@@ -204,6 +204,31 @@ def test_the_threshold_triggers_compaction_of_the_partitions_over_it(tmp_path):
         assert cl.compaction.check() == [], "below the threshold once compacted"
 
 
+
+def test_a_background_process_compacts_at_its_monitor_interval(tmp_path):
+    """The monitor thread of a long-running process, at the broker's log.compaction.monitor.interval.ms."""
+    import time
+
+    broker = {"log.compaction.monitor.interval.ms": "20"}
+    with compactlog.open(tmp_path / "d", broker, background=True) as cl:
+        cl.create_topic("hot", 1, {"compaction.threshold.bytes": "1000"})
+        cl.produce_batch("hot", [(b"k%d" % (i % 6), b"x" * 50) for i in range(60)])  # one append: one horizon
+        deadline = time.monotonic() + 30
+        while cl.compaction_status("hot")[0].status != "SUCCESS":
+            assert time.monotonic() < deadline, "the monitor never compacted the partition over its threshold"
+            time.sleep(0.02)
+        assert cl.compaction_status("hot")[0].state.horizon == 60
+        assert [(o, k) for o, k, _ in view(cl, "hot")] == [(54 + i, b"k%d" % i) for i in range(6)]
+
+
+def test_the_monitor_interval_is_a_broker_config():
+    from compactlog.errors import InvalidConfigError
+    from compactlog.storage.config import BrokerConfig
+
+    assert BrokerConfig({}).get("log.compaction.monitor.interval.ms") == 60000
+    with pytest.raises(InvalidConfigError, match="log.compaction.monitor.interval.ms"):
+        BrokerConfig({"log.compaction.monitor.interval.ms": "0"})
+
 def test_timestamp_strategy_keeps_the_newest_by_time(tmp_path):
     with compactlog.open(tmp_path / "d") as cl:
         cl.create_topic("t", 1, {"compaction.strategy": "timestamp"})

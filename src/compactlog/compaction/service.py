@@ -23,9 +23,6 @@ from .state import CompactionState, clear_error, read_error, read_state, record_
 
 log = logging.getLogger(__name__)
 
-MONITOR_INTERVAL_MS = 60_000  # Pulsar's brokerServiceCompactionMonitorIntervalInSeconds
-
-
 class CompactionInProgressError(CompactLogError):
     """A compaction of this partition is already running."""
 
@@ -123,7 +120,10 @@ class CompactionService:
                 log.exception("compaction of %s-%s failed", *tp)
         return done
 
-    def start(self, interval_ms: int = MONITOR_INTERVAL_MS) -> None:
+    def start(self, interval_ms: int | None = None) -> None:
+        """Start the monitor; ``log.compaction.monitor.interval.ms`` of the broker config unless given."""
+        if interval_ms is None:
+            interval_ms = self.logs.broker.get("log.compaction.monitor.interval.ms")
         if self._thread is None:
             self._thread = threading.Thread(target=self._run, args=(interval_ms,), name="compaction-monitor", daemon=True)
             self._thread.start()

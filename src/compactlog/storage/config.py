@@ -204,6 +204,9 @@ _BROKER_ONLY = [
     _broker("log.cleaner.io.max.bytes.per.second", "double", DOUBLE_MAX, None,
             "Throttle on the cleaner's reads plus writes, all threads together."),
     _broker("log.retention.check.interval.ms", "long", 300000, at_least(1), "How often background retention runs."),
+    _broker("log.compaction.monitor.interval.ms", "long", 60000, at_least(1),
+            "How often a long-running process compares each partition's bytes after its compaction horizon with "
+            "compaction.threshold.bytes (Pulsar's brokerServiceCompactionMonitorIntervalInSeconds)."),
     _broker("log.flush.offset.checkpoint.interval.ms", "int", 60000, at_least(0),
             "How often recovery points are written to recovery-point-offset-checkpoint.", "high"),
     _broker("log.flush.start.offset.checkpoint.interval.ms", "int", 60000, at_least(0),
