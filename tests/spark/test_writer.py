@@ -107,3 +107,15 @@ def test_bad_rows_are_named_and_nothing_is_appended(topic):
     with pytest.raises(InvalidRequestError, match="no topic"):
         write(topic, [pa.record_batch({"value": ["a"]})], topic=None)
     assert records(topic) == [] and records(topic, "u") == []
+
+
+def test_a_torn_staging_file_is_named_and_nothing_is_appended(topic):
+    opts = WriteOptions(str(topic), "t")
+    rb = pa.record_batch({"key": [f"k{i}" for i in range(500)], "value": ["v" * 100] * 500})
+    paths = stage_batches(opts, iter([rb])) + stage_batches(opts, iter([rb]))
+    with open(paths[1], "r+b") as f:
+        f.truncate(f.seek(0, 2) - 10)
+    with pytest.raises(InvalidRequestError, match="ends inside an entry"):
+        append_staged(opts, paths)
+    assert records(topic) == []
+    assert not list((topic / "__staging").iterdir()), "the staging files are removed either way"

@@ -4,6 +4,8 @@ A task turns its rows into ~16 KB batches per partition (the topic's ``compressi
 when it is ``producer``) and stages them in ``<data>/__staging``. At commit the driver opens the data
 directory, checks every staged batch against the topic's rules before appending any (so a bad row
 fails the job with nothing written), then appends them in task order and removes the staging files.
+Both passes read the staging files one entry at a time, so the driver's memory does not grow with the
+size of the job.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import pyarrow.compute as pc
 
 from ..errors import InvalidRequestError, UnknownTopicOrPartitionError
 from ..records import kernels
-from ..records.batch import build_batch, iter_batches
+from ..records.batch import LOG_OVERHEAD, build_batch
 from ..records.codecs import Codec, codec_from_name
 from ..storage.config import LogConfig
 from ..storage.manager import read_topics
@@ -214,17 +216,21 @@ def _by_topic(col, fixed: str | None, n: int) -> Iterator[tuple[str, np.ndarray]
 
 
 def _read_staged(path: str) -> Iterator[tuple[str, int, bytes]]:
-    data = Path(path).read_bytes()
-    pos = 0
-    while pos < len(data):
-        (nlen,) = _PART.unpack_from(data, pos)
-        topic = data[pos + 4 : pos + 4 + nlen].decode()
-        pos += 4 + nlen
-        (p,) = _PART.unpack_from(data, pos)
-        pos += 4
-        _, batch = next(iter_batches(data, pos))
-        yield topic, p, bytes(batch.buffer)
-        pos += batch.size
+    """The (topic, partition, batch) entries of one staging file, read one at a time: a write job's
+    staged data can be far larger than the driver's memory."""
+    with open(path, "rb") as f:
+        while head := f.read(4):
+            (nlen,) = _PART.unpack(head)
+            topic = f.read(nlen).decode()
+            (p,) = _PART.unpack(f.read(4))
+            lead = f.read(LOG_OVERHEAD)
+            if len(lead) < LOG_OVERHEAD:
+                raise InvalidRequestError(f"staging file {path} ends inside an entry")
+            (length,) = struct.unpack_from(">i", lead, 8)
+            body = f.read(length)
+            if len(body) < length:
+                raise InvalidRequestError(f"staging file {path} ends inside an entry")
+            yield topic, p, lead + body
 
 
 def append_staged(opts: WriteOptions, paths: list[str]) -> int:
@@ -233,13 +239,14 @@ def append_staged(opts: WriteOptions, paths: list[str]) -> int:
 
     try:
         with compactlog.open(opts.path) as cl:
-            staged = [entry for p in paths for entry in _read_staged(p)]
-            for topic, p, data in staged:  # check everything before writing anything
-                lg = cl.log(topic, p)
-                validate_and_assign_offsets(data, lg.log_end_offset, lg.config, cl.time.milliseconds(), lg.name)
+            for path in paths:  # check everything before writing anything
+                for topic, p, data in _read_staged(path):
+                    lg = cl.log(topic, p)
+                    validate_and_assign_offsets(data, lg.log_end_offset, lg.config, cl.time.milliseconds(), lg.name)
             appended = 0
-            for topic, p, data in staged:
-                appended += cl.append_batch(topic, p, data).record_count
+            for path in paths:
+                for topic, p, data in _read_staged(path):
+                    appended += cl.append_batch(topic, p, data).record_count
             return appended
     finally:
         for p in paths:
