@@ -97,6 +97,35 @@ def produce(data_dir, server_properties, topic, properties, compression_codec, c
         cl.produce_batch(topic, rows, compression=compression_codec, level=compression_level, batch_bytes=batch_size)
 
 
+class RecordFormatter:
+    """The console consumer's ``--property`` keys (DefaultMessageFormatter's): what to print per record."""
+
+    def __init__(self, props: dict[str, str]) -> None:
+        flag = lambda k, d="false": props.get(k, d).lower() == "true"  # noqa: E731
+        self.fields = [k for k in ("timestamp", "partition", "offset", "headers", "key") if flag(f"print.{k}")]
+        if flag("print.value", "true"):
+            self.fields.append("value")
+        self.sep = _unescape(props.get("key.separator", "\t")).encode()
+        self.line_sep = _unescape(props.get("line.separator", "\n")).encode()
+        self.null = props.get("null.literal", props.get("null.marker", "null")).encode()
+
+    def format(self, rec) -> bytes:
+        null, cols = self.null, []
+        for f in self.fields:
+            if f == "timestamp":
+                cols.append(f"{'LogAppendTime' if rec.timestamp_type else 'CreateTime'}:{rec.timestamp}".encode())
+            elif f == "partition":
+                cols.append(f"Partition:{rec.partition}".encode())
+            elif f == "offset":
+                cols.append(f"Offset:{rec.offset}".encode())
+            elif f == "headers":
+                cols.append(b",".join(k.encode() + b":" + (null if v is None else v) for k, v in rec.headers) or b"NO_HEADERS")
+            else:
+                v = rec.key if f == "key" else rec.value
+                cols.append(null if v is None else v)
+        return self.sep.join(cols) + self.line_sep
+
+
 @click.command("consume")
 @data_dir_option
 @click.option("--topic", required=True, help="The topic to read.")
@@ -104,21 +133,21 @@ def produce(data_dir, server_properties, topic, properties, compression_codec, c
 @click.option("--partition", type=int, help="Read only this partition.")
 @click.option("--offset", help="Start offset for --partition: a number, 'earliest' or 'latest'.")
 @click.option("--max-messages", type=int, help="Stop after this many records.")
+@click.option("--timeout-ms", type=int,
+              help="Follow the topic as another process appends, and exit once no record arrived for this long "
+                   "(-1: never). Without it, stop at the current end of the log.")
 @click.option("--read-compacted", is_flag=True,
               help="Read the compacted view (compact-topic): latest record per key below its horizon, then the live log.")
 @click.option("--property", "properties", multiple=True,
               help="print.key, print.value, print.timestamp, print.offset, print.partition, print.headers, key.separator, line.separator, null.literal (alias null.marker).")
 @kafka_errors
-def consume(data_dir, server_properties, topic, from_beginning, partition, offset, max_messages, read_compacted, properties):
-    """Print records up to the current end of the log (kafka-console-consumer).
+def consume(data_dir, server_properties, topic, from_beginning, partition, offset, max_messages, timeout_ms, read_compacted,
+            properties):
+    """Print records up to the current end of the log, or follow it with --timeout-ms (kafka-console-consumer).
 
     Example: compactlog consume --data-dir data --topic prices --from-beginning --property print.key=true
     """
-    props = parse_key_values(properties, "--property")
-    flag = lambda k, d="false": props.get(k, d).lower() == "true"  # noqa: E731
-    sep = _unescape(props.get("key.separator", "\t")).encode()
-    line_sep = _unescape(props.get("line.separator", "\n")).encode()
-    null = props.get("null.literal", props.get("null.marker", "null")).encode()
+    fmt = RecordFormatter(parse_key_values(properties, "--property"))
     out = sys.stdout.buffer
     start = None
     if offset is not None:
@@ -128,22 +157,44 @@ def consume(data_dir, server_properties, topic, from_beginning, partition, offse
             from_beginning = True
         elif offset != "latest":
             start = int(offset)
+    if timeout_ms is not None:
+        follow(data_dir, topic, partition, start if start is not None else "earliest" if from_beginning else "latest",
+               max_messages, timeout_ms, read_compacted, fmt, out)
+        return
     with open_data_dir(data_dir, server_properties) as cl:
         for rec in cl.consume(topic, partition, from_beginning=from_beginning, offset=start, max_records=max_messages,
                               read_compacted=read_compacted):
-            cols = []
-            if flag("print.timestamp"):
-                cols.append(f"{'LogAppendTime' if rec.timestamp_type else 'CreateTime'}:{rec.timestamp}".encode())
-            if flag("print.partition"):
-                cols.append(f"Partition:{rec.partition}".encode())
-            if flag("print.offset"):
-                cols.append(f"Offset:{rec.offset}".encode())
-            if flag("print.headers"):
-                cols.append(b",".join(k.encode() + b":" + (null if v is None else v) for k, v in rec.headers) or b"NO_HEADERS")
-            if flag("print.key"):
-                cols.append(null if rec.key is None else rec.key)
-            if flag("print.value", "true"):
-                cols.append(null if rec.value is None else rec.value)
-            out.write(sep.join(cols) + line_sep)
+            out.write(fmt.format(rec))
     out.flush()
 
+
+def follow(data_dir, topic, partition, start, max_messages, timeout_ms, read_compacted, fmt, out) -> None:
+    """Poll read-only snapshots (no lock: the owner keeps appending) until ``timeout_ms`` without a
+    record, ``max_messages`` records, or Ctrl-C."""
+    import time
+
+    from ..consumer import SnapshotConsumer
+
+    consumer = SnapshotConsumer(data_dir, topic, partition, start=start, read_compacted=read_compacted)
+    left = max_messages
+    idle_since = time.monotonic()
+    try:
+        while left is None or left > 0:
+            recs = consumer.poll()
+            if left is not None:
+                recs = recs[:left]
+                left -= len(recs)
+            for rec in recs:
+                out.write(fmt.format(rec))
+            out.flush()
+            now = time.monotonic()
+            if recs:
+                idle_since = now
+                continue
+            waited_ms = (now - idle_since) * 1000
+            if timeout_ms >= 0 and waited_ms >= timeout_ms:
+                break
+            # Kafka's fetch.max.wait.ms is the long-poll bound; a file has no push, so look again soon.
+            time.sleep(0.1 if timeout_ms < 0 else min(0.1, (timeout_ms - waited_ms) / 1000))
+    except KeyboardInterrupt:
+        out.flush()

@@ -1,0 +1,103 @@
+"""A consumer for a data directory that another process may own: read-only snapshots, polled.
+
+``compactlog.open`` takes the data directory's lock, so one process appends, cleans and compacts. A
+reader that follows a topic as it grows (the console consumer with ``--timeout-ms``, a script tailing
+a topic) must not take that lock. Each :meth:`SnapshotConsumer.poll` opens read-only snapshots of the
+assigned partitions, returns the records after each position and closes the snapshots again, so the
+segments the owner deletes or swaps are never held for longer than one poll.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Iterator
+
+from .compaction.reader import compacted_batches
+from .errors import CorruptRecordError, InvalidRequestError, UnknownTopicOrPartitionError
+from .records.batch import Record
+from .storage import files
+from .storage.manager import read_topics
+from .storage.snapshot import PartitionSnapshot
+
+# A batch that will not decode at the same position for this many polls in a row is corruption, not a
+# batch the owner is still writing.
+TORN_TAIL_POLLS = 20
+
+
+class SnapshotConsumer:
+    """Follows one topic (or one of its partitions) from a start position, record by record.
+
+    ``start`` is ``"earliest"``, ``"latest"`` (a new Kafka consumer's default) or an offset of the one
+    assigned partition. A position that retention has passed moves to the log start offset, as a Kafka
+    consumer with ``auto.offset.reset=earliest`` does. Offsets always advance past gaps that cleaning or
+    compaction left, so a reader reaches the end.
+    """
+
+    def __init__(self, data_dir: str | os.PathLike[str], topic: str, partition: int | None = None, *,
+                 start: str | int = "latest", read_compacted: bool = False, max_poll_records: int = 500) -> None:
+        files.validate_topic_name(topic)
+        if not os.path.isdir(data_dir):
+            raise InvalidRequestError(f"data directory {data_dir} does not exist")
+        meta = read_topics(data_dir).get(topic)
+        if meta is None:
+            raise UnknownTopicOrPartitionError(f"Topic '{topic}' does not exist in {data_dir}.")
+        n = meta["partitions"]
+        if partition is not None and not 0 <= partition < n:
+            raise UnknownTopicOrPartitionError(f"Partition {partition} of topic '{topic}' does not exist (the topic has {n}).")
+        if isinstance(start, int) and partition is None and n > 1:
+            raise InvalidRequestError("an explicit offset needs a partition")
+        self.data_dir, self.topic, self.read_compacted = data_dir, topic, read_compacted
+        self.max_poll_records = max_poll_records
+        self.partitions = list(range(n)) if partition is None else [partition]
+        self.positions: dict[int, int] = {}
+        self._failures: dict[int, int] = {}
+        for p in self.partitions:
+            with self._snapshot(p) as snap:
+                if start == "earliest":
+                    self.positions[p] = 0 if read_compacted else snap.log_start_offset
+                elif start == "latest":
+                    self.positions[p] = snap.log_end_offset
+                else:
+                    self.positions[p] = int(start)
+
+    def _snapshot(self, p: int) -> PartitionSnapshot:
+        return PartitionSnapshot.open(self.data_dir, self.topic, p)
+
+    def poll(self) -> list[Record]:
+        """The records appended after the current positions (at most ``max_poll_records``), in
+        partition order; an empty list when there is nothing new yet."""
+        out: list[Record] = []
+        for p in self.partitions:
+            if len(out) >= self.max_poll_records:
+                break
+            with self._snapshot(p) as snap:
+                try:
+                    for rec in self._records(snap, p, self.max_poll_records - len(out)):
+                        out.append(rec)
+                    self._failures.pop(p, None)
+                except CorruptRecordError:
+                    # Most likely the owner's batch is still being written: read it on a later poll.
+                    self._failures[p] = self._failures.get(p, 0) + 1
+                    if self._failures[p] >= TORN_TAIL_POLLS:
+                        raise
+        return out
+
+    def _records(self, snap: PartitionSnapshot, p: int, limit: int) -> Iterator[Record]:
+        pos, end = self.positions[p], snap.log_end_offset
+        if self.read_compacted:
+            batches = compacted_batches(snap.directory, snap.batches, snap.log_start_offset, pos, end)
+        else:
+            pos = max(pos, snap.log_start_offset)
+            batches = snap.batches(pos, end)
+        for batch in batches:
+            batch.ensure_valid()  # a batch the owner is still writing fails its CRC rather than decoding as garbage
+            for rec in batch.records(self.topic, p):
+                if rec.offset < pos:
+                    continue
+                if limit <= 0:
+                    return
+                self.positions[p] = rec.offset + 1
+                limit -= 1
+                yield rec
+            pos = self.positions[p] = max(pos, self.positions[p], batch.last_offset + 1)
+        self.positions[p] = max(self.positions[p], pos)
