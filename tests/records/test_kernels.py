@@ -227,6 +227,37 @@ def test_a_str_header_key_is_written_as_its_utf8():
     assert decode(as_bytes, 1)[0].headers == (("trace-ü", b"1"), ("n", None))
 
 
+
+@pytest.mark.parametrize("impl", [TWIN, kernels], ids=["twin", "in-use"])
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_rebased_records_equal_records_encoded_against_the_new_base(impl, data):
+    """The cleaner's delete-horizon path: moving the base timestamp re-encodes only the timestamp deltas."""
+    n = data.draw(st.integers(1, 12))
+    blob = st.none() | st.binary(max_size=300)
+    keys, values = data.draw(st.lists(blob, min_size=n, max_size=n)), data.draw(st.lists(blob, min_size=n, max_size=n))
+    headers = data.draw(st.lists(st.lists(st.tuples(st.text(max_size=5), blob), max_size=3), min_size=n, max_size=n))
+    base, new_base = data.draw(st.integers(0, 2**45)), data.draw(st.integers(0, 2**45))
+    ts = data.draw(st.lists(st.integers(0, 2**45), min_size=n, max_size=n))
+    deltas = sorted(data.draw(st.lists(st.integers(0, 10_000), min_size=n, max_size=n, unique=True)))
+    section = kernels.encode_records(keys, values, ts, base, deltas, headers)
+    cols = np.empty((n, NCOLS), dtype=np.int64)
+    kernels.scan_records(section, n, cols)
+    rows = np.array(sorted(data.draw(st.sets(st.integers(0, n - 1), min_size=1))), dtype=np.int64)
+    pick = rows.tolist()
+    expected = kernels.encode_records([keys[i] for i in pick], [values[i] for i in pick], [ts[i] for i in pick],
+                                      new_base, [deltas[i] for i in pick], [headers[i] for i in pick])
+    assert impl.rebase_records(section, cols, rows, base - new_base) == expected
+
+
+@pytest.mark.parametrize("impl", [TWIN, kernels], ids=["twin", "in-use"])
+def test_a_rebase_that_overflows_is_refused(impl):
+    section = kernels.encode_records([None], [None], [2**62], 0, None, None)
+    cols = np.empty((1, NCOLS), dtype=np.int64)
+    kernels.scan_records(section, 1, cols)
+    with pytest.raises(ValueError, match="does not fit in 64 bits"):
+        impl.rebase_records(section, cols, np.array([0], dtype=np.int64), 2**62)
+
 @pytest.mark.parametrize("impl", [TWIN, kernels], ids=["twin", "in-use"])
 def test_flat_headers_with_offsets_encode_like_a_list_per_record(impl):
     per_record = [[("a", b"1"), ("b", None)], [], [(b"c", b"3")]]

@@ -22,11 +22,11 @@ from ..clock import SYSTEM, Time
 from ..records import kernels
 from ..records.batch import (
     COMPRESSION_MASK,
+    DELETE_HORIZON_BIT,
     LOG_APPEND_TIME,
     BatchInfo,
     RecordBatch,
     assemble_batch,
-    build_batch,
     build_empty_batch,
 )
 from ..records.codecs import Codec, compress
@@ -257,20 +257,28 @@ def filter_batches(chunk: Chunk, mapped: np.ndarray, exact: bool, latest_mapped_
                 out.append((build_empty_batch(b), b.max_timestamp, b.last_offset))
             continue
         rows = lo + np.flatnonzero(keep[lo:hi])
-        if not b.has_delete_horizon and kept_tombs[i]:
-            data = rebuild_with_horizon(b, (rows - lo).tolist(), now + delete_retention_ms)
-        else:
-            data = regather(b, chunk, rows)
+        gains_horizon = not b.has_delete_horizon and kept_tombs[i]
+        data = regather(b, chunk, rows, now + delete_retention_ms if gains_horizon else None)
         stats.messages_written += kept[i]
         written = RecordBatch(data)
         out.append((data, written.max_timestamp, b.last_offset))
     return out
 
 
-def regather(batch: RecordBatch, chunk: Chunk, rows: np.ndarray) -> bytes:
+def regather(batch: RecordBatch, chunk: Chunk, rows: np.ndarray, delete_horizon: int | None = None) -> bytes:
     """Kept records copied byte for byte (their deltas still fit: same base offset and timestamp),
-    recompressed with the batch's codec at its default level."""
-    body = kernels.gather_records(chunk.data, chunk.cols, rows.astype(np.int64))
+    recompressed with the batch's codec at its default level.
+
+    With ``delete_horizon`` the batch gains it (KIP-534): it becomes the base timestamp, so every kept
+    record's timestamp delta moves by the difference (absolute timestamps stay) and the rest of each
+    record is still copied as it is."""
+    rows = rows.astype(np.int64)
+    if delete_horizon is None:
+        body = kernels.gather_records(chunk.data, chunk.cols, rows)
+        base_ts, attrs = batch.base_timestamp, batch.attributes & 0xFF
+    else:
+        body = kernels.rebase_records(chunk.data, chunk.cols, rows, batch.base_timestamp - delete_horizon)
+        base_ts, attrs = delete_horizon, (batch.attributes & 0xFF) | DELETE_HORIZON_BIT
     codec = Codec(batch.attributes & COMPRESSION_MASK)
     if codec is not Codec.NONE:
         body = compress(codec, body)
@@ -280,21 +288,4 @@ def regather(batch: RecordBatch, chunk: Chunk, rows: np.ndarray) -> bytes:
         max_ts = batch.base_timestamp + int(chunk.cols[rows, kernels.C_TS_DELTA].max())
     info = BatchInfo(batch.base_offset, batch.timestamp_type, batch.producer_id, batch.producer_epoch,
                      batch.base_sequence, batch.partition_leader_epoch, batch.is_transactional, batch.is_control)
-    attrs = batch.attributes & 0xFF
-    return assemble_batch(info, attrs, batch.last_offset_delta, batch.base_timestamp, max_ts, len(rows), body)
-
-
-def rebuild_with_horizon(batch: RecordBatch, local_rows: list[int], horizon: int) -> bytes:
-    """A batch gaining its delete horizon: every kept record re-encoded against the new base timestamp
-    (the horizon), so absolute record timestamps stay the same."""
-    recs = batch.records()
-    kept = [recs[i] for i in local_rows]
-    info = BatchInfo(batch.base_offset, batch.timestamp_type, batch.producer_id, batch.producer_epoch,
-                     batch.base_sequence, batch.partition_leader_epoch, batch.is_transactional, batch.is_control)
-    return build_batch(
-        [r.key for r in kept], [r.value for r in kept], [r.timestamp for r in kept],
-        headers=[r.headers for r in kept], codec=batch.codec, info=info,
-        offset_deltas=[r.offset - batch.base_offset for r in kept], last_offset_delta=batch.last_offset_delta,
-        delete_horizon=horizon,
-        max_timestamp=batch.max_timestamp if batch.timestamp_type == LOG_APPEND_TIME else None,
-    )
+    return assemble_batch(info, attrs, batch.last_offset_delta, base_ts, max_ts, len(rows), body)

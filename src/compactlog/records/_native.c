@@ -953,6 +953,62 @@ done:
     return result;
 }
 
+/* rebase_records(data, cols, rows, ts_shift) -> bytes
+ * The chosen records re-encoded with every timestamp delta moved by ts_shift and everything after it
+ * (offset delta, key, value, headers) copied byte for byte: what a batch needs when its base timestamp
+ * changes (the cleaner storing a delete horizon there) without decoding records into Python objects. */
+static PyObject *rebase_records(PyObject *self, PyObject *args) {
+    PyObject *objs[3];
+    long long shift;
+    if (!PyArg_ParseTuple(args, "OOOL", &objs[0], &objs[1], &objs[2], &shift)) return NULL;
+    static const int kinds[3] = {B_BYTES, B_COLS, B_I64};
+    static const char *const names[3] = {"data", "cols", "rows"};
+    Py_buffer b[3];
+    if (take_buffers(3, objs, kinds, names, b) < 0) return NULL;
+    const uint8_t *d = (const uint8_t *)b[0].buf;
+    const int64_t *c = (const int64_t *)b[1].buf, *r = (const int64_t *)b[2].buf;
+    Py_ssize_t n = b[2].len / 8, nrows = b[1].shape[0];
+    PyObject *out = NULL;
+    wbuf w = {0};
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (r[i] < 0 || r[i] >= nrows) {
+            PyErr_Format(PyExc_IndexError, "row %lld out of range", (long long)r[i]);
+            goto done;
+        }
+        const int64_t *rr = c + r[i] * NCOLS;
+        if (!span_ok(rr[C_POS], rr[C_END] - rr[C_POS], b[0].len)) {
+            row_outside((Py_ssize_t)r[i]);
+            goto done;
+        }
+        scan_err err = {0};
+        int64_t len, ts;
+        Py_ssize_t pos = read_varint(d, (Py_ssize_t)rr[C_POS], (Py_ssize_t)rr[C_END], 5, &len, &err);
+        if (pos >= 0) pos = read_varint(d, pos + 1, (Py_ssize_t)rr[C_END], 10, &ts, &err); /* past the attributes */
+        if (pos < 0) {
+            raise_scan_error(&err);
+            goto done;
+        }
+        int64_t moved;
+        if (__builtin_add_overflow(ts, (int64_t)shift, &moved)) {
+            PyErr_Format(PyExc_ValueError, "timestamp delta %lld moved by %lld does not fit in 64 bits", (long long)ts, shift);
+            goto done;
+        }
+        Py_ssize_t tail = (Py_ssize_t)rr[C_END] - pos;
+        Py_ssize_t body = 1 + varint_size(zigzag(moved)) + tail;
+        if (wb_reserve(&w, body + 5) < 0) goto done;
+        put_varint(&w, body);
+        w.buf[w.len++] = (char)d[rr[C_POS] + varint_size(zigzag(len))]; /* the attributes byte */
+        put_varint(&w, moved);
+        memcpy(w.buf + w.len, d + pos, (size_t)tail);
+        w.len += tail;
+    }
+    out = PyBytes_FromStringAndSize(w.buf ? w.buf : "", w.len);
+done:
+    PyMem_Free(w.buf);
+    release_buffers(3, b);
+    return out;
+}
+
 /* ------------------------------------------------------------------------------------------------
  * CRC-32C: the SSE4.2 instruction where the CPU has it, else slicing-by-8 tables.
  *
@@ -1490,6 +1546,7 @@ static PyMethodDef methods[] = {
     {"summarize_records", summarize_records, METH_VARARGS, "Validate records and return the facts append validation needs."},
     {"decode_records", decode_records, METH_VARARGS, "Decode records into record tuples."},
     {"encode_records", encode_records, METH_VARARGS, "Encode records into an uncompressed records section."},
+    {"rebase_records", rebase_records, METH_VARARGS, "Chosen records with their timestamp deltas moved."},
     {"offset_map_put", offset_map_put, METH_VARARGS, "Put keyed records into the cleaner's offset map until it is full."},
     {"offset_map_get", offset_map_get, METH_VARARGS, "Look up each record's key in the cleaner's offset map."},
     {"offset_map_set", offset_map_set, METH_VARARGS, "Point mapped keys at new (offset, version) entries."},

@@ -240,6 +240,29 @@ def gather_records(data: Any, cols: Any, rows: Any) -> bytes:
     return b"".join(bytes(mv[cols[r, C_POS] : cols[r, C_END]]) for r in rows.tolist())
 
 
+
+def rebase_records(data: Any, cols: Any, rows: Any, ts_shift: int) -> bytes:
+    """The chosen records with every timestamp delta moved by ``ts_shift`` and the rest (offset delta,
+    key, value, headers) copied byte for byte: a records section for a new base timestamp."""
+    mv = memoryview(data)
+    out = bytearray()
+    for r in rows.tolist():
+        start, end = int(cols[r, C_POS]), int(cols[r, C_END])
+        if not 0 <= start <= end <= len(mv):
+            raise ValueError(f"row {r} lies outside the data")
+        _, pos = read_varint(mv, start, end, 5)
+        attributes = mv[pos]
+        ts, pos = read_varint(mv, pos + 1, end, 10)
+        moved = ts + ts_shift
+        if not -(1 << 63) <= moved < (1 << 63):
+            raise ValueError(f"timestamp delta {ts} moved by {ts_shift} does not fit in 64 bits")
+        body = bytearray([attributes])
+        write_varint(body, moved)
+        body += mv[pos:end]
+        write_varint(out, len(body))
+        out += body
+    return bytes(out)
+
 def gather_column(data: Any, cols: Any, pos_col: int, len_col: int) -> tuple[bytes, bytes, bytes | None, int]:
     """One binary column in Arrow's layout: int32 offsets, contiguous values, validity bitmap (None if
     nothing is null), null count."""

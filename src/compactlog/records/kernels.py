@@ -45,6 +45,7 @@ scan_many = _impl.scan_many
 decode_records = _impl.decode_records
 summarize_records = _impl.summarize_records
 gather_records = _impl.gather_records
+rebase_records = _impl.rebase_records
 gather_column = _impl.gather_column
 crc32c = _impl.crc32c
 murmur2 = _impl.murmur2
