@@ -375,6 +375,26 @@ static PyObject *row_outside(Py_ssize_t row) {
     return PyErr_Format(PyExc_ValueError, "row %zd lies outside the data", row);
 }
 
+/* For kernels taking (data, cols, rows) buffers: checks every chosen row against the columns and the
+ * data and returns the bytes those records take, or -1 with an error set. */
+static Py_ssize_t chosen_records_bytes(const Py_buffer b[3]) {
+    const int64_t *c = (const int64_t *)b[1].buf, *r = (const int64_t *)b[2].buf;
+    Py_ssize_t n = b[2].len / 8, total = 0, nrows = b[1].shape[0];
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (r[i] < 0 || r[i] >= nrows) {
+            PyErr_Format(PyExc_IndexError, "row %lld out of range", (long long)r[i]);
+            return -1;
+        }
+        const int64_t *rr = c + r[i] * NCOLS;
+        if (!span_ok(rr[C_POS], rr[C_END] - rr[C_POS], b[0].len)) {
+            row_outside((Py_ssize_t)r[i]);
+            return -1;
+        }
+        total += (Py_ssize_t)(rr[C_END] - rr[C_POS]);
+    }
+    return total;
+}
+
 /* gather_records(data, cols, rows) -> bytes: the raw bytes of the given records, concatenated. Valid as a
  * records section when the batch keeps its base offset and base timestamp (deltas unchanged). */
 static PyObject *gather_records(PyObject *self, PyObject *args) {
@@ -385,20 +405,9 @@ static PyObject *gather_records(PyObject *self, PyObject *args) {
     Py_buffer b[3];
     if (take_buffers(3, objs, kinds, names, b) < 0) return NULL;
     const int64_t *c = (const int64_t *)b[1].buf, *r = (const int64_t *)b[2].buf;
-    Py_ssize_t n = b[2].len / 8, total = 0, nrows = b[1].shape[0];
+    Py_ssize_t n = b[2].len / 8, total = chosen_records_bytes(b);
     PyObject *out = NULL;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        if (r[i] < 0 || r[i] >= nrows) {
-            PyErr_Format(PyExc_IndexError, "row %lld out of range", (long long)r[i]);
-            goto done;
-        }
-        const int64_t *rr = c + r[i] * NCOLS;
-        if (!span_ok(rr[C_POS], rr[C_END] - rr[C_POS], b[0].len)) {
-            row_outside((Py_ssize_t)r[i]);
-            goto done;
-        }
-        total += (Py_ssize_t)(rr[C_END] - rr[C_POS]);
-    }
+    if (total < 0) goto done;
     out = PyBytes_FromStringAndSize(NULL, total);
     if (out) {
         char *o = PyBytes_AS_STRING(out);
@@ -967,19 +976,12 @@ static PyObject *rebase_records(PyObject *self, PyObject *args) {
     if (take_buffers(3, objs, kinds, names, b) < 0) return NULL;
     const uint8_t *d = (const uint8_t *)b[0].buf;
     const int64_t *c = (const int64_t *)b[1].buf, *r = (const int64_t *)b[2].buf;
-    Py_ssize_t n = b[2].len / 8, nrows = b[1].shape[0];
+    Py_ssize_t n = b[2].len / 8, total = chosen_records_bytes(b);
     PyObject *out = NULL;
     wbuf w = {0};
+    if (total < 0 || wb_reserve(&w, total + 10 * n) < 0) goto done; /* most records keep their size; the loop reserves more when one grows */
     for (Py_ssize_t i = 0; i < n; i++) {
-        if (r[i] < 0 || r[i] >= nrows) {
-            PyErr_Format(PyExc_IndexError, "row %lld out of range", (long long)r[i]);
-            goto done;
-        }
         const int64_t *rr = c + r[i] * NCOLS;
-        if (!span_ok(rr[C_POS], rr[C_END] - rr[C_POS], b[0].len)) {
-            row_outside((Py_ssize_t)r[i]);
-            goto done;
-        }
         scan_err err = {0};
         int64_t len, ts;
         Py_ssize_t pos = read_varint(d, (Py_ssize_t)rr[C_POS], (Py_ssize_t)rr[C_END], 5, &len, &err);
