@@ -18,7 +18,7 @@ import sys
 from rich.table import Table
 
 sys.path.insert(0, os.path.dirname(__file__))
-from children import run_child  # noqa: E402
+from children import bench_start, run_child  # noqa: E402
 
 CHILD = """
 import json, sys, time
@@ -54,18 +54,7 @@ print(json.dumps(out))
 
 
 def main() -> None:
-    import argparse
-    import tempfile
-
-    from rich.console import Console
-
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--records", type=int, default=2_000_000)
-    ap.add_argument("--keys", type=int, default=100_000)
-    ap.add_argument("--master", default="local[*]")
-    args = ap.parse_args()
-    console = Console(width=max(Console().width, 100))
-    root = tempfile.mkdtemp(prefix="compactlog-spark-write-bench-")
+    args, console, root = bench_start("spark-write", records=2_000_000, keys=100_000)
     try:
         r = run_child(CHILD, root, str(args.records), str(args.keys), args.master)
         if r["records"] != args.records:

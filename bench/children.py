@@ -15,7 +15,7 @@ def run_child(code: str, *args: str) -> dict:
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
-def bench_start(name: str):
+def bench_start(name: str, records: int = 10_000_000, keys: int = 1_000_000):
     """The common start of a benchmark on the cleaner's data: ``--records``/``--keys``, a wide console
     and a fresh scratch directory (the caller removes it)."""
     import argparse
@@ -24,8 +24,8 @@ def bench_start(name: str):
     from rich.console import Console
 
     ap = argparse.ArgumentParser()
-    ap.add_argument("--records", type=int, default=10_000_000)
-    ap.add_argument("--keys", type=int, default=1_000_000)
+    ap.add_argument("--records", type=int, default=records)
+    ap.add_argument("--keys", type=int, default=keys)
     ap.add_argument("--master", default="local[*]", help="Spark master, for the benchmarks that use Spark")
     args = ap.parse_args()
     return args, Console(width=max(Console().width, 120)), tempfile.mkdtemp(prefix=f"compactlog-{name}-bench-")
