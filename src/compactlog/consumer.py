@@ -36,8 +36,6 @@ class SnapshotConsumer:
     def __init__(self, data_dir: str | os.PathLike[str], topic: str, partition: int | None = None, *,
                  start: str | int = "latest", read_compacted: bool = False, max_poll_records: int = 500) -> None:
         files.validate_topic_name(topic)
-        if not os.path.isdir(data_dir):
-            raise InvalidRequestError(f"data directory {data_dir} does not exist")
         meta = read_topics(data_dir).get(topic)
         if meta is None:
             raise UnknownTopicOrPartitionError(f"Topic '{topic}' does not exist in {data_dir}.")

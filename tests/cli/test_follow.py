@@ -11,7 +11,7 @@ import pytest
 
 import compactlog
 from compactlog.consumer import TORN_TAIL_POLLS, SnapshotConsumer
-from compactlog.errors import CorruptRecordError, UnknownTopicOrPartitionError
+from compactlog.errors import CorruptRecordError, KafkaStorageError, UnknownTopicOrPartitionError
 
 
 def test_the_console_consumer_follows_appends_of_the_owning_process_and_stops_when_idle(tmp_path):
@@ -116,10 +116,12 @@ def test_a_batch_being_written_is_read_later_and_lasting_corruption_is_raised(tm
             consumer.poll()
 
 
-def test_unknown_topic_and_partition(tmp_path):
+def test_unknown_topic_partition_and_data_directory(tmp_path):
     with compactlog.open(tmp_path) as cl:
         cl.create_topic("t", 1)
     with pytest.raises(UnknownTopicOrPartitionError, match="Topic 'nope'"):
         SnapshotConsumer(tmp_path, "nope")
     with pytest.raises(UnknownTopicOrPartitionError, match="Partition 3"):
         SnapshotConsumer(tmp_path, "t", 3)
+    with pytest.raises(KafkaStorageError, match="data directory .*missing does not exist"):
+        SnapshotConsumer(tmp_path / "missing", "t")

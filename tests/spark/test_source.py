@@ -70,6 +70,13 @@ def test_clear_errors(spark, data):
         load(spark, path, subscribe="nope").count()
     with pytest.raises(Exception, match='option "path"'):
         spark.read.format("compactlog").option("subscribe", "prices").load().count()
+    missing = path / "no-such-dir"
+    with pytest.raises(Exception, match=f"data directory {missing} does not exist"):
+        load(spark, missing, subscribe="prices").count()
+    with pytest.raises(Exception, match=f"data directory {missing} does not exist"):
+        spark.createDataFrame([("v",)], "value string").write.format("compactlog").option("path", str(missing)) \
+            .option("topic", "prices").mode("append").save()
+    assert not missing.exists(), "nothing is created where the data directory was expected"
 
 
 def test_streaming_available_now_reads_everything_in_bounded_batches(spark, data, tmp_path_factory):

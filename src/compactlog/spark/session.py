@@ -31,7 +31,22 @@ def spark_session(master: str | None = None, app_name: str = "compactlog", extra
     for k, v in conf.items():
         builder = builder.config(k, v)
     spark = builder.getOrCreate()
-    from .source import CompactLogDataSource
+    if not _found_by_spark():
+        from .source import CompactLogDataSource
 
-    spark.dataSource.register(CompactLogDataSource)  # found by name too, but only from a plain sys.path entry
+        spark.dataSource.register(CompactLogDataSource)
     return spark
+
+
+def _found_by_spark() -> bool:
+    """Whether Spark's own lookup finds the format: it lists ``pyspark_*`` modules on the plain
+    ``sys.path`` of the ``PYSPARK_PYTHON`` interpreter. Registering a format it also found makes Spark
+    warn on every session, so register only when it would not."""
+    import pkgutil
+    import shutil
+
+    exe = os.environ.get("PYSPARK_PYTHON") or shutil.which("python3") or "python3"
+    same_env = os.path.dirname(os.path.abspath(exe)) == os.path.dirname(os.path.abspath(sys.executable))
+    if not same_env:  # (a virtual environment's python links to the base one, so paths are compared unresolved)
+        return False
+    return any(m.name == "pyspark_compactlog" for m in pkgutil.iter_modules())

@@ -67,6 +67,8 @@ class TopicDescription:
 
 def read_topics(data_dir: str | os.PathLike[str]) -> dict[str, dict]:
     """Topic metadata of a data directory, read without taking its lock (for readers in other processes)."""
+    if not Path(data_dir).is_dir():
+        raise KafkaStorageError(f"data directory {data_dir} does not exist")
     out = {}
     for entry in sorted((Path(data_dir) / TOPICS_DIR).glob("*.json")):
         try:
