@@ -24,6 +24,7 @@ from typing import Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
+from .cleaner.cleaner import IoObserver
 from .cleaner.log_cleaner import CleanResult, LogCleaner
 from .clock import SYSTEM, Time
 from .compaction.reader import compacted_batches
@@ -256,27 +257,30 @@ class CompactLog:
         return {p: self.manager.get_log(topic, p).log_end_offset for p in range(self.manager.partitions_for(topic))}
 
     # housekeeping -------------------------------------------------------------------------------
-    def clean(self, topic: str | None = None) -> CleanReport:
+    def clean(self, topic: str | None = None, on_io: IoObserver | None = None) -> CleanReport:
         """Housekeeping now: retention for every log, then log compaction of every compacted log
         that is eligible (dirty ratio above ``min.cleanable.dirty.ratio`` or forced by
-        ``max.compaction.lag.ms``), round after round until none is."""
+        ``max.compaction.lag.ms``), round after round until none is. ``on_io(log, phase, bytes)``
+        hears how far the cleaning has got."""
         if topic is not None:
             self.manager.partitions_for(topic)
         deleted = self.manager.run_retention(topic)
-        cleaned = self.cleaner.clean_now(topic)
+        cleaned = self.cleaner.clean_now(topic, on_io=on_io)
         if cleaned:
             self.manager.checkpoint()
         return CleanReport(deleted, cleaned)
 
     # Pulsar-style compaction ----------------------------------------------------------------------
-    def compact_topic(self, topic: str, partition: int | None = None) -> dict[int, CompactionState | None]:
+    def compact_topic(self, topic: str, partition: int | None = None,
+                      on_io: IoObserver | None = None) -> dict[int, CompactionState | None]:
         """Build the compacted view now (two-phase, beside the untouched log); per partition the
-        published state, or None when nothing was appended since the last run."""
+        published state, or None when nothing was appended since the last run. ``on_io(log, phase,
+        bytes)`` hears how far each run has got."""
         n = self.manager.partitions_for(topic)
         parts = range(n) if partition is None else [partition]
         for p in parts:
             self._check_partition(topic, p)
-        return {p: self.compaction.compact(topic, p) for p in parts}
+        return {p: self.compaction.compact(topic, p, on_io) for p in parts}
 
     def compaction_status(self, topic: str) -> list[CompactionStatus]:
         """Per partition: NOT_RUN / RUNNING / SUCCESS / ERROR, and the published horizon and figures."""

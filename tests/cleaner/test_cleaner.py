@@ -286,3 +286,15 @@ def _recording_state(cl, seen):
         seen.append(cl.cleaner.manager.state((topic, partition)))
 
     return hook
+
+
+def test_a_cleaning_round_reports_the_bytes_it_maps_and_cleans(tmp_path):
+    with compactlog.open(tmp_path) as cl:
+        cl.create_topic("t", 1, {"cleanup.policy": "compact", "segment.bytes": "2000", "min.cleanable.dirty.ratio": "0.01"})
+        cl.produce_batch("t", [(b"k%d" % (i % 10), b"v" * 30) for i in range(300)], batch_bytes=300)
+        seen = []
+        report = cl.clean("t", on_io=lambda *e: seen.append(e))
+    stats = [r.stats for r in report.compactions]
+    assert stats and {log for log, _, _ in seen} == {"t-0"}
+    assert sum(n for _, p, n in seen if p == "mapping") == sum(s.map_bytes_read for s in stats)
+    assert sum(n for _, p, n in seen if p == "cleaning") == sum(s.bytes_read for s in stats)

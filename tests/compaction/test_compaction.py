@@ -245,3 +245,21 @@ def test_unknown_topic_and_partition(cl):
         cl.compact_topic("nope")
     with pytest.raises(UnknownTopicOrPartitionError):
         cl.compact_topic("t", 3)
+
+
+def test_runs_report_their_progress_phase_by_phase(tmp_path):
+    from rich.console import Console
+
+    from compactlog.cli.progress import io_progress
+
+    with compactlog.open(tmp_path / "d") as cl:
+        cl.create_topic("t", 1, {"segment.bytes": "4000"})
+        cl.produce_batch("t", [(b"k%d" % (i % 10), b"v" * 30) for i in range(300)], batch_bytes=500)
+        seen: list[tuple[str, str, int]] = []
+        console = Console(record=True, force_terminal=True, width=120)
+        with io_progress("compaction", enabled=True, console=console) as shown:
+            state = cl.compact_topic("t", on_io=lambda *e: (seen.append(e), shown(*e)))[0]
+        by_phase = {ph: sum(n for _, p, n in seen if p == ph) for ph in ("mapping", "writing")}
+        assert {log for log, _, _ in seen} == {"t-0"}
+        assert by_phase["mapping"] == by_phase["writing"] == state.bytes_before == cl.log("t").size
+        assert "compaction: writing t-0" in console.export_text()

@@ -82,6 +82,10 @@ class CleanerStats:
         return max(self.ended - self.map_done, 0.0)
 
 
+# (log name, phase, source bytes read): how far a cleaning or compaction run has got, for progress bars.
+IoObserver = Callable[[str, str, int], None]
+
+
 class Cleaner:
     """Cleans one log at a time with its own offset map."""
 
@@ -95,6 +99,7 @@ class Cleaner:
         self.read_buffer = read_buffer  # source bytes per append to the cleaned segment (index granularity)
         self.first_dirty = 0
         self.strategy = "offset"
+        self.on_io: IoObserver = lambda _name, _phase, _n: None  # phases "mapping" and "cleaning"
 
     def _use_map_for(self, strategy: str) -> None:
         """Switch the map between Kafka's plain layout and the versioned one the strategy needs."""
@@ -123,6 +128,7 @@ class Cleaner:
                 read = sum(b.size for b in group)
                 stats.map_bytes_read += read
                 self.throttle(read)
+                self.on_io(lg.name, "mapping", read)
 
             if not map_keys(m, batches, start, self.strategy, account):
                 return m.latest_offset + 1
@@ -161,6 +167,7 @@ class Cleaner:
                     stats.messages_read += sum(b.record_count for b in group)
                     out = self.filter_chunk(Chunk.scan(group, verify=True), upper_bound, now, retention, stats)
                     self.throttle(read + sum(len(data) for data, _, _ in out))
+                    self.on_io(lg.name, "cleaning", read)
                     yield out
 
         dest, written = write_cleaned(lg.dir, sources[0].base_offset, lg.segment_params(), filtered(),

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from ..clock import SYSTEM, Time
 from ..storage.log import Log
-from .cleaner import Cleaner, CleanerStats, CleaningAbortedError
+from .cleaner import Cleaner, CleanerStats, CleaningAbortedError, IoObserver
 from .manager import CleanerManager, TopicPartition
 from .offset_map import OffsetMap
 from .throttler import Throttler
@@ -161,10 +161,14 @@ class LogCleaner:
                 finally:
                     self.manager.done_cleaning(tp, None)
 
-    def clean_now(self, topic: str | None = None, max_rounds: int = 1000) -> list[CleanResult]:
-        """Clean every eligible log (of ``topic``) until none is eligible; for ``compactlog clean``."""
+    def clean_now(self, topic: str | None = None, max_rounds: int = 1000,
+                  on_io: IoObserver | None = None) -> list[CleanResult]:
+        """Clean every eligible log (of ``topic``) until none is eligible; for ``compactlog clean``.
+        ``on_io(log name, phase, bytes)`` hears of every chunk read, for a progress bar."""
         only = None if topic is None else {k for k in self.logs.logs if k[0] == topic}
         cleaner = self._new_cleaner()
+        if on_io is not None:
+            cleaner.on_io = on_io
         results = []
         for _ in range(max_rounds):
             chosen, r = self.clean_filthiest(cleaner, 0, only)

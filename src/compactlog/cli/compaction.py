@@ -7,6 +7,7 @@ import datetime
 import click
 
 from .common import data_dir_option, kafka_errors, open_data_dir
+from .progress import io_progress
 
 
 def _when(ms: int) -> str:
@@ -45,7 +46,8 @@ def compact_topic(data_dir, server_properties, topic, partition):
     Example: compactlog compact-topic --data-dir data --topic orders
     """
     with open_data_dir(data_dir, server_properties) as cl:
-        done = cl.compact_topic(topic, partition)
+        with io_progress("compaction") as on_io:
+            done = cl.compact_topic(topic, partition, on_io=on_io)
         rows = []
         for p, st in done.items():
             shown = st if st is not None else cl.compaction.status(topic, p).state

@@ -6,6 +6,7 @@ import click
 
 from ..cleaner.log_cleaner import stats_report
 from .common import data_dir_option, kafka_errors, open_data_dir
+from .progress import io_progress
 
 
 @click.command("clean")
@@ -18,7 +19,8 @@ def clean(data_dir, server_properties, topic):
     Example: compactlog clean --data-dir data --topic prices
     """
     with open_data_dir(data_dir, server_properties) as cl:
-        report = cl.clean(topic)
+        with io_progress("log cleaner") as on_io:
+            report = cl.clean(topic, on_io=on_io)
         for (t, p), n in sorted(report.deleted_segments.items()):
             click.echo(f"{t}-{p}: deleted {n} segment(s) by retention")
         for r in report.compactions:

@@ -20,13 +20,14 @@ the previous side log is deleted. Nothing is ever written to the live log.
 
 from __future__ import annotations
 
+import itertools
 import shutil
 import time as _time
 from typing import Callable, Iterator
 
 import numpy as np
 
-from ..cleaner.cleaner import lookup, map_keys, regather
+from ..cleaner.cleaner import IoObserver, lookup, map_keys, regather
 from ..cleaner.offset_map import OffsetMap
 from ..cleaner.survival import retained
 from ..clock import Time
@@ -69,8 +70,10 @@ class Compactor:
         self.time = time
         self.checkpoint = checkpoint  # called at each stage; tests raise from it to simulate a crash
 
-    def compact(self, lg: Log) -> CompactionState | None:
-        """One run over ``lg``; returns the published state, or None when there was nothing new."""
+    def compact(self, lg: Log, on_io: IoObserver | None = None) -> CompactionState | None:
+        """One run over ``lg``; returns the published state, or None when there was nothing new.
+        ``on_io(log name, phase, bytes)`` hears of every batch read, for a progress bar."""
+        on_io = on_io or (lambda _name, _phase, _n: None)
         started_ms, t0 = self.time.milliseconds(), _time.monotonic()
         pdir = lg.dir
         remove_unpublished(pdir)
@@ -85,18 +88,14 @@ class Compactor:
         prev_horizon = prev.horizon if prev else 0
         counted = {"records": 0, "bytes": 0}
 
-        def read(src: PartitionSnapshot | None, below: int, count: bool = False) -> Iterator[RecordBatch]:
+        def read(src: PartitionSnapshot | None, below: int, phase: str, count: bool = False) -> Iterator[RecordBatch]:
             """The source of this pass: side log below ``below``, then live records up to H."""
-            if src is not None:
-                for b in src.batches(0, below):
-                    if count:
-                        counted["records"] += b.record_count
-                        counted["bytes"] += b.size
-                    yield b
-            for b in lg.batches(max(below, lg.log_start_offset), horizon):
+            live = lg.batches(max(below, lg.log_start_offset), horizon)
+            for b in itertools.chain(src.batches(0, below) if src is not None else (), live):
                 if count:
                     counted["records"] += b.record_count
                     counted["bytes"] += b.size
+                on_io(lg.name, phase, b.size)
                 yield b
 
         start = 0
@@ -104,14 +103,14 @@ class Compactor:
         try:
             while True:
                 m.clear()
-                mapped_all = map_keys(m, read(source, prev_horizon if first_pass else horizon), start, strategy)
+                mapped_all = map_keys(m, read(source, prev_horizon if first_pass else horizon, "mapping"), start, strategy)
                 if mapped_all:
                     m.latest_offset = horizon - 1
                 self.checkpoint("phase-one")
                 out_id = next_id
                 next_id += 1
                 writer = SideLogWriter(side_log_dir(pdir, out_id), lg.segment_params(), lg.config.segment_bytes)
-                for group in chunks(read(source, prev_horizon if first_pass else horizon, count=first_pass),
+                for group in chunks(read(source, prev_horizon if first_pass else horizon, "writing", count=first_pass),
                                     READ_CHUNK_BYTES):
                     chunk = Chunk.scan(group, verify=True)
                     mapped, exact = lookup(m, chunk, start, strategy)

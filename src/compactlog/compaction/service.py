@@ -15,6 +15,7 @@ import logging
 import threading
 from dataclasses import dataclass
 
+from ..cleaner.cleaner import IoObserver
 from ..clock import Time
 from ..errors import CompactLogError
 from ..storage.log import Log
@@ -64,7 +65,7 @@ class CompactionService:
         for lg in list(logs.logs.values()):
             remove_unpublished(lg.dir)
 
-    def compact(self, topic: str, partition: int) -> CompactionState | None:
+    def compact(self, topic: str, partition: int, on_io: IoObserver | None = None) -> CompactionState | None:
         """Run one compaction of the partition now; None when nothing was appended since the last."""
         tp = (topic, partition)
         lg = self.logs.get_log(topic, partition)
@@ -74,7 +75,7 @@ class CompactionService:
             self.running.add(tp)
         started = self.time.milliseconds()
         try:
-            state = Compactor(self.memory, self.load_factor, self.time, self.checkpoint).compact(lg)
+            state = Compactor(self.memory, self.load_factor, self.time, self.checkpoint).compact(lg, on_io)
             clear_error(lg.dir)
             return state
         except BaseException as exc:
