@@ -2,9 +2,10 @@
 
 ``compactlog.open`` takes the data directory's lock, so one process appends, cleans and compacts. A
 reader that follows a topic as it grows (the console consumer with ``--timeout-ms``, a script tailing
-a topic) must not take that lock. Each :meth:`SnapshotConsumer.poll` opens read-only snapshots of the
-assigned partitions, returns the records after each position and closes the snapshots again, so the
-segments the owner deletes or swaps are never held for longer than one poll.
+a topic) must not take that lock. :meth:`SnapshotConsumer.poll` reads each assigned partition through a
+read-only snapshot, kept while the position is short of the end it saw and replaced by a fresh one
+after, so a reader catching up does not reopen segments per poll, and segments the owner deletes or
+swaps are held only until the reader has passed them.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ class SnapshotConsumer:
         self.partitions = list(range(n)) if partition is None else [partition]
         self.positions: dict[int, int] = {}
         self._failures: dict[int, int] = {}
+        self._open: dict[int, tuple[PartitionSnapshot, int]] = {}  # partition -> (snapshot, its end offset)
         for p in self.partitions:
             with self._snapshot(p) as snap:
                 if start == "earliest":
@@ -61,6 +63,28 @@ class SnapshotConsumer:
     def _snapshot(self, p: int) -> PartitionSnapshot:
         return PartitionSnapshot.open(self.data_dir, self.topic, p)
 
+    def _current(self, p: int) -> tuple[PartitionSnapshot, int]:
+        """The partition's snapshot, reopened once the position has reached the end it saw."""
+        held = self._open.get(p)
+        if held is not None and self.positions[p] < held[1]:
+            return held
+        if held is not None:
+            held[0].close()
+        snap = self._snapshot(p)
+        self._open[p] = (snap, snap.log_end_offset)
+        return self._open[p]
+
+    def close(self) -> None:
+        for snap, _ in self._open.values():
+            snap.close()
+        self._open.clear()
+
+    def __enter__(self) -> "SnapshotConsumer":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
     def poll(self) -> list[Record]:
         """The records appended after the current positions (at most ``max_poll_records``), in
         partition order; an empty list when there is nothing new yet."""
@@ -68,20 +92,21 @@ class SnapshotConsumer:
         for p in self.partitions:
             if len(out) >= self.max_poll_records:
                 break
-            with self._snapshot(p) as snap:
-                try:
-                    for rec in self._records(snap, p, self.max_poll_records - len(out)):
-                        out.append(rec)
-                    self._failures.pop(p, None)
-                except CorruptRecordError:
-                    # Most likely the owner's batch is still being written: read it on a later poll.
-                    self._failures[p] = self._failures.get(p, 0) + 1
-                    if self._failures[p] >= TORN_TAIL_POLLS:
-                        raise
+            snap, end = self._current(p)
+            try:
+                for rec in self._records(snap, end, p, self.max_poll_records - len(out)):
+                    out.append(rec)
+                self._failures.pop(p, None)
+            except CorruptRecordError:
+                # Most likely the owner's batch is still being written: read it on a later poll.
+                self._open.pop(p)[0].close()
+                self._failures[p] = self._failures.get(p, 0) + 1
+                if self._failures[p] >= TORN_TAIL_POLLS:
+                    raise
         return out
 
-    def _records(self, snap: PartitionSnapshot, p: int, limit: int) -> Iterator[Record]:
-        pos, end = self.positions[p], snap.log_end_offset
+    def _records(self, snap: PartitionSnapshot, end: int, p: int, limit: int) -> Iterator[Record]:
+        pos = self.positions[p]
         if self.read_compacted:
             batches = compacted_batches(snap.directory, snap.batches, snap.log_start_offset, pos, end)
         else:

@@ -175,7 +175,8 @@ def follow(data_dir, topic, partition, start, max_messages, timeout_ms, read_com
 
     from ..consumer import SnapshotConsumer
 
-    consumer = SnapshotConsumer(data_dir, topic, partition, start=start, read_compacted=read_compacted)
+    consumer = SnapshotConsumer(data_dir, topic, partition, start=start, read_compacted=read_compacted,
+                                max_poll_records=5000)
     left = max_messages
     idle_since = time.monotonic()
     try:
@@ -198,3 +199,5 @@ def follow(data_dir, topic, partition, start, max_messages, timeout_ms, read_com
             time.sleep(0.1 if timeout_ms < 0 else min(0.1, (timeout_ms - waited_ms) / 1000))
     except KeyboardInterrupt:
         out.flush()
+    finally:
+        consumer.close()
