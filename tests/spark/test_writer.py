@@ -13,7 +13,7 @@ import pytest
 from kafka.partitioner.default import murmur2
 
 import compactlog
-from compactlog.errors import InvalidRequestError, UnknownTopicOrPartitionError
+from compactlog.errors import InvalidRecordError, InvalidRequestError, InvalidTimestampError, UnknownTopicOrPartitionError
 from compactlog.spark.writer import BATCH_BYTES, WriteOptions, append_staged, stage_batches
 
 HEADERS = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
@@ -119,3 +119,39 @@ def test_a_torn_staging_file_is_named_and_nothing_is_appended(topic):
         append_staged(opts, paths)
     assert records(topic) == []
     assert not list((topic / "__staging").iterdir()), "the staging files are removed either way"
+
+
+def test_a_bad_row_fails_its_task_and_leaves_no_staging_file(tmp_path):
+    with compactlog.open(tmp_path) as cl:
+        cl.create_topic("c", 1, {"cleanup.policy": "compact"})
+    rb = pa.record_batch({"key": pa.array([b"k", None]), "value": ["1", "2"]})
+    with pytest.raises(InvalidRecordError, match="Compacted topic cannot accept message without key"):
+        stage_batches(WriteOptions(str(tmp_path), "c"), iter([pa.record_batch({"key": ["a"], "value": ["0"]}), rb]))
+    assert not list((tmp_path / "__staging").iterdir()), "the file with the task's first, valid batch is gone too"
+
+
+def test_a_config_change_between_staging_and_commit_is_checked_before_appending(topic):
+    opts = WriteOptions(str(topic), "t")
+    good = stage_batches(opts, iter([pa.record_batch({"key": ["a"], "value": ["1"]})]))
+    keyless = stage_batches(opts, iter([pa.record_batch({"value": ["2"]})]))
+    with compactlog.open(topic) as cl:
+        cl.alter_topic_config("t", set={"cleanup.policy": "compact"})
+    with pytest.raises(InvalidRecordError, match="Compacted topic cannot accept message without key"):
+        append_staged(opts, good + keyless)
+    assert records(topic) == [], "the valid batch staged first was not appended either"
+
+
+def test_a_timestamp_that_aged_past_the_window_while_staged_is_refused(topic):
+    from compactlog.records.batch import build_batch
+    from compactlog.spark.source import staging_path
+    from compactlog.spark.writer import _PART
+
+    with compactlog.open(topic) as cl:
+        cl.alter_topic_config("t", set={"message.timestamp.before.max.ms": "60000"})
+        fingerprint = cl.log("t", 0).config.fingerprint()
+    old = int(dt.datetime.now(dt.timezone.utc).timestamp() * 1000) - 120_000
+    path = staging_path(str(topic))  # as a task that validated it two minutes ago would have left it
+    path.write_bytes(_PART.pack(1) + b"t" + _PART.pack(0) + fingerprint + build_batch([b"k"], [b"v"], [old]))
+    with pytest.raises(InvalidTimestampError, match="before the allowed window"):
+        append_staged(WriteOptions(str(topic), "t"), [str(path)])
+    assert records(topic) == []

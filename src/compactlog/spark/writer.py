@@ -1,15 +1,18 @@
 """Appending DataFrames to a topic: tasks build and compress batches, the driver appends them.
 
 A task turns its rows into ~16 KB batches per partition (the topic's ``compression.type``, or none
-when it is ``producer``) and stages them in ``<data>/__staging``. At commit the driver opens the data
-directory, checks every staged batch against the topic's rules before appending any (so a bad row
-fails the job with nothing written), then appends them in task order and removes the staging files.
-Both passes read the staging files one entry at a time, so the driver's memory does not grow with the
-size of the job.
+when it is ``producer``), validates each against the topic's rules (so a bad row fails its task, on the
+executors, in parallel) and stages them in ``<data>/__staging`` with the fingerprint of the config it
+validated under. At commit the driver opens the data directory and checks every staged batch before
+appending any (a batch validated under the current config passes on its fingerprint; others are
+validated again), so nothing is written unless everything can be; then it appends them in task order
+and removes the staging files. Both passes read the staging files one entry at a time, so the driver's
+memory does not grow with the size of the job.
 """
 
 from __future__ import annotations
 
+import os
 import struct
 import time
 from dataclasses import dataclass
@@ -26,9 +29,10 @@ from ..records.batch import LOG_OVERHEAD, build_batch
 from ..records.codecs import Codec, codec_from_name
 from ..storage.config import LogConfig
 from ..storage.manager import read_topics
-from ..storage.validator import validate_and_assign_offsets
+from ..storage.validator import LONG_MAX, validate_and_assign_offsets
 
 BATCH_BYTES = 16384
+FINGERPRINT_BYTES = 8  # LogConfig.fingerprint of the config a task validated a batch under
 _PART = struct.Struct(">i")
 
 
@@ -164,13 +168,15 @@ def stage_batches(opts: WriteOptions, iterator: Iterator[pa.RecordBatch]) -> lis
         for rb in iterator:
             if rb.num_rows == 0:
                 continue
-            rows = _Rows.of(rb, int(time.time() * 1000), opts.topic is None)
+            now_ms = int(time.time() * 1000)
+            rows = _Rows.of(rb, now_ms, opts.topic is None)
             for topic, picked in _by_topic(rows.topics, opts.topic, rb.num_rows):
                 meta = topics.get(topic)
                 if meta is None:
                     raise UnknownTopicOrPartitionError(f"Topic '{topic}' does not exist in {opts.path}.")
                 n_parts = meta["partitions"]
                 cfg = LogConfig(meta.get("config", {}))
+                fingerprint = cfg.fingerprint()
                 codec = Codec.NONE if cfg.compression_type == "producer" else codec_from_name(cfg.compression_type)
                 level = {Codec.GZIP: cfg.compression_gzip_level, Codec.LZ4: cfg.compression_lz4_level,
                          Codec.ZSTD: cfg.compression_zstd_level}.get(codec)
@@ -192,10 +198,17 @@ def stage_batches(opts: WriteOptions, iterator: Iterator[pa.RecordBatch]) -> lis
                         data = build_batch(rows.keys[chunk].tolist(), rows.values[chunk].tolist(),
                                            rows.timestamps[chunk].tolist(), headers=headers,
                                            header_offsets=offsets, codec=codec, level=level)
+                        validate_and_assign_offsets(data, 0, cfg, now_ms, f"{topic}-{p}")  # fail fast, in parallel
                         if out is None:
                             out_path = staging_path(opts.path)
                             out = open(out_path, "wb")
-                        out.write(_PART.pack(len(name)) + name + _PART.pack(p) + data)
+                        out.write(_PART.pack(len(name)) + name + _PART.pack(p) + fingerprint + data)
+    except BaseException:
+        if out is not None:  # a failed task sends no commit message, so nobody else would remove it
+            out.close()
+            out = None
+            Path(out_path).unlink(missing_ok=True)
+        raise
     finally:
         if out is not None:
             out.close()
@@ -215,38 +228,71 @@ def _by_topic(col, fixed: str | None, n: int) -> Iterator[tuple[str, np.ndarray]
         yield topic, np.flatnonzero(pc.equal(col, topic).to_numpy(zero_copy_only=False))
 
 
-def _read_staged(path: str) -> Iterator[tuple[str, int, bytes]]:
-    """The (topic, partition, batch) entries of one staging file, read one at a time: a write job's
-    staged data can be far larger than the driver's memory."""
+@dataclass(frozen=True)
+class _Staged:
+    """One staged batch: where it goes, the config it was validated under, where its bytes are."""
+
+    topic: str
+    partition: int
+    fingerprint: bytes
+    position: int
+    size: int
+
+
+def _staged(path: str) -> Iterator[_Staged]:
+    """The entries of one staging file, headers only (bodies are read with :func:`_body` when needed):
+    a write job's staged data can be far larger than the driver's memory."""
+    total = os.path.getsize(path)
     with open(path, "rb") as f:
         while head := f.read(4):
             (nlen,) = _PART.unpack(head)
             topic = f.read(nlen).decode()
-            (p,) = _PART.unpack(f.read(4))
-            lead = f.read(LOG_OVERHEAD)
-            if len(lead) < LOG_OVERHEAD:
+            rest = f.read(4 + FINGERPRINT_BYTES + LOG_OVERHEAD)
+            if len(rest) < 4 + FINGERPRINT_BYTES + LOG_OVERHEAD:
                 raise InvalidRequestError(f"staging file {path} ends inside an entry")
-            (length,) = struct.unpack_from(">i", lead, 8)
-            body = f.read(length)
-            if len(body) < length:
+            (p,) = _PART.unpack_from(rest, 0)
+            (length,) = struct.unpack_from(">i", rest, 4 + FINGERPRINT_BYTES + 8)
+            position = f.tell() - LOG_OVERHEAD
+            if length < 0 or position + LOG_OVERHEAD + length > total:
                 raise InvalidRequestError(f"staging file {path} ends inside an entry")
-            yield topic, p, lead + body
+            yield _Staged(topic, p, rest[4 : 4 + FINGERPRINT_BYTES], position, LOG_OVERHEAD + length)
+            f.seek(position + LOG_OVERHEAD + length)
+
+
+def _body(fd: int, entry: _Staged) -> bytes:
+    return os.pread(fd, entry.size, entry.position)
 
 
 def append_staged(opts: WriteOptions, paths: list[str]) -> int:
-    """Validate every staged batch, then append them in order; returns records appended."""
+    """Check every staged batch, then append them in order; returns records appended.
+
+    Tasks validated their batches (in parallel); a batch validated under the topic's current config
+    needs no second look before appending, unless the config bounds how old a timestamp may be
+    (``message.timestamp.before.max.ms``), a check that time passing can turn. Others are validated
+    here again before anything is appended; the append validates each batch once more, as every
+    append does."""
     import compactlog
 
     try:
         with compactlog.open(opts.path) as cl:
             for path in paths:  # check everything before writing anything
-                for topic, p, data in _read_staged(path):
-                    lg = cl.log(topic, p)
-                    validate_and_assign_offsets(data, lg.log_end_offset, lg.config, cl.time.milliseconds(), lg.name)
+                fd = os.open(path, os.O_RDONLY)
+                try:
+                    for e in _staged(path):
+                        lg = cl.log(e.topic, e.partition)
+                        if e.fingerprint != lg.config.fingerprint() or lg.config.message_timestamp_before_max_ms < LONG_MAX:
+                            validate_and_assign_offsets(_body(fd, e), lg.log_end_offset, lg.config,
+                                                        cl.time.milliseconds(), lg.name)
+                finally:
+                    os.close(fd)
             appended = 0
             for path in paths:
-                for topic, p, data in _read_staged(path):
-                    appended += cl.append_batch(topic, p, data).record_count
+                fd = os.open(path, os.O_RDONLY)
+                try:
+                    for e in _staged(path):
+                        appended += cl.append_batch(e.topic, e.partition, _body(fd, e)).record_count
+                finally:
+                    os.close(fd)
             return appended
     finally:
         for p in paths:

@@ -468,6 +468,13 @@ class LogConfig:
         self.__dict__.update(attrs, overrides=MappingProxyType(normalized), broker=broker,
                              _values=values, _sources=sources)
 
+    def fingerprint(self) -> bytes:
+        """8 bytes that differ when any effective value differs: lets a process check that a batch
+        validated elsewhere was validated under the config it has now."""
+        import hashlib
+
+        return hashlib.blake2b(repr(sorted(self._values.items())).encode(), digest_size=8).digest()
+
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError("LogConfig is immutable; use with_overrides()")
 
