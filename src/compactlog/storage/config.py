@@ -473,7 +473,10 @@ class LogConfig:
         validated elsewhere was validated under the config it has now."""
         import hashlib
 
-        return hashlib.blake2b(repr(sorted(self._values.items())).encode(), digest_size=8).digest()
+        if "_fingerprint" not in self.__dict__:  # immutable, so computed once
+            self.__dict__["_fingerprint"] = hashlib.blake2b(repr(sorted(self._values.items())).encode(),
+                                                            digest_size=8).digest()
+        return self.__dict__["_fingerprint"]
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError("LogConfig is immutable; use with_overrides()")
