@@ -280,7 +280,11 @@ class CompactLog:
         parts = range(n) if partition is None else [partition]
         for p in parts:
             self._check_partition(topic, p)
-        return {p: self.compaction.compact(topic, p, on_io) for p in parts}
+        outcomes = self.compaction.compact_many([(topic, p) for p in parts], on_io)
+        for outcome in outcomes.values():  # every partition had its run; the first failure is reported
+            if isinstance(outcome, BaseException):
+                raise outcome
+        return {p: outcomes[(topic, p)] for p in parts}
 
     def compaction_status(self, topic: str) -> list[CompactionStatus]:
         """Per partition: NOT_RUN / RUNNING / SUCCESS / ERROR, and the published horizon and figures."""

@@ -263,3 +263,26 @@ def test_runs_report_their_progress_phase_by_phase(tmp_path):
         assert {log for log, _, _ in seen} == {"t-0"}
         assert by_phase["mapping"] == by_phase["writing"] == state.bytes_before == cl.log("t").size
         assert "compaction: writing t-0" in console.export_text()
+
+
+def test_partitions_compact_in_parallel_and_one_failure_stops_no_other(tmp_path):
+    from compactlog.errors import CorruptRecordError
+
+    broker = {"log.compaction.threads": "3", "log.cleaner.dedupe.buffer.size": str(3 * 2**20)}
+    with compactlog.open(tmp_path / "d", broker) as cl:
+        assert cl.compaction.memory == 2**20, "each run gets its share of the dedupe buffer"
+        cl.create_topic("t", 3)
+        for p in range(3):
+            cl.produce_batch("t", [(b"k%d" % (i % 7), b"v%d" % i) for i in range(500)], partition=p, batch_bytes=400)
+        log_file = cl.log("t", 1).segments[0].log_path
+    data = bytearray(log_file.read_bytes())
+    data[200] ^= 0xFF  # inside the first batch's records: its CRC no longer matches
+    log_file.write_bytes(bytes(data))
+    with compactlog.open(tmp_path / "d", broker) as cl:
+        with pytest.raises(CorruptRecordError):
+            cl.compact_topic("t")
+        status = {s.partition: s.status for s in cl.compaction_status("t")}
+        assert status == {0: "SUCCESS", 1: "ERROR", 2: "SUCCESS"}
+        for p in (0, 2):
+            assert [v for _, _, v in view(cl, "t", p)] == [b"v%d" % i for i in range(493, 500)]
+        assert cl.end_offsets("t")[1] == 500, "the damaged partition's log is left as it was"

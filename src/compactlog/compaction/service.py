@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from ..cleaner.cleaner import IoObserver
@@ -55,7 +56,8 @@ class CompactionService:
         self.logs = logs
         self.time = time
         b = logs.broker
-        self.memory = min(b.get("log.cleaner.dedupe.buffer.size") // max(1, b.get("log.cleaner.threads")), 2**31 - 1)
+        self.threads = b.get("log.compaction.threads")
+        self.memory = min(b.get("log.cleaner.dedupe.buffer.size") // self.threads, 2**31 - 1)
         self.load_factor = b.get("log.cleaner.io.buffer.load.factor")
         self.lock = threading.Lock()
         self.running: set[tuple[str, int]] = set()
@@ -108,17 +110,29 @@ class CompactionService:
                     out.append(tp)
         return out
 
+    def compact_many(self, tps: list[tuple[str, int]], on_io: IoObserver | None = None
+                     ) -> dict[tuple[str, int], CompactionState | None | BaseException]:
+        """Compact partitions, ``log.compaction.threads`` at a time (each run with its share of the
+        dedupe buffer); per partition its state, or the exception its run raised."""
+        def run(tp: tuple[str, int]) -> CompactionState | None | BaseException:
+            try:
+                return self.compact(*tp, on_io=on_io)
+            except Exception as exc:
+                return exc
+
+        if self.threads == 1 or len(tps) < 2:
+            return {tp: run(tp) for tp in tps}
+        with ThreadPoolExecutor(min(self.threads, len(tps)), thread_name_prefix="compaction") as pool:
+            return dict(zip(tps, pool.map(run, tps)))
+
     def check(self) -> list[tuple[str, int]]:
         """One monitor tick: compact every partition that is due; returns those it compacted."""
         done = []
-        for tp in self.due():
-            try:
-                self.compact(*tp)
+        for tp, outcome in self.compact_many(self.due()).items():
+            if not isinstance(outcome, BaseException):
                 done.append(tp)
-            except CompactionInProgressError:
-                pass
-            except Exception:
-                log.exception("compaction of %s-%s failed", *tp)
+            elif not isinstance(outcome, CompactionInProgressError):
+                log.error("compaction of %s-%s failed", *tp, exc_info=outcome)
         return done
 
     def start(self, interval_ms: int | None = None) -> None:

@@ -204,6 +204,8 @@ _BROKER_ONLY = [
     _broker("log.cleaner.io.max.bytes.per.second", "double", DOUBLE_MAX, None,
             "Throttle on the cleaner's reads plus writes, all threads together."),
     _broker("log.retention.check.interval.ms", "long", 300000, at_least(1), "How often background retention runs."),
+    _broker("log.compaction.threads", "int", 1, at_least(1),
+            "Partitions compacted at once (Pulsar-style topic compaction); the dedupe buffer is split among them."),
     _broker("log.compaction.monitor.interval.ms", "long", 60000, at_least(1),
             "How often a long-running process compares each partition's bytes after its compaction horizon with "
             "compaction.threshold.bytes (Pulsar's brokerServiceCompactionMonitorIntervalInSeconds)."),
