@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from compactlog.storage.config import docs_table
+from compactlog.storage.config import BROKER_ONLY_CONFIGS, docs_table
 
 ROOT = Path(__file__).parents[1]
 
@@ -12,6 +12,7 @@ ROOT = Path(__file__).parents[1]
 def test_config_docs_are_current():
     text = (ROOT / "docs" / "configs.md").read_text()
     assert docs_table() in text, "docs/configs.md is stale: regenerate it from compactlog.storage.config.docs_table()"
+    assert docs_table(configs=BROKER_ONLY_CONFIGS) in text, "docs/configs.md's broker settings are stale"
 
 
 def test_readme_names_the_two_setup_commands():

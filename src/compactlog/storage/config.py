@@ -195,7 +195,8 @@ _BROKER_ONLY = [
     _broker("log.cleaner.enable", "boolean", True, None, "Run the log cleaner; without it compacted topics only grow."),
     _broker("log.cleaner.threads", "int", 1, at_least(0), "Cleaner threads."),
     _broker("log.cleaner.dedupe.buffer.size", "long", 134217728, at_least(0),
-            "Memory of the cleaner's offset maps, split between its threads; a bigger map covers more keys per pass."),
+            "Memory of the cleaner's offset maps, split between its threads (and between the runs of Pulsar-style "
+            "compaction, log.compaction.threads); a bigger map covers more keys per pass."),
     _broker("log.cleaner.io.buffer.size", "int", 524288, at_least(0),
             "Read and write buffer memory of the cleaner, split between its threads."),
     _broker("log.cleaner.io.buffer.load.factor", "double", 0.9, between(0, 1),
@@ -237,6 +238,8 @@ def _broker_table() -> dict[str, ConfigKey]:
 
 
 BROKER_CONFIGS: Mapping[str, ConfigKey] = MappingProxyType(_broker_table())
+# The broker settings that are not defaults of a topic config (documented in docs/configs.md).
+BROKER_ONLY_CONFIGS: Mapping[str, ConfigKey] = MappingProxyType({k.name: k for k in _BROKER_ONLY})
 
 # Kafka broker settings found in Kafka's sample server.properties that mean nothing here: kept, not warned about.
 KAFKA_BROKER_CONFIGS_WITHOUT_EFFECT = frozenset({
