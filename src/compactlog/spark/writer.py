@@ -152,8 +152,40 @@ def _batch_bounds(sizes: np.ndarray) -> np.ndarray:
     return np.unique(np.clip(cuts, 1, len(sizes) - 1)) if len(sizes) > 1 else np.empty(0, dtype=np.int64)
 
 
+@dataclass(frozen=True)
+class _Target:
+    """A topic as a task writes to it: partition count, and the config its batches are built and
+    validated under."""
+
+    topic: str
+    partitions: int
+    config: LogConfig
+    codec: Codec
+    level: int | None
+
+    @classmethod
+    def of(cls, topic: str, meta: dict | None, data_dir: str) -> "_Target":
+        if meta is None:
+            raise UnknownTopicOrPartitionError(f"Topic '{topic}' does not exist in {data_dir}.")
+        cfg = LogConfig(meta.get("config", {}))
+        codec = Codec.NONE if cfg.compression_type == "producer" else codec_from_name(cfg.compression_type)
+        level = {Codec.GZIP: cfg.compression_gzip_level, Codec.LZ4: cfg.compression_lz4_level,
+                 Codec.ZSTD: cfg.compression_zstd_level}.get(codec)
+        return cls(topic, meta["partitions"], cfg, codec, level)
+
+    def partitions_of(self, rows: _Rows, picked: np.ndarray, turn: int) -> np.ndarray:
+        """Each row's partition: its partition column, else murmur2 of its key as Kafka's producer
+        does, else partition ``turn`` (keyless rows of one Arrow batch stay together)."""
+        hashed = np.asarray(kernels.partition_for_keys(rows.keys[picked].tolist(), self.partitions), dtype=np.int64)
+        parts = np.where(rows.explicit[picked] >= 0, rows.explicit[picked],
+                         np.where(hashed >= 0, hashed, turn % self.partitions))
+        if parts.max() >= self.partitions:
+            raise UnknownTopicOrPartitionError(f"Partition {int(parts.max())} of topic '{self.topic}' does not exist.")
+        return parts
+
+
 def stage_batches(opts: WriteOptions, iterator: Iterator[pa.RecordBatch]) -> list[str]:
-    """Build and stage the batches of one task; returns the staging file written (if any).
+    """Build, validate and stage the batches of one task; returns the staging file written (if any).
 
     Rows are routed and cut with Arrow and numpy; Python touches each batch, not each row. Within a
     partition rows keep their DataFrame order.
@@ -163,7 +195,7 @@ def stage_batches(opts: WriteOptions, iterator: Iterator[pa.RecordBatch]) -> lis
     topics = read_topics(opts.path)
     out_path = None
     out = None
-    rr = 0  # rows without key or partition go to one partition per Arrow batch, turn by turn
+    turn = 0
     try:
         for rb in iterator:
             if rb.num_rows == 0:
@@ -171,38 +203,24 @@ def stage_batches(opts: WriteOptions, iterator: Iterator[pa.RecordBatch]) -> lis
             now_ms = int(time.time() * 1000)
             rows = _Rows.of(rb, now_ms, opts.topic is None)
             for topic, picked in _by_topic(rows.topics, opts.topic, rb.num_rows):
-                meta = topics.get(topic)
-                if meta is None:
-                    raise UnknownTopicOrPartitionError(f"Topic '{topic}' does not exist in {opts.path}.")
-                n_parts = meta["partitions"]
-                cfg = LogConfig(meta.get("config", {}))
-                fingerprint = cfg.fingerprint()
-                codec = Codec.NONE if cfg.compression_type == "producer" else codec_from_name(cfg.compression_type)
-                level = {Codec.GZIP: cfg.compression_gzip_level, Codec.LZ4: cfg.compression_lz4_level,
-                         Codec.ZSTD: cfg.compression_zstd_level}.get(codec)
-                hashed = np.asarray(kernels.partition_for_keys(rows.keys[picked].tolist(), n_parts), dtype=np.int64)
-                parts = np.where(rows.explicit[picked] >= 0, rows.explicit[picked],
-                                 np.where(hashed >= 0, hashed, rr % n_parts))
-                rr += 1
-                if parts.max() >= n_parts:
-                    raise UnknownTopicOrPartitionError(
-                        f"Partition {int(parts.max())} of topic '{topic}' does not exist.")
+                target = _Target.of(topic, topics.get(topic), opts.path)
+                parts = target.partitions_of(rows, picked, turn)
+                turn += 1
+                lead = _PART.pack(len(topic.encode())) + topic.encode()
                 order = np.argsort(parts, kind="stable")
-                ordered = parts[order]
-                name = topic.encode()
-                for group in np.split(order, np.flatnonzero(np.diff(ordered)) + 1):
+                for group in np.split(order, np.flatnonzero(np.diff(parts[order])) + 1):
                     p = int(parts[group[0]])
                     idx = picked[group]
                     for chunk in np.split(idx, _batch_bounds(rows.sizes[idx])):
                         headers, offsets = (None, None) if rows.headers is None else rows.headers.take(chunk)
                         data = build_batch(rows.keys[chunk].tolist(), rows.values[chunk].tolist(),
                                            rows.timestamps[chunk].tolist(), headers=headers,
-                                           header_offsets=offsets, codec=codec, level=level)
-                        validate_and_assign_offsets(data, 0, cfg, now_ms, f"{topic}-{p}")  # fail fast, in parallel
+                                           header_offsets=offsets, codec=target.codec, level=target.level)
+                        validate_and_assign_offsets(data, 0, target.config, now_ms, f"{topic}-{p}")  # fail fast
                         if out is None:
                             out_path = staging_path(opts.path)
                             out = open(out_path, "wb")
-                        out.write(_PART.pack(len(name)) + name + _PART.pack(p) + fingerprint + data)
+                        out.write(lead + _PART.pack(p) + target.config.fingerprint() + data)
     except BaseException:
         if out is not None:  # a failed task sends no commit message, so nobody else would remove it
             out.close()
