@@ -251,6 +251,19 @@ def test_rebased_records_equal_records_encoded_against_the_new_base(impl, data):
 
 
 @pytest.mark.parametrize("impl", [TWIN, kernels], ids=["twin", "in-use"])
+def test_a_rebase_reads_the_record_as_written_even_with_a_long_length_varint(impl):
+    """A length written in more bytes than needed is still a valid record: the attributes byte is the
+    one after it, wherever that is."""
+    body = bytearray(kernels.encode_records([b"k"], [b"v"], [5], 0, None, None)[1:])
+    body[0] = 0x01  # the (unused) attributes byte, kept as it is
+    z = len(body) << 1
+    section = bytes([(z & 0x7F) | 0x80, 0x00]) + bytes(body)
+    cols = np.empty((1, NCOLS), dtype=np.int64)
+    kernels.scan_records(section, 1, cols)
+    moved = impl.rebase_records(section, cols, np.array([0], dtype=np.int64), -2)
+    assert moved[1] == 0x01 and moved[2] == 6  # attributes kept; zigzag(5 - 2) = 6
+
+@pytest.mark.parametrize("impl", [TWIN, kernels], ids=["twin", "in-use"])
 def test_a_rebase_that_overflows_is_refused(impl):
     section = kernels.encode_records([None], [None], [2**62], 0, None, None)
     cols = np.empty((1, NCOLS), dtype=np.int64)

@@ -984,8 +984,8 @@ static PyObject *rebase_records(PyObject *self, PyObject *args) {
         const int64_t *rr = c + r[i] * NCOLS;
         scan_err err = {0};
         int64_t len, ts;
-        Py_ssize_t pos = read_varint(d, (Py_ssize_t)rr[C_POS], (Py_ssize_t)rr[C_END], 5, &len, &err);
-        if (pos >= 0) pos = read_varint(d, pos + 1, (Py_ssize_t)rr[C_END], 10, &ts, &err); /* past the attributes */
+        Py_ssize_t attrs = read_varint(d, (Py_ssize_t)rr[C_POS], (Py_ssize_t)rr[C_END], 5, &len, &err);
+        Py_ssize_t pos = attrs < 0 ? -1 : read_varint(d, attrs + 1, (Py_ssize_t)rr[C_END], 10, &ts, &err);
         if (pos < 0) {
             raise_scan_error(&err);
             goto done;
@@ -999,7 +999,7 @@ static PyObject *rebase_records(PyObject *self, PyObject *args) {
         Py_ssize_t body = 1 + varint_size(zigzag(moved)) + tail;
         if (wb_reserve(&w, body + 5) < 0) goto done;
         put_varint(&w, body);
-        w.buf[w.len++] = (char)d[rr[C_POS] + varint_size(zigzag(len))]; /* the attributes byte */
+        w.buf[w.len++] = (char)d[attrs];
         put_varint(&w, moved);
         memcpy(w.buf + w.len, d + pos, (size_t)tail);
         w.len += tail;
