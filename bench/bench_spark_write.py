@@ -35,7 +35,6 @@ df = spark.range(records).select(
      .alias("headers"),
 ).cache()
 df.count()
-out = {}
 for run in range(2):
     data = f"{root}/data{run}"
     with compactlog.open(data) as cl:

@@ -25,6 +25,7 @@ from .state import CompactionState, clear_error, read_error, read_state, record_
 
 log = logging.getLogger(__name__)
 
+
 class CompactionInProgressError(CompactLogError):
     """A compaction of this partition is already running."""
 

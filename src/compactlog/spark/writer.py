@@ -193,6 +193,7 @@ def stage_batches(opts: WriteOptions, iterator: Iterator[pa.RecordBatch]) -> lis
     from .source import staging_path
 
     topics = read_topics(opts.path)
+    targets: dict[str, _Target] = {}  # built once per task, not per Arrow batch
     out_path = None
     out = None
     turn = 0
@@ -203,7 +204,9 @@ def stage_batches(opts: WriteOptions, iterator: Iterator[pa.RecordBatch]) -> lis
             now_ms = int(time.time() * 1000)
             rows = _Rows.of(rb, now_ms, opts.topic is None)
             for topic, picked in _by_topic(rows.topics, opts.topic, rb.num_rows):
-                target = _Target.of(topic, topics.get(topic), opts.path)
+                if topic not in targets:
+                    targets[topic] = _Target.of(topic, topics.get(topic), opts.path)
+                target = targets[topic]
                 parts = target.partitions_of(rows, picked, turn)
                 turn += 1
                 lead = _PART.pack(len(topic.encode())) + topic.encode()
