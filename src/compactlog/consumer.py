@@ -50,6 +50,7 @@ class SnapshotConsumer:
         self.partitions = list(range(n)) if partition is None else [partition]
         self.positions: dict[int, int] = {}
         self._failures: dict[int, int] = {}
+        self._first = -1  # index in self.partitions the last poll started with
         self._open: dict[int, tuple[PartitionSnapshot, int]] = {}  # partition -> (snapshot, its end offset)
         for p in self.partitions:
             with self._snapshot(p) as snap:
@@ -86,10 +87,13 @@ class SnapshotConsumer:
         self.close()
 
     def poll(self) -> list[Record]:
-        """The records appended after the current positions (at most ``max_poll_records``), in
-        partition order; an empty list when there is nothing new yet."""
+        """The records appended after the current positions (at most ``max_poll_records``), partition
+        by partition, each in offset order; an empty list when there is nothing new yet."""
         out: list[Record] = []
-        for p in self.partitions:
+        # Start after the partition the last poll began with, so a busy partition that fills whole polls
+        # does not keep the others waiting (Kafka's fetcher rotates partitions the same way).
+        k = self._first = (self._first + 1) % len(self.partitions)
+        for p in self.partitions[k:] + self.partitions[:k]:
             if len(out) >= self.max_poll_records:
                 break
             snap, end = self._current(p)

@@ -125,3 +125,13 @@ def test_unknown_topic_partition_and_data_directory(tmp_path):
         SnapshotConsumer(tmp_path, "t", 3)
     with pytest.raises(KafkaStorageError, match="data directory .*missing does not exist"):
         SnapshotConsumer(tmp_path / "missing", "t")
+
+
+def test_a_partition_that_fills_every_poll_does_not_starve_the_others(tmp_path):
+    with compactlog.open(tmp_path) as cl:
+        cl.create_topic("t", 2)
+        cl.produce_batch("t", [(None, b"busy") for _ in range(100)], partition=0)
+        cl.produce_batch("t", [(None, b"quiet")], partition=1)
+    consumer = SnapshotConsumer(tmp_path, "t", start="earliest", max_poll_records=10)
+    first_two = consumer.poll() + consumer.poll()
+    assert b"quiet" in [r.value for r in first_two]
