@@ -27,7 +27,7 @@ import numpy as np
 from .cleaner.cleaner import IoObserver
 from .cleaner.log_cleaner import CleanResult, LogCleaner
 from .clock import SYSTEM, Time
-from .compaction.reader import compacted_batches
+from .compaction.reader import compacted_batches, earliest_offset
 from .compaction.service import CompactionService, CompactionStatus
 from .compaction.state import CompactionState
 from .errors import InvalidRequestError, UnknownTopicOrPartitionError
@@ -216,12 +216,10 @@ class CompactLog:
         left = max_records
         for p in parts:
             lg = self.manager.get_log(topic, p)
-            if read_compacted and offset is None and timestamp is None and from_beginning:
-                start = 0  # the compacted view starts before the live log when retention trimmed it
-            elif read_compacted and offset is not None and 0 <= offset < lg.log_start_offset:
-                start = offset
+            if read_compacted and offset is not None and 0 <= offset < lg.log_start_offset:
+                start = offset  # the compacted view still holds offsets retention removed from the live log
             else:
-                start = self._start_offset(lg, from_beginning, offset, timestamp)
+                start = self._start_offset(lg, from_beginning, offset, timestamp, read_compacted)
             if read_compacted:
                 batches = compacted_batches(lg.dir, lg.batches, lg.log_start_offset, start, lg.log_end_offset)
             else:
@@ -236,7 +234,8 @@ class CompactLog:
                         if left <= 0:
                             return
 
-    def _start_offset(self, lg: Log, from_beginning: bool, offset: int | None, timestamp: int | None) -> int:
+    def _start_offset(self, lg: Log, from_beginning: bool, offset: int | None, timestamp: int | None,
+                      read_compacted: bool = False) -> int:
         if offset is not None:
             if not lg.log_start_offset <= offset <= lg.log_end_offset:
                 from .errors import OffsetOutOfRangeError
@@ -248,7 +247,7 @@ class CompactLog:
         if timestamp is not None:
             found = lg.offset_for_timestamp(timestamp)
             return lg.log_end_offset if found is None else found[1]
-        return lg.log_start_offset if from_beginning else lg.log_end_offset
+        return earliest_offset(lg.log_start_offset, read_compacted) if from_beginning else lg.log_end_offset
 
     def beginning_offsets(self, topic: str) -> dict[int, int]:
         return {p: self.manager.get_log(topic, p).log_start_offset for p in range(self.manager.partitions_for(topic))}

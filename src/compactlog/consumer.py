@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from typing import Iterator
 
-from .compaction.reader import compacted_batches
+from .compaction.reader import compacted_batches, earliest_offset
 from .errors import CorruptRecordError, InvalidRequestError, UnknownTopicOrPartitionError
 from .records.batch import Record
 from .storage import files
@@ -55,7 +55,7 @@ class SnapshotConsumer:
         for p in self.partitions:
             with self._snapshot(p) as snap:
                 if start == "earliest":
-                    self.positions[p] = 0 if read_compacted else snap.log_start_offset
+                    self.positions[p] = earliest_offset(snap.log_start_offset, read_compacted)
                 elif start == "latest":
                     self.positions[p] = snap.log_end_offset
                 else:

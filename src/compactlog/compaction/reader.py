@@ -16,6 +16,12 @@ from ..storage.snapshot import PartitionSnapshot
 from .state import read_state, side_log_dir
 
 
+def earliest_offset(log_start_offset: int, read_compacted: bool) -> int:
+    """Where a reader starting from the beginning starts: offset 0 for the compacted view, which
+    outlives the live log's retention, else the live log start offset."""
+    return 0 if read_compacted else log_start_offset
+
+
 def compacted_batches(partition_dir: Path, live_batches, log_start_offset: int, start: int,
                       end: int | None = None, attempts: int = 5) -> Iterator[RecordBatch]:
     """Batches of the compacted view holding offsets in [start, end). ``live_batches(lo, hi)`` reads
