@@ -19,8 +19,13 @@ from compactlog.spark.writer import BATCH_BYTES, WriteOptions, append_staged, st
 HEADERS = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
 
 
+def options(path, topic="t"):
+    """As the driver parses them: this also creates the job's staging directory."""
+    return WriteOptions.parse({"path": str(path), "topic": topic}, False)
+
+
 def write(path, batches, topic="t"):
-    opts = WriteOptions(str(path), topic)
+    opts = options(path, topic)
     return append_staged(opts, stage_batches(opts, iter(batches)))
 
 
@@ -110,7 +115,7 @@ def test_bad_rows_are_named_and_nothing_is_appended(topic):
 
 
 def test_a_torn_staging_file_is_named_and_nothing_is_appended(topic):
-    opts = WriteOptions(str(topic), "t")
+    opts = options(topic)
     rb = pa.record_batch({"key": [f"k{i}" for i in range(500)], "value": ["v" * 100] * 500})
     paths = stage_batches(opts, iter([rb])) + stage_batches(opts, iter([rb]))
     with open(paths[1], "r+b") as f:
@@ -126,12 +131,26 @@ def test_a_bad_row_fails_its_task_and_leaves_no_staging_file(tmp_path):
         cl.create_topic("c", 1, {"cleanup.policy": "compact"})
     rb = pa.record_batch({"key": pa.array([b"k", None]), "value": ["1", "2"]})
     with pytest.raises(InvalidRecordError, match="Compacted topic cannot accept message without key"):
-        stage_batches(WriteOptions(str(tmp_path), "c"), iter([pa.record_batch({"key": ["a"], "value": ["0"]}), rb]))
-    assert not list((tmp_path / "__staging").iterdir()), "the file with the task's first, valid batch is gone too"
+        stage_batches(options(tmp_path, "c"), iter([pa.record_batch({"key": ["a"], "value": ["0"]}), rb]))
+    assert not list((tmp_path / "__staging").rglob("*.batches")), "the file with the task's first, valid batch is gone too"
+
+
+def test_an_abort_removes_the_files_of_tasks_that_sent_no_message(topic):
+    from compactlog.spark.source import CompactLogWriter
+
+    writer = CompactLogWriter({"path": str(topic), "topic": "t"}, False)
+    rb = pa.record_batch({"key": ["a"], "value": ["1"]})
+    stage_batches(writer.wopts, iter([rb]))  # a task Spark killed after it staged: its message is lost
+    writer.abort([])
+    assert not list((topic / "__staging").iterdir())
+    with pytest.raises(InvalidRequestError, match="was aborted"):
+        stage_batches(writer.wopts, iter([rb]))  # a killed task that stages only after the abort
+    assert not list((topic / "__staging").iterdir()), "it does not bring the directory back"
+    assert records(topic) == []
 
 
 def test_a_config_change_between_staging_and_commit_is_checked_before_appending(topic):
-    opts = WriteOptions(str(topic), "t")
+    opts = options(topic)
     good = stage_batches(opts, iter([pa.record_batch({"key": ["a"], "value": ["1"]})]))
     keyless = stage_batches(opts, iter([pa.record_batch({"value": ["2"]})]))
     with compactlog.open(topic) as cl:
@@ -143,15 +162,15 @@ def test_a_config_change_between_staging_and_commit_is_checked_before_appending(
 
 def test_a_timestamp_that_aged_past_the_window_while_staged_is_refused(topic):
     from compactlog.records.batch import build_batch
-    from compactlog.spark.source import staging_path
     from compactlog.spark.writer import _PART
 
     with compactlog.open(topic) as cl:
         cl.alter_topic_config("t", set={"message.timestamp.before.max.ms": "60000"})
         fingerprint = cl.log("t", 0).config.fingerprint()
     old = int(dt.datetime.now(dt.timezone.utc).timestamp() * 1000) - 120_000
-    path = staging_path(str(topic))  # as a task that validated it two minutes ago would have left it
+    opts = options(topic)
+    path = opts.new_staging_file()  # as a task that validated it two minutes ago would have left it
     path.write_bytes(_PART.pack(1) + b"t" + _PART.pack(0) + fingerprint + build_batch([b"k"], [b"v"], [old]))
     with pytest.raises(InvalidTimestampError, match="before the allowed window"):
-        append_staged(WriteOptions(str(topic), "t"), [str(path)])
+        append_staged(opts, [str(path)])
     assert records(topic) == []

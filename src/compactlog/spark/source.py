@@ -8,9 +8,7 @@ validated append path; an aborted job leaves nothing behind.
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Iterator
 
 import pyarrow as pa
@@ -28,8 +26,6 @@ from pyspark.sql.types import StructType
 from ..storage.snapshot import PartitionSnapshot
 from .arrow import HEADERS_DDL, KAFKA_SCHEMA_DDL, read_partition
 from .options import SourceOptions
-
-STAGING_DIR = "__staging"
 
 
 @dataclass
@@ -174,9 +170,7 @@ class CompactLogWriter(DataSourceArrowWriter):
         append_staged(self.wopts, [f for m in messages if m is not None for f in m.files])
 
     def abort(self, messages: list[StagedBatches]) -> None:
-        for m in messages:
-            for f in (m.files if m is not None else []):
-                Path(f).unlink(missing_ok=True)
+        self.wopts.remove_staging()  # also the files of killed tasks, which send no message
 
 
 class CompactLogDataSource(DataSource):
@@ -198,11 +192,3 @@ class CompactLogDataSource(DataSource):
 
     def writer(self, schema: StructType, overwrite: bool) -> CompactLogWriter:
         return CompactLogWriter(dict(self.options), overwrite)
-
-
-def staging_path(data_dir: str) -> Path:
-    p = Path(data_dir) / STAGING_DIR
-    p.mkdir(parents=True, exist_ok=True)
-    return p / f"{uuid.uuid4().hex}.batches"
-
-

@@ -2,19 +2,21 @@
 
 A task turns its rows into ~16 KB batches per partition (the topic's ``compression.type``, or none
 when it is ``producer``), validates each against the topic's rules (so a bad row fails its task, on the
-executors, in parallel) and stages them in ``<data>/__staging`` with the fingerprint of the config it
-validated under. At commit the driver opens the data directory and checks every staged batch before
+executors, in parallel) and stages them in the job's own directory ``<data>/__staging/<job>`` with the
+fingerprint of the config it validated under. At commit the driver opens the data directory and checks every staged batch before
 appending any (a batch validated under the current config passes on its fingerprint; others are
 validated again), so nothing is written unless everything can be; then it appends them in task order
-and removes the staging files. Both passes read the staging files one entry at a time, so the driver's
+and removes the job's directory. Both passes read the staging files one entry at a time, so the driver's
 memory does not grow with the size of the job.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import struct
 import time
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
@@ -28,18 +30,28 @@ from ..records import kernels
 from ..records.batch import LOG_OVERHEAD, build_batch
 from ..records.codecs import Codec, codec_from_name
 from ..storage.config import LogConfig
-from ..storage.manager import read_topics
+from ..storage.manager import read_topics, require_data_dir
 from ..storage.validator import LONG_MAX, validate_and_assign_offsets
 
 BATCH_BYTES = 16384
 FINGERPRINT_BYTES = 8  # LogConfig.fingerprint of the config a task validated a batch under
 _PART = struct.Struct(">i")
+STAGING_DIR = "__staging"
 
 
 @dataclass(frozen=True)
 class WriteOptions:
+    """A write job's options, parsed on the driver and shipped to its tasks.
+
+    ``job`` names the job's staging directory. Only the driver creates it (when the options are
+    parsed) and removes it (at commit or abort); tasks only add files to it. Spark does not wait for
+    the tasks it kills when a job fails, so a task may finish staging after the abort: it then finds no
+    directory and fails, instead of leaving a file nobody would remove.
+    """
+
     path: str
     topic: str | None
+    job: str = ""
 
     @classmethod
     def parse(cls, options: dict[str, str], overwrite: bool) -> "WriteOptions":
@@ -48,7 +60,29 @@ class WriteOptions:
             raise InvalidRequestError("a topic is an append-only log: use mode('append')")
         if not opts.get("path"):
             raise InvalidRequestError('option "path" (the data directory) is required')
-        return cls(opts["path"], opts.get("topic"))
+        out = cls(str(require_data_dir(opts["path"])), opts.get("topic"), uuid.uuid4().hex)
+        out.staging.mkdir(parents=True)
+        return out
+
+    @property
+    def staging(self) -> Path:
+        return Path(self.path) / STAGING_DIR / self.job
+
+    def new_staging_file(self) -> Path:
+        path = self.staging / f"{uuid.uuid4().hex}.batches"
+        try:
+            path.touch(exist_ok=False)
+        except FileNotFoundError:
+            raise InvalidRequestError(f"write job {self.job} was aborted: its staging directory is gone") from None
+        return path
+
+    def remove_staging(self) -> None:
+        """Remove the job's directory; a task killed late may add a file while it goes, so repeat."""
+        for _ in range(1000):
+            shutil.rmtree(self.staging, ignore_errors=True)
+            if not self.staging.exists():
+                return
+        raise InvalidRequestError(f"could not remove the staging directory {self.staging}")
 
 
 def _column(batch: pa.RecordBatch, name: str):
@@ -190,8 +224,6 @@ def stage_batches(opts: WriteOptions, iterator: Iterator[pa.RecordBatch]) -> lis
     Rows are routed and cut with Arrow and numpy; Python touches each batch, not each row. Within a
     partition rows keep their DataFrame order.
     """
-    from .source import staging_path
-
     topics = read_topics(opts.path)
     targets: dict[str, _Target] = {}  # built once per task, not per Arrow batch
     out_path = None
@@ -221,8 +253,8 @@ def stage_batches(opts: WriteOptions, iterator: Iterator[pa.RecordBatch]) -> lis
                                            header_offsets=offsets, codec=target.codec, level=target.level)
                         validate_and_assign_offsets(data, 0, target.config, now_ms, f"{topic}-{p}")  # fail fast
                         if out is None:
-                            out_path = staging_path(opts.path)
-                            out = open(out_path, "wb")
+                            out_path = opts.new_staging_file()
+                            out = open(out_path, "r+b")
                         out.write(lead + _PART.pack(p) + target.config.fingerprint() + data)
     except BaseException:
         if out is not None:  # a failed task sends no commit message, so nobody else would remove it
@@ -318,3 +350,4 @@ def append_staged(opts: WriteOptions, paths: list[str]) -> int:
     finally:
         for p in paths:
             Path(p).unlink(missing_ok=True)
+        opts.remove_staging()

@@ -65,10 +65,16 @@ class TopicDescription:
     config: LogConfig
 
 
-def read_topics(data_dir: str | os.PathLike[str]) -> dict[str, dict]:
-    """Topic metadata of a data directory, read without taking its lock (for readers in other processes)."""
+def require_data_dir(data_dir: str | os.PathLike[str]) -> Path:
+    """Readers and Spark jobs name a directory that is not there instead of creating one."""
     if not Path(data_dir).is_dir():
         raise KafkaStorageError(f"data directory {data_dir} does not exist")
+    return Path(data_dir)
+
+
+def read_topics(data_dir: str | os.PathLike[str]) -> dict[str, dict]:
+    """Topic metadata of a data directory, read without taking its lock (for readers in other processes)."""
+    require_data_dir(data_dir)
     out = {}
     for entry in sorted((Path(data_dir) / TOPICS_DIR).glob("*.json")):
         try:
