@@ -76,6 +76,7 @@ def test_same_files_as_the_local_cleaner(spark, tmp_path, seed, strategy):
     assert list(local_files) == list(spark_files)
     for name in local_files:
         assert local_files[name] == spark_files[name], f"{name} differs"
+    assert not list((tmp_path / "spark" / "__staging").iterdir()), "nothing is left in the staging directory"
 
 
 def test_latest_value_per_key_survives_and_offsets_stay(spark, tmp_path):
@@ -127,6 +128,7 @@ def test_a_corrupt_batch_fails_the_job_and_leaves_the_log_untouched(spark, tmp_p
         assert cl.cleaner.manager.state(("t", 0))[0] == "none"
     assert snapshot_files(tmp_path / "d") == before
     assert not list((tmp_path / "d").rglob("*.cleaned"))
+    assert not list((tmp_path / "d" / "__staging").iterdir()), "the job's staging directory is gone"
 
 
 def test_cli_names_an_unknown_topic_before_starting_spark(tmp_path):

@@ -156,6 +156,7 @@ def test_recompress_keeps_every_record_and_offset(spark, tmp_path):
     with compactlog.open(tmp_path) as cl:  # and it reopens the same
         assert [(r.partition, r.offset, r.key, r.value, r.timestamp) for r in cl.consume("t", from_beginning=True)] == before
     assert not [n for n in (tmp_path / "t-0").iterdir() if n.name.endswith((".cleaned", ".swap"))]
+    assert not list((tmp_path / "__staging").iterdir())
 
 
 def test_recompress_rejects_a_bad_level_and_touches_nothing(spark, tmp_path):

@@ -169,7 +169,7 @@ def test_a_timestamp_that_aged_past_the_window_while_staged_is_refused(topic):
         fingerprint = cl.log("t", 0).config.fingerprint()
     old = int(dt.datetime.now(dt.timezone.utc).timestamp() * 1000) - 120_000
     opts = options(topic)
-    path = opts.new_staging_file()  # as a task that validated it two minutes ago would have left it
+    path = opts.staging.new_file(".batches")  # as a task that validated it two minutes ago would have left it
     path.write_bytes(_PART.pack(1) + b"t" + _PART.pack(0) + fingerprint + build_batch([b"k"], [b"v"], [old]))
     with pytest.raises(InvalidTimestampError, match="before the allowed window"):
         append_staged(opts, [str(path)])

@@ -11,9 +11,11 @@ time. Here the map is a ``groupBy`` over the dirty section, so one pass covers a
    offset: the highest, or for a versioned ``compaction.strategy`` the highest (version, offset).
 3. Join (shuffle): the keyed records of each segment group meet the chosen offset of their key.
 4. Rewrite (executors): each group's segments are filtered by ``cleaner.cleaner.filter_batches`` -- the
-   very function the local cleaner calls -- and written into ``<base>.log.cleaned`` beside the log.
-5. Swap (driver): each cleaned segment replaces its sources with the log's crash-safe
-   ``replace_segments``, then the ``cleaner-offset-checkpoint`` advances to ``first_uncleanable``.
+   very function the local cleaner calls -- and written into ``<base>.log.cleaned`` in the job's
+   staging directory (:mod:`.staging`).
+5. Swap (driver): each cleaned segment is moved beside its log and replaces its sources with the log's
+   crash-safe ``replace_segments``, then the ``cleaner-offset-checkpoint`` advances to
+   ``first_uncleanable``. The staging directory goes, whatever happened.
 
 Only closed segments below ``first_uncleanable`` are read or replaced, so appends go on meanwhile.
 Keys are grouped by their bytes, not by the local map's 128-bit hash (see docs/cleaner.md).
@@ -36,8 +38,10 @@ from ..errors import CompactLogError
 from ..records import kernels
 from ..records.columns import Chunk, chunks
 from ..storage import files
+from ..storage.rewrite import move_cleaned
 from ..storage.segment import LogSegment, SegmentParams
 from .progress import spark_progress
+from .staging import JobStaging
 
 MAP_CHUNK_BYTES = 4 << 20
 SUPERSEDED = 2**63 - 1  # a mapped offset above every record's: another record of the key is kept
@@ -116,8 +120,9 @@ def scan_keys(task: ScanTask, versioned: bool) -> list[pa.RecordBatch]:
     return out
 
 
-def rewrite_group(task: GroupTask, offsets: np.ndarray, mapped: np.ndarray) -> dict:
-    """Executor side: the group's segments filtered into one ``.cleaned`` segment.
+def rewrite_group(task: GroupTask, offsets: np.ndarray, mapped: np.ndarray, staging: JobStaging) -> dict:
+    """Executor side: the group's segments filtered into one ``.cleaned`` segment, written in a
+    directory of the task's own under the job's staging directory.
 
     ``offsets``/``mapped`` (sorted by offset) answer the map lookup for the records they list. With a
     versioned strategy they list every keyed record whose key is mapped, the rest being unmapped (-1);
@@ -152,10 +157,11 @@ def rewrite_group(task: GroupTask, offsets: np.ndarray, mapped: np.ndarray) -> d
                     yield filter_batches(chunk, m, task.exact, task.latest_mapped, task.upper_bound, task.now,
                                          task.delete_retention_ms, stats)
 
-        dest, written = write_cleaned(snap.directory, task.bases[0], task.params, filtered(), sources[-1].last_modified_ms)
+        out = staging.new_dir()
+        dest, written = write_cleaned(out, task.bases[0], task.params, filtered(), sources[-1].last_modified_ms)
         dest.close_handlers()
     stats.bytes_written = written
-    return {"gid": task.gid, **{k: getattr(stats, k) for k in STAT_FIELDS}}
+    return {"gid": task.gid, "dir": str(out), **{k: getattr(stats, k) for k in STAT_FIELDS}}
 
 
 def plan_compaction(cl, topic: str | None) -> list[PartitionPlan]:
@@ -274,7 +280,7 @@ def _offset_rule_rows(spark, plans: list[PartitionPlan], path: str, pids: list[i
     return frames
 
 
-def _rewrite_frame(spark, plans: list[PartitionPlan], path: str):
+def _rewrite_frame(spark, plans: list[PartitionPlan], path: str, staging: JobStaging):
     groups = {g.gid: g for p in plans for g in p.groups}
     by_offset = [i for i, p in enumerate(plans) if p.strategy == "offset"]
     versioned = [i for i, p in enumerate(plans) if p.strategy != "offset"]
@@ -290,20 +296,22 @@ def _rewrite_frame(spark, plans: list[PartitionPlan], path: str):
     rows = frames[0]
     for f in frames[1:]:
         rows = rows.unionByName(f)
-    out_schema = "gid int, " + ", ".join(f"{k} long" for k in STAT_FIELDS)
+    out_schema = "gid int, dir string, " + ", ".join(f"{k} long" for k in STAT_FIELDS)
 
     def run(table: pa.Table) -> pa.Table:
         gid = table.column("gid")[0].as_py()
         offs = table.column("offset").to_numpy()
         keep = offs >= 0
         order = np.argsort(offs[keep], kind="stable")
-        r = rewrite_group(groups[gid], offs[keep][order], table.column("mapped").to_numpy()[keep][order])
-        return pa.table({"gid": pa.array([gid], pa.int32()), **{k: pa.array([r[k]], pa.int64()) for k in STAT_FIELDS}})
+        r = rewrite_group(groups[gid], offs[keep][order], table.column("mapped").to_numpy()[keep][order], staging)
+        return pa.table({"gid": pa.array([gid], pa.int32()), "dir": pa.array([r["dir"]]),
+                         **{k: pa.array([r[k]], pa.int64()) for k in STAT_FIELDS}})
 
     return rows.groupBy("gid").applyInArrow(run, out_schema)
 
 
 def _discard(plans: list[PartitionPlan], swapped: set[int]) -> None:
+    """A cleaned segment moved beside its log whose swap did not happen goes too."""
     for p in plans:
         for g in p.groups:
             if g.gid not in swapped:
@@ -328,10 +336,11 @@ def compact(spark, cl, topic: str | None = None, progress: Callable[[str], None]
     swapped: set[int] = set()
     finished: set[tuple[str, int]] = set()
     results: list[CleanResult] = []
+    staging = JobStaging.begin(path)
     try:
         try:
             with spark_progress(spark, "compaction"):
-                rows = _rewrite_frame(spark, plans, path).collect()
+                rows = _rewrite_frame(spark, plans, path, staging).collect()
         except Exception as exc:  # an executor failed: its message, without the JVM stack
             raise CompactionJobError(f"the compaction job failed: {_executor_message(exc)}") from None
         map_done = _time.monotonic()
@@ -347,6 +356,7 @@ def compact(spark, cl, topic: str | None = None, progress: Callable[[str], None]
                 sources = [live.get(b) for b in g.bases]
                 if any(s is None or s.size != size for s, size in zip(sources, g.sizes)):
                     continue  # changed since planning (retention, truncation): keep the live ones
+                move_cleaned(Path(by_gid[g.gid]["dir"]), lg.dir, g.bases[0])
                 new = LogSegment(lg.dir, g.bases[0], g.params, temp_suffix=files.CLEANED_SUFFIX)
                 lg.replace_segments([new], sources)
                 swapped.add(g.gid)
@@ -364,6 +374,7 @@ def compact(spark, cl, topic: str | None = None, progress: Callable[[str], None]
                          f"in {stats.elapsed:.1f} s: {stats.messages_read:,} -> {stats.messages_written:,} messages, "
                          f"{stats.bytes_read:,} -> {stats.bytes_written:,} bytes")
     finally:
+        staging.remove()  # what was not swapped, and what tasks killed with a failed job left
         _discard(plans, swapped)
         for p in plans:
             if (p.topic, p.partition) not in finished:

@@ -1,21 +1,24 @@
 """Recompression of stored history to another codec, one Spark task per closed segment.
 
 Kafka only compresses new data; this rewrites what is already stored. Each task reads one closed
-segment read-only and writes ``<base>.log.cleaned`` beside it with every batch recompressed (records,
-offsets, timestamps and header facts unchanged). The driver, which holds the data directory, checks
-that each segment is still the one planned and swaps the rewritten one in with the log's crash-safe
-``replace_segments``. The active segment is not touched, so appends go on meanwhile.
+segment read-only and writes ``<base>.log.cleaned`` in the job's staging directory (:mod:`.staging`)
+with every batch recompressed (records, offsets, timestamps and header facts unchanged). The driver,
+which holds the data directory, checks that each segment is still the one planned, moves the rewritten
+one beside it and swaps it in with the log's crash-safe ``replace_segments``. The active segment is not touched, so appends go on meanwhile.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable
 
 from ..records.codecs import Codec, check_level, codec_from_name
 from ..storage import files
+from ..storage.rewrite import move_cleaned
 from ..storage.segment import LogSegment, SegmentParams
 from .progress import spark_progress
+from .staging import JobStaging
 
 
 @dataclass(frozen=True)
@@ -38,9 +41,10 @@ class SegmentResult:
     bytes_before: int
     bytes_after: int
     batches: int
+    dir: str  # the task's directory in the job's staging directory
 
 
-def rewrite_segment(task: SegmentTask) -> SegmentResult:
+def rewrite_segment(task: SegmentTask, staging: JobStaging) -> SegmentResult:
     """Runs on an executor: the segment at ``task.base_offset`` rewritten into a ``.cleaned`` file."""
     from ..records.batch import RecordBatch, with_codec
     from ..records.columns import chunks
@@ -61,9 +65,10 @@ def rewrite_segment(task: SegmentTask) -> SegmentResult:
                 count[0] += len(rows)
                 yield rows
 
-        dest, written = write_cleaned(snap.directory, task.base_offset, task.params, out(), src.last_modified_ms)
+        where = staging.new_dir()
+        dest, written = write_cleaned(where, task.base_offset, task.params, out(), src.last_modified_ms)
         dest.close_handlers()
-        return SegmentResult(task.topic, task.partition, task.base_offset, src.size, dest.size, count[0])
+        return SegmentResult(task.topic, task.partition, task.base_offset, src.size, dest.size, count[0], str(where))
 
 
 def recompress_topic(spark, cl, topic: str, compression: str, level: int | None = None,
@@ -91,17 +96,17 @@ def recompress_topic(spark, cl, topic: str, compression: str, level: int | None 
     paused = [(topic, p) for p in range(n)]
     for tp in paused:
         cl.cleaner.manager.abort_and_pause(tp)  # no cleaning round may swap these segments meanwhile
+    staging = JobStaging.begin(cl.manager.dir)
     try:
         with spark_progress(spark, "recompression"):
-            results = spark.sparkContext.parallelize(tasks, len(tasks)).map(rewrite_segment).collect()
+            results = spark.sparkContext.parallelize(tasks, len(tasks)).map(lambda t: rewrite_segment(t, staging)).collect()
         for r, t in zip(results, tasks):
             lg = cl.log(topic, r.partition)
             live = next((s for s in lg.segments if s.base_offset == r.base_offset), None)
-            new = LogSegment(lg.dir, r.base_offset, t.params, temp_suffix=files.CLEANED_SUFFIX)
             if live is None or live.size != t.size or live is lg.active_segment:
-                new.delete_files()  # the segment changed since planning: keep the live one
-                continue
-            lg.replace_segments([new], [live])
+                continue  # the segment changed since planning: keep the live one
+            move_cleaned(Path(r.dir), lg.dir, r.base_offset)
+            lg.replace_segments([LogSegment(lg.dir, r.base_offset, t.params, temp_suffix=files.CLEANED_SUFFIX)], [live])
     except BaseException:
         for t in tasks:
             d = cl.log(topic, t.partition).dir
@@ -109,6 +114,7 @@ def recompress_topic(spark, cl, topic: str, compression: str, level: int | None 
                 files.segment_file(d, t.base_offset, suffix, files.CLEANED_SUFFIX).unlink(missing_ok=True)
         raise
     finally:
+        staging.remove()  # what was not swapped, and what tasks killed with a failed job left
         for tp in paused:
             cl.cleaner.manager.resume(tp)
     before = sum(r.bytes_before for r in results)

@@ -170,7 +170,7 @@ class CompactLogWriter(DataSourceArrowWriter):
         append_staged(self.wopts, [f for m in messages if m is not None for f in m.files])
 
     def abort(self, messages: list[StagedBatches]) -> None:
-        self.wopts.remove_staging()  # also the files of killed tasks, which send no message
+        self.wopts.staging.remove()  # also the files of killed tasks, which send no message
 
 
 class CompactLogDataSource(DataSource):

@@ -2,21 +2,19 @@
 
 A task turns its rows into ~16 KB batches per partition (the topic's ``compression.type``, or none
 when it is ``producer``), validates each against the topic's rules (so a bad row fails its task, on the
-executors, in parallel) and stages them in the job's own directory ``<data>/__staging/<job>`` with the
-fingerprint of the config it validated under. At commit the driver opens the data directory and checks every staged batch before
-appending any (a batch validated under the current config passes on its fingerprint; others are
-validated again), so nothing is written unless everything can be; then it appends them in task order
-and removes the job's directory. Both passes read the staging files one entry at a time, so the driver's
-memory does not grow with the size of the job.
+executors, in parallel) and stages them in the job's staging directory (:mod:`.staging`) with the
+fingerprint of the config it validated under. At commit the driver opens the data directory and checks
+every staged batch before appending any (a batch validated under the current config passes on its
+fingerprint; others are validated again), so nothing is written unless everything can be; then it
+appends them in task order and removes the staging directory. Both passes read the staging files one
+entry at a time, so the driver's memory does not grow with the size of the job.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 import struct
 import time
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
@@ -30,28 +28,23 @@ from ..records import kernels
 from ..records.batch import LOG_OVERHEAD, build_batch
 from ..records.codecs import Codec, codec_from_name
 from ..storage.config import LogConfig
-from ..storage.manager import read_topics, require_data_dir
+from ..storage.manager import read_topics
 from ..storage.validator import LONG_MAX, validate_and_assign_offsets
+from .staging import JobStaging
 
 BATCH_BYTES = 16384
 FINGERPRINT_BYTES = 8  # LogConfig.fingerprint of the config a task validated a batch under
 _PART = struct.Struct(">i")
-STAGING_DIR = "__staging"
 
 
 @dataclass(frozen=True)
 class WriteOptions:
-    """A write job's options, parsed on the driver and shipped to its tasks.
-
-    ``job`` names the job's staging directory. Only the driver creates it (when the options are
-    parsed) and removes it (at commit or abort); tasks only add files to it. Spark does not wait for
-    the tasks it kills when a job fails, so a task may finish staging after the abort: it then finds no
-    directory and fails, instead of leaving a file nobody would remove.
-    """
+    """A write job's options, parsed on the driver (which creates the job's staging directory) and
+    shipped to its tasks."""
 
     path: str
     topic: str | None
-    job: str = ""
+    staging: JobStaging
 
     @classmethod
     def parse(cls, options: dict[str, str], overwrite: bool) -> "WriteOptions":
@@ -60,29 +53,7 @@ class WriteOptions:
             raise InvalidRequestError("a topic is an append-only log: use mode('append')")
         if not opts.get("path"):
             raise InvalidRequestError('option "path" (the data directory) is required')
-        out = cls(str(require_data_dir(opts["path"])), opts.get("topic"), uuid.uuid4().hex)
-        out.staging.mkdir(parents=True)
-        return out
-
-    @property
-    def staging(self) -> Path:
-        return Path(self.path) / STAGING_DIR / self.job
-
-    def new_staging_file(self) -> Path:
-        path = self.staging / f"{uuid.uuid4().hex}.batches"
-        try:
-            path.touch(exist_ok=False)
-        except FileNotFoundError:
-            raise InvalidRequestError(f"write job {self.job} was aborted: its staging directory is gone") from None
-        return path
-
-    def remove_staging(self) -> None:
-        """Remove the job's directory; a task killed late may add a file while it goes, so repeat."""
-        for _ in range(1000):
-            shutil.rmtree(self.staging, ignore_errors=True)
-            if not self.staging.exists():
-                return
-        raise InvalidRequestError(f"could not remove the staging directory {self.staging}")
+        return cls(opts["path"], opts.get("topic"), JobStaging.begin(opts["path"]))
 
 
 def _column(batch: pa.RecordBatch, name: str):
@@ -253,7 +224,7 @@ def stage_batches(opts: WriteOptions, iterator: Iterator[pa.RecordBatch]) -> lis
                                            header_offsets=offsets, codec=target.codec, level=target.level)
                         validate_and_assign_offsets(data, 0, target.config, now_ms, f"{topic}-{p}")  # fail fast
                         if out is None:
-                            out_path = opts.new_staging_file()
+                            out_path = opts.staging.new_file(".batches")
                             out = open(out_path, "r+b")
                         out.write(lead + _PART.pack(p) + target.config.fingerprint() + data)
     except BaseException:
@@ -348,6 +319,4 @@ def append_staged(opts: WriteOptions, paths: list[str]) -> int:
                     os.close(fd)
             return appended
     finally:
-        for p in paths:
-            Path(p).unlink(missing_ok=True)
-        opts.remove_staging()
+        opts.staging.remove()

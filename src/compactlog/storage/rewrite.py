@@ -2,11 +2,13 @@
 
 A rewrite reads source segments, turns their batches into new bytes (fewer records, another codec)
 and writes them into ``<base>.log.cleaned``; the log's ``replace_segments`` then swaps it in. The
-writing may happen in another process (a Spark executor): it needs only the partition directory.
+writing may happen in another process (a Spark executor) and in another directory of the same file
+system, from which :func:`move_cleaned` brings the segment beside its log.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Iterable
 
@@ -39,3 +41,12 @@ def write_cleaned(directory: Path, base_offset: int, params: SegmentParams, chun
     except BaseException:
         dest.delete_files()
         raise
+
+
+def move_cleaned(source_dir: Path, log_dir: Path, base_offset: int) -> None:
+    """Move a cleaned segment written in ``source_dir`` into ``log_dir``, still ``.cleaned`` (so a crash
+    from here on leaves only files that recovery removes); one file system, so each move is a rename."""
+    for suffix in files.SEGMENT_SUFFIXES:
+        src = files.segment_file(source_dir, base_offset, suffix, files.CLEANED_SUFFIX)
+        if src.exists():
+            os.replace(src, files.segment_file(log_dir, base_offset, suffix, files.CLEANED_SUFFIX))
