@@ -4,7 +4,8 @@ Kafka only compresses new data; this rewrites what is already stored. Each task 
 segment read-only and writes ``<base>.log.cleaned`` in the job's staging directory (:mod:`.staging`)
 with every batch recompressed (records, offsets, timestamps and header facts unchanged). The driver,
 which holds the data directory, checks that each segment is still the one planned, moves the rewritten
-one beside it and swaps it in with the log's crash-safe ``replace_segments``. The active segment is not touched, so appends go on meanwhile.
+one beside it and swaps it in with the log's crash-safe ``replace_segments``. The active segment is
+not touched, so appends go on meanwhile.
 """
 
 from __future__ import annotations
