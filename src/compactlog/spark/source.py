@@ -1,9 +1,9 @@
-"""The ``compactlog`` PySpark data source: batch reads, streaming reads and appends.
+"""The ``compactlog`` PySpark data source: batch and streaming reads, batch and streaming appends.
 
 Reads never take the data directory's lock: each task opens its partition read-only, so Spark can read
 while a compactlog process writes and cleans. Appends are staged by the tasks (batches built and
 compressed on the executors) and appended by the driver at commit, in task order, through the normal
-validated append path; an aborted job leaves nothing behind.
+validated append path; an aborted job leaves nothing behind (see :mod:`.staging`).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from pyspark.sql.datasource import (
     DataSource,
     DataSourceArrowWriter,
     DataSourceReader,
+    DataSourceStreamArrowWriter,
     DataSourceStreamReader,
     InputPartition,
     WriterCommitMessage,
@@ -153,7 +154,10 @@ class StagedBatches(WriterCommitMessage):
     files: list[str]
 
 
-class CompactLogWriter(DataSourceArrowWriter):
+class _StagingWriter:
+    """What batch and streaming writes share: options parsed on the driver (which creates the staging
+    directory), tasks that build, validate and stage batches."""
+
     def __init__(self, options: dict[str, str], overwrite: bool) -> None:
         from .writer import WriteOptions
 
@@ -164,13 +168,45 @@ class CompactLogWriter(DataSourceArrowWriter):
 
         return StagedBatches(stage_batches(self.wopts, iterator))
 
+
+class CompactLogWriter(_StagingWriter, DataSourceArrowWriter):
+    """``df.write``: the job's tasks stage batches, the driver appends them all at commit or none."""
+
     def commit(self, messages: list[StagedBatches]) -> None:
         from .writer import append_staged
 
-        append_staged(self.wopts, [f for m in messages if m is not None for f in m.files])
+        try:
+            append_staged(self.wopts, _files(messages))
+        finally:
+            self.wopts.staging.remove()
 
     def abort(self, messages: list[StagedBatches]) -> None:
         self.wopts.staging.remove()  # also the files of killed tasks, which send no message
+
+
+class CompactLogStreamWriter(_StagingWriter, DataSourceStreamArrowWriter):
+    """``df.writeStream``: each micro-batch is staged by its tasks and appended at its commit.
+
+    Delivery is at least once, as with Spark's Kafka sink: a query restarted after a failure between
+    a micro-batch's append and Spark's commit log entry appends that micro-batch again. The query's
+    staging directory lives as long as the query; it is emptied after each micro-batch, and removed when
+    one fails (which stops the query).
+    """
+
+    def commit(self, messages: list[StagedBatches], batchId: int) -> None:
+        from .writer import append_staged
+
+        try:
+            append_staged(self.wopts, _files(messages))
+        finally:
+            self.wopts.staging.clear()
+
+    def abort(self, messages: list[StagedBatches], batchId: int) -> None:
+        self.wopts.staging.remove()
+
+
+def _files(messages: list[StagedBatches | None]) -> list[str]:
+    return [f for m in messages if m is not None for f in m.files]
 
 
 class CompactLogDataSource(DataSource):
@@ -192,3 +228,6 @@ class CompactLogDataSource(DataSource):
 
     def writer(self, schema: StructType, overwrite: bool) -> CompactLogWriter:
         return CompactLogWriter(dict(self.options), overwrite)
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> CompactLogStreamWriter:
+        return CompactLogStreamWriter(dict(self.options), overwrite)

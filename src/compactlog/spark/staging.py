@@ -65,11 +65,11 @@ class JobStaging:
                 return
         raise InvalidRequestError(f"could not remove the staging directory {self.directory}")
 
-    def __enter__(self) -> "JobStaging":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
+    def clear(self) -> None:
+        """Driver side, between the micro-batches of a streaming query: empty, but still there for the
+        next micro-batch's tasks (no task of the query runs meanwhile)."""
         self.remove()
+        Path(self.directory).mkdir(parents=True)
 
     def _gone(self) -> InvalidRequestError:
         return InvalidRequestError(f"the job was aborted: its staging directory {self.directory} is gone")

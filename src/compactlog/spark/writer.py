@@ -319,4 +319,5 @@ def append_staged(opts: WriteOptions, paths: list[str]) -> int:
                     os.close(fd)
             return appended
     finally:
-        opts.staging.remove()
+        for p in paths:
+            Path(p).unlink(missing_ok=True)
