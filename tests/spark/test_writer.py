@@ -19,13 +19,13 @@ from compactlog.spark.writer import BATCH_BYTES, WriteOptions, append_staged, st
 HEADERS = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
 
 
-def options(path, topic="t"):
+def options(path, topic="t", **extra):
     """As the driver parses them: this also creates the job's staging directory."""
-    return WriteOptions.parse({"path": str(path), "topic": topic}, False)
+    return WriteOptions.parse({"path": str(path), "topic": topic, **extra}, False)
 
 
-def write(path, batches, topic="t"):
-    opts = options(path, topic)
+def write(path, batches, topic="t", **extra):
+    opts = options(path, topic, **extra)
     return append_staged(opts, stage_batches(opts, iter(batches)))
 
 
@@ -62,6 +62,20 @@ def test_batches_are_cut_near_the_batch_size(topic):
         sizes = [b.size for p in range(3) for b in cl.log("t", p).batches(0)]
     assert len(sizes) > 1 and max(sizes) < 2 * BATCH_BYTES
     assert sum(sizes) > 2000 * 100
+
+
+def test_the_batch_size_is_the_producers_kafka_batch_size_option(topic):
+    rb = pa.record_batch({"key": pa.array([b"k"] * 2000), "value": pa.array([b"x" * 100] * 2000)})
+    write(topic, [rb], **{"kafka.batch.size": "100000"})
+    write(topic, [rb.slice(0, 5)], **{"kafka.batch.size": "0"})  # 0: no batching, one record per batch
+    with compactlog.open(topic) as cl:
+        p = next(p for p in range(3) if cl.log("t", p).log_end_offset)
+        batches = list(cl.log("t", p).batches(0))
+    big, single = batches[:-5], batches[-5:]
+    assert 2 <= len(big) <= 3 and max(b.size for b in big) > 80_000
+    assert [b.record_count for b in single] == [1] * 5
+    with pytest.raises(InvalidRequestError, match='"kafka.batch.size" must be a number of bytes'):
+        options(topic, **{"kafka.batch.size": "16k"})
 
 
 def test_explicit_partitions_null_keys_and_timestamps(topic):

@@ -45,6 +45,7 @@ class WriteOptions:
     path: str
     topic: str | None
     staging: JobStaging
+    batch_bytes: int = BATCH_BYTES  # the producer's batch.size, named kafka.batch.size as in Spark's Kafka sink
 
     @classmethod
     def parse(cls, options: dict[str, str], overwrite: bool) -> "WriteOptions":
@@ -53,7 +54,10 @@ class WriteOptions:
             raise InvalidRequestError("a topic is an append-only log: use mode('append')")
         if not opts.get("path"):
             raise InvalidRequestError('option "path" (the data directory) is required')
-        return cls(opts["path"], opts.get("topic"), JobStaging.begin(opts["path"]))
+        size = opts.get("kafka.batch.size", str(BATCH_BYTES))
+        if not size.isdigit():
+            raise InvalidRequestError(f'option "kafka.batch.size" must be a number of bytes, 0 or more, not {size!r}')
+        return cls(opts["path"], opts.get("topic"), JobStaging.begin(opts["path"]), int(size))
 
 
 def _column(batch: pa.RecordBatch, name: str):
@@ -150,10 +154,13 @@ def _explicit(col, n: int) -> np.ndarray:
     return np.where(col.is_null().to_numpy(zero_copy_only=False), -1, given)
 
 
-def _batch_bounds(sizes: np.ndarray) -> np.ndarray:
-    """Where to cut rows into batches of about ``BATCH_BYTES`` (each at least one row)."""
+def _batch_bounds(sizes: np.ndarray, batch_bytes: int) -> np.ndarray:
+    """Where to cut rows into batches of about ``batch_bytes`` (each at least one row, as Kafka's
+    producer sends a record larger than ``batch.size`` alone; 0 means one row per batch)."""
+    if batch_bytes == 0:
+        return np.arange(1, len(sizes))
     ends = np.cumsum(sizes + 24)
-    cuts = np.searchsorted(ends, np.arange(BATCH_BYTES, int(ends[-1]), BATCH_BYTES), side="right")
+    cuts = np.searchsorted(ends, np.arange(batch_bytes, int(ends[-1]), batch_bytes), side="right")
     return np.unique(np.clip(cuts, 1, len(sizes) - 1)) if len(sizes) > 1 else np.empty(0, dtype=np.int64)
 
 
@@ -217,7 +224,7 @@ def stage_batches(opts: WriteOptions, iterator: Iterator[pa.RecordBatch]) -> lis
                 for group in np.split(order, np.flatnonzero(np.diff(parts[order])) + 1):
                     p = int(parts[group[0]])
                     idx = picked[group]
-                    for chunk in np.split(idx, _batch_bounds(rows.sizes[idx])):
+                    for chunk in np.split(idx, _batch_bounds(rows.sizes[idx], opts.batch_bytes)):
                         headers, offsets = (None, None) if rows.headers is None else rows.headers.take(chunk)
                         data = build_batch(rows.keys[chunk].tolist(), rows.values[chunk].tolist(),
                                            rows.timestamps[chunk].tolist(), headers=headers,
