@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 import compactlog
 from compactlog.errors import InvalidRequestError, KafkaStorageError
-from compactlog.spark.staging import STAGING_DIR, JobStaging
+from compactlog.spark.staging import STAGING_DIR, JobStaging, sweep_abandoned
 
 
 def test_tasks_add_files_and_directories_and_the_driver_removes_them_all(tmp_path):
@@ -46,3 +50,47 @@ def test_a_data_directory_with_a_staging_directory_opens_as_before(tmp_path):
     with compactlog.open(tmp_path) as cl:  # a driver that crashed mid-job left this
         assert [r.value for r in cl.consume("t", from_beginning=True)] == [b"v"]
         assert cl.list_topics() == ["t"]
+
+
+DRIVER = """
+import sys
+from compactlog.spark.staging import JobStaging
+staging = JobStaging.begin(sys.argv[1])
+(staging.new_dir() / "00000000000000000000.log.cleaned").write_bytes(b"staged data")
+print(staging.directory, flush=True)
+sys.stdin.readline()  # the test says when this driver dies, without cleaning up
+"""
+
+
+def test_the_next_job_removes_what_a_dead_driver_left_and_nothing_of_a_live_one(tmp_path):
+    driver = subprocess.Popen([sys.executable, "-c", DRIVER, str(tmp_path)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        theirs = Path(driver.stdout.readline().strip())
+        mine = JobStaging.begin(tmp_path)  # a job of this process begins while theirs runs
+        assert (theirs / ".driver").exists() and len(list(theirs.iterdir())) == 2, "a live job is left alone"
+        again = JobStaging.begin(tmp_path)
+        assert Path(mine.directory).exists(), "so is another live job of the same process"
+        driver.stdin.close()  # their driver dies mid-job: its lock goes with it
+        assert driver.wait(timeout=60) == 0
+        assert theirs.exists()
+        last = JobStaging.begin(tmp_path)
+        assert not theirs.exists(), "the next job to begin removed the dead driver's staged data"
+        assert all(Path(s.directory).exists() for s in (mine, again, last))
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+    for s in (mine, again, last):
+        s.remove()
+    assert not list((tmp_path / STAGING_DIR).iterdir())
+
+
+def test_a_streaming_querys_directory_is_emptied_between_micro_batches_and_stays_its_own(tmp_path):
+    staging = JobStaging.begin(tmp_path, locked=False)  # as the data source's writers make it
+    staging.new_file(".batches")
+    (staging.new_dir() / "x").write_bytes(b"x")
+    staging.clear()
+    assert Path(staging.directory).is_dir() and not list(Path(staging.directory).iterdir())
+    assert sweep_abandoned(tmp_path / STAGING_DIR) == [], "no lock file: no sweep takes it for abandoned"
+    staging.new_file(".batches")  # the next micro-batch's tasks can stage
+    staging.remove()

@@ -9,10 +9,18 @@ beside a log for a later cleaning to trip over.
 
 The directory is on the data directory's file system, so taking a staged segment into its partition
 is a rename.
+
+A driver that dies mid-job cannot remove its directory, which may hold a whole job's rewritten
+segments. So the compaction and recompression drivers hold an exclusive ``flock`` on a file in it for
+the job's life; the kernel releases it when the driver dies, and the next job to begin removes every
+directory whose lock it can take. A job running in another process (or this one) holds its lock and
+is left alone. Appends cannot take part (see :meth:`JobStaging.begin`).
 """
 
 from __future__ import annotations
 
+import fcntl
+import os
 import shutil
 import uuid
 from dataclasses import dataclass
@@ -22,6 +30,8 @@ from ..errors import InvalidRequestError
 from ..storage.manager import require_data_dir
 
 STAGING_DIR = "__staging"
+DRIVER_LOCK = ".driver"
+_held: dict[str, int] = {}  # driver side: the descriptors holding the locks of this process's live jobs
 
 
 @dataclass(frozen=True)
@@ -31,10 +41,27 @@ class JobStaging:
     directory: str
 
     @classmethod
-    def begin(cls, data_dir: str | Path) -> "JobStaging":
-        """Driver side, before the job: a fresh directory (a missing data directory is named, not made)."""
-        out = cls(str(require_data_dir(data_dir) / STAGING_DIR / uuid.uuid4().hex))
-        Path(out.directory).mkdir(parents=True)
+    def begin(cls, data_dir: str | Path, locked: bool = True) -> "JobStaging":
+        """Driver side, before the job: a fresh directory (a missing data directory is named, not made).
+
+        ``locked=False`` for the data source's writes: Spark calls a Python data source's driver side
+        in short-lived Python workers (one creates the writer, another commits), so no process lives as
+        long as the job to hold a lock. Their directories carry no lock file, and no sweep touches them.
+        """
+        root = require_data_dir(data_dir) / STAGING_DIR
+        name = uuid.uuid4().hex
+        if not locked:
+            out = cls(str(root / name))
+            Path(out.directory).mkdir(parents=True)
+        else:
+            building = root / f".{name}"  # locked before it gets the name a sweeper looks at
+            building.mkdir(parents=True)
+            fd = os.open(building / DRIVER_LOCK, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o644)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            out = cls(str(root / name))
+            os.rename(building, out.directory)
+            _held[out.directory] = fd
+        sweep_abandoned(root)
         return out
 
     def new_file(self, suffix: str) -> Path:
@@ -57,19 +84,53 @@ class JobStaging:
         return path
 
     def remove(self) -> None:
-        """Driver side, after the job. A late task may add a file while the tree goes, so repeat until
-        the directory itself is gone; from then on no task can add anything."""
-        for _ in range(1000):
-            shutil.rmtree(self.directory, ignore_errors=True)
-            if not Path(self.directory).exists():
-                return
-        raise InvalidRequestError(f"could not remove the staging directory {self.directory}")
+        """Driver side, after the job: the directory and everything in it, then its lock."""
+        _remove_tree(self.directory)
+        fd = _held.pop(self.directory, None)
+        if fd is not None:
+            os.close(fd)
 
     def clear(self) -> None:
-        """Driver side, between the micro-batches of a streaming query: empty, but still there for the
-        next micro-batch's tasks (no task of the query runs meanwhile)."""
-        self.remove()
-        Path(self.directory).mkdir(parents=True)
+        """Driver side, between the micro-batches of a streaming query: emptied of what the tasks
+        staged, but still there for the next micro-batch's tasks."""
+        for child in Path(self.directory).iterdir():
+            if child.is_dir():
+                shutil.rmtree(child)
+            elif child.name != DRIVER_LOCK:
+                child.unlink()
 
     def _gone(self) -> InvalidRequestError:
         return InvalidRequestError(f"the job was aborted: its staging directory {self.directory} is gone")
+
+
+def sweep_abandoned(root: Path) -> list[str]:
+    """Remove the staging directories under ``root`` whose driver is gone (their lock can be taken);
+    returns them. Directories still being set up (their names start with a dot) are left alone."""
+    removed = []
+    for child in sorted(root.iterdir()) if root.is_dir() else []:
+        if str(child) in _held or child.name.startswith(".") or not child.is_dir():
+            continue
+        try:
+            fd = os.open(child / DRIVER_LOCK, os.O_RDWR)
+        except FileNotFoundError:
+            continue  # not a directory of ours
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            continue  # a live job
+        else:
+            _remove_tree(str(child))
+            removed.append(str(child))
+        finally:
+            os.close(fd)
+    return removed
+
+
+def _remove_tree(directory: str) -> None:
+    """A late task may add a file while the tree goes, so repeat until the directory itself is gone;
+    from then on no task can add anything."""
+    for _ in range(1000):
+        shutil.rmtree(directory, ignore_errors=True)
+        if not Path(directory).exists():
+            return
+    raise InvalidRequestError(f"could not remove the staging directory {directory}")

@@ -57,7 +57,7 @@ class WriteOptions:
         size = opts.get("kafka.batch.size", str(BATCH_BYTES))
         if not size.isdigit():
             raise InvalidRequestError(f'option "kafka.batch.size" must be a number of bytes, 0 or more, not {size!r}')
-        return cls(opts["path"], opts.get("topic"), JobStaging.begin(opts["path"]), int(size))
+        return cls(opts["path"], opts.get("topic"), JobStaging.begin(opts["path"], locked=False), int(size))
 
 
 def _column(batch: pa.RecordBatch, name: str):
