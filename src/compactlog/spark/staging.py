@@ -19,7 +19,6 @@ is left alone. Appends cannot take part (see :meth:`JobStaging.begin`).
 
 from __future__ import annotations
 
-import fcntl
 import os
 import shutil
 import uuid
@@ -27,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import InvalidRequestError
+from ..storage.files import try_lock
 from ..storage.manager import require_data_dir
 
 STAGING_DIR = "__staging"
@@ -50,15 +50,14 @@ class JobStaging:
         """
         root = require_data_dir(data_dir) / STAGING_DIR
         name = uuid.uuid4().hex
+        out = cls(str(root / name))
         if not locked:
-            out = cls(str(root / name))
             Path(out.directory).mkdir(parents=True)
         else:
             building = root / f".{name}"  # locked before it gets the name a sweeper looks at
             building.mkdir(parents=True)
-            fd = os.open(building / DRIVER_LOCK, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o644)
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            out = cls(str(root / name))
+            fd = try_lock(building / DRIVER_LOCK)
+            assert fd is not None, "a new file in a new directory is nobody else's"
             os.rename(building, out.directory)
             _held[out.directory] = fd
         sweep_abandoned(root)
@@ -111,14 +110,12 @@ def sweep_abandoned(root: Path) -> list[str]:
         if str(child) in _held or child.name.startswith(".") or not child.is_dir():
             continue
         try:
-            fd = os.open(child / DRIVER_LOCK, os.O_RDWR)
+            fd = try_lock(child / DRIVER_LOCK, create=False)
         except FileNotFoundError:
             continue  # not a directory of ours
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+        if fd is None:
             continue  # a live job
-        else:
+        try:
             _remove_tree(str(child))
             removed.append(str(child))
         finally:

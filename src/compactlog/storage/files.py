@@ -7,6 +7,7 @@ B zero-padded to 20 digits. Temporary suffixes go after the extension (``P.log.c
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 from pathlib import Path
@@ -100,3 +101,16 @@ def atomic_write(path: Path, text: str) -> None:
         os.fsync(f.fileno())
     os.replace(tmp, path)
     fsync_dir(path.parent)
+
+
+def try_lock(path: Path, create: bool = True) -> int | None:
+    """An exclusive ``flock`` on ``path``, or None when another open file holds it. The descriptor is
+    the lock: the kernel drops it when the holder closes it or dies, so a crash never leaves a stale
+    lock behind. A missing file raises FileNotFoundError unless ``create``."""
+    fd = os.open(path, os.O_RDWR | (os.O_CREAT if create else 0), 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    return fd

@@ -95,14 +95,12 @@ class LogManager:
         self.lock = threading.RLock()
         self.dir.mkdir(parents=True, exist_ok=True)
         (self.dir / TOPICS_DIR).mkdir(exist_ok=True)
-        self._lock_fd = os.open(self.dir / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(self._lock_fd)
+        lock_fd = files.try_lock(self.dir / LOCK_FILE)
+        if lock_fd is None:
             raise KafkaStorageError(
                 f"Failed to acquire lock on file .lock in {self.dir}. A compactlog process is already using this data directory."
-            ) from None
+            )
+        self._lock_fd = lock_fd
         self.recovery_checkpoint = OffsetCheckpointFile(self.dir / files.RECOVERY_POINT_CHECKPOINT)
         self.start_checkpoint = OffsetCheckpointFile(self.dir / files.LOG_START_OFFSET_CHECKPOINT)
         self.logs: dict[tuple[str, int], Log] = {}
