@@ -199,20 +199,27 @@ def test_recovery_truncates_torn_tail_and_keeps_complete_batches(tmp_path, clock
     assert all_records(lg, 20)[0].key == b"after"
 
 
-def test_recovery_at_corrupt_middle_batch_drops_it_and_everything_after(tmp_path, clock):
+def test_recovery_keeps_a_corrupt_middle_batch_and_everything_after(tmp_path, clock):
+    """Kafka truncates at the first bad batch and deletes every later segment; we cut only a torn tail
+    and keep damage in the middle in place, reported, so no sound batch after it is lost."""
     lg = open_log(tmp_path, clock, segment_bytes=400)
     for i in range(20):
         lg.append(batch([f"k{i}"]))
     first = lg.segments[0]
     sizes = [b.size for _, b in first.batches(0)]
     path = first.log_path
+    n_segments = len(lg.segments)
     lg.close()
     data = bytearray(path.read_bytes())
     data[sizes[0] + 30] ^= 0x01  # corrupt the second batch of the first segment
     path.write_bytes(bytes(data))
     lg = Log(tmp_path / "t-0", make_config(segment_bytes=400), time=clock, recovery_point=0)
-    assert lg.log_end_offset == 1
-    assert len(lg.segments) == 1
+    assert lg.log_end_offset == 20
+    assert len(lg.segments) == n_segments
+    assert [(d.position, d.tail) for d in lg.damage_on_load] == [(sizes[0], False)]
+    assert [r.key for r in all_records(lg, 2)] == [f"k{i}".encode() for i in range(2, 20)]
+    with pytest.raises(CorruptRecordError, match="t-0/00000000000000000000.log position"):
+        all_records(lg, 0)
 
 
 def test_missing_and_corrupt_indexes_are_rebuilt(tmp_path, clock):

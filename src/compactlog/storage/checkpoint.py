@@ -39,9 +39,11 @@ class OffsetCheckpointFile:
     def read(self) -> dict[TopicPartition, int]:
         with self._lock:
             try:
-                text = self.path.read_text(encoding="utf-8")
+                text = self.path.read_bytes().decode("utf-8")
             except FileNotFoundError:
                 return {}
+            except UnicodeDecodeError:
+                raise KafkaStorageError(f"Checkpoint file {self.path} is not UTF-8 text") from None
         return parse_checkpoint(text, str(self.path))
 
 
@@ -58,7 +60,10 @@ def parse_checkpoint(text: str, where: str = "checkpoint") -> dict[TopicPartitio
         raise KafkaStorageError(f"Unrecognized version of the checkpoint file {where}: {version}")
     if len(lines) < 2:
         raise KafkaStorageError(f"Checkpoint file {where} has no entry count")
-    expected = int(lines[1].strip())
+    try:
+        expected = int(lines[1].strip())
+    except ValueError:
+        raise KafkaStorageError(f"Malformed entry count in checkpoint file {where}: {lines[1]!r}") from None
     entries = [ln for ln in lines[2:] if ln.strip()]
     if len(entries) != expected:
         raise KafkaStorageError(f"Expected {expected} entries in checkpoint file {where}, but found {len(entries)}")
@@ -68,7 +73,10 @@ def parse_checkpoint(text: str, where: str = "checkpoint") -> dict[TopicPartitio
         if len(parts) != 3:
             raise KafkaStorageError(f"Malformed line in checkpoint file {where}: {ln!r}")
         try:
-            out[(parts[0], int(parts[1]))] = int(parts[2])
+            partition, offset = int(parts[1]), int(parts[2])
         except ValueError:
             raise KafkaStorageError(f"Malformed line in checkpoint file {where}: {ln!r}") from None
+        if partition < 0 or offset < 0:
+            raise KafkaStorageError(f"Negative partition or offset in checkpoint file {where}: {ln!r}")
+        out[(parts[0], partition)] = offset
     return out

@@ -190,6 +190,13 @@ _BROKER_ONLY = [
             "opened on.", "high"),
     _broker("log.dir", "string", "/tmp/kafka-logs", None, "Data directory when log.dirs is not set.", "high"),
     _broker("num.partitions", "int", 1, at_least(1), "Partitions of a topic created without a count."),
+    _broker("max.broker.partitions", "int", 10000, at_least(1),
+            "Most partitions the data directory may hold, all topics together (KIP-578's name; Kafka's default "
+            "is unlimited, ours is finite so that a mistyped count is refused before any directory is made)."),
+    _broker("message.max.decompressed.bytes", "int", 64 * 1024 * 1024, at_least(1024),
+            "Most bytes the records of one compressed batch may decompress to; a batch that inflates further is "
+            "refused as corrupt (CORRUPT_MESSAGE). Bounds the memory a decompression bomb can take (Kafka has no "
+            "such bound)."),
     _broker("auto.create.topics.enable", "boolean", True, None,
             "Create a topic when a producer writes to one that does not exist.", "high"),
     _broker("log.cleaner.enable", "boolean", True, None, "Run the log cleaner; without it compacted topics only grow."),

@@ -8,6 +8,7 @@ B zero-padded to 20 digits. Temporary suffixes go after the extension (``P.log.c
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import os
 import re
 from pathlib import Path
@@ -29,6 +30,7 @@ CLEANER_OFFSET_CHECKPOINT = "cleaner-offset-checkpoint"
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 
 MAX_TOPIC_NAME_LENGTH = 249
+MAX_FILE_NAME = 255  # bytes in one path component (ext4, xfs, tmpfs)
 _LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]+")
 
 
@@ -71,6 +73,15 @@ def partition_dir_name(topic: str, partition: int) -> str:
     return f"{topic}-{partition}"
 
 
+def delete_dir_name(partition_dir: str, unique: str, suffix: str) -> str:
+    """``<topic>-<partition>.<unique><suffix>``, the name a partition directory is renamed to before
+    removal, with the topic shortened as needed to fit a file name (as Kafka does: a 249-character
+    topic would not fit otherwise)."""
+    topic, _, partition = partition_dir.rpartition("-")
+    room = MAX_FILE_NAME - len(f"-{partition}.{unique}{suffix}")
+    return f"{topic[:room]}-{partition}.{unique}{suffix}"
+
+
 def parse_partition_dir(name: str) -> tuple[str, int] | None:
     """(topic, partition) of a partition directory name, or None if it is not one."""
     topic, sep, part = name.rpartition("-")
@@ -93,8 +104,12 @@ def fsync_dir(directory: Path) -> None:
 
 
 def atomic_write(path: Path, text: str) -> None:
-    """Write ``path`` as Kafka writes checkpoints: ``.tmp``, fsync, rename over, fsync the directory."""
-    tmp = path.with_name(path.name + ".tmp")
+    """Write ``path`` as Kafka writes checkpoints: ``.tmp``, fsync, rename over, fsync the directory.
+    (A name too long for the suffix gets a short hidden temporary name instead.)"""
+    tmp_name = path.name + ".tmp"
+    if len(tmp_name.encode()) > MAX_FILE_NAME:
+        tmp_name = f".{hashlib.sha1(path.name.encode()).hexdigest()[:16]}.tmp"
+    tmp = path.with_name(tmp_name)
     with open(tmp, "w", encoding="utf-8", newline="\n") as f:
         f.write(text)
         f.flush()

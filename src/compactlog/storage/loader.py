@@ -10,20 +10,28 @@ The passes, in order:
 4. Load every ``.log`` as a segment; index files without a log are deleted; a segment with a missing or
    insane offset index is recovered at once.
 5. Unless the shutdown was clean, recover every segment from the one holding the recovery point: CRC
-   check each batch, rebuild its indexes, truncate at the first bad or partial batch and delete all
-   later segments.
+   and offset checks on each batch, indexes rebuilt. After a clean shutdown, check the active
+   segment's tail anyway (from its last index entry) and recover it if anything is off.
+6. Check that offsets follow from segment to segment, and hold the checkpoints against the log.
+
+Where we differ from Kafka, and why (docs/differences.md): only a torn tail of the last segment is
+cut; damage anywhere else is kept in place and reported, because Kafka's rule (truncate at the first
+bad batch and delete every later segment) drops sound data silently. A log start offset checkpoint
+beyond the log end is ignored with a warning (Kafka deletes every segment). A recovery point beyond
+the log end means flushed data is gone (a segment deleted by hand, a file truncated): the log goes on
+at the recovery point, so no offset is handed out twice.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..clock import Time
 from . import files
-from .segment import LogSegment, SegmentParams
+from .segment import Damage, LogSegment, SegmentParams
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +43,8 @@ class LoadedLog:
     recovery_point: int
     log_start_offset: int
     truncated_bytes: int
+    damage: list[Damage] = field(default_factory=list)
+    missing: list[tuple[int, int]] = field(default_factory=list)  # [from, to) offset ranges gone from the log
 
 
 def _temp_suffix(name: str) -> str:
@@ -90,8 +100,14 @@ def load_log(
     recovery_point: int,
     log_start_offset: int,
     clean_shutdown: bool,
+    gaps_allowed_below: int = 0,
 ) -> LoadedLog:
-    """Open every segment of ``directory`` and recover what an unclean shutdown may have torn."""
+    """Open every segment of ``directory`` and recover what an unclean shutdown may have torn.
+
+    ``gaps_allowed_below``: the cleaner's checkpoint. Offsets may be missing between batches and
+    segments only below it (cleaning removed them); a gap above it means a segment went missing.
+    """
+    name = directory.name
     clean_temp_files(directory)
     names = sorted(n for n in os.listdir(directory) if files.is_segment_file(n))
     logs = {files.base_offset_of(n) for n in names if n.endswith(files.LOG_SUFFIX)}
@@ -100,47 +116,73 @@ def load_log(
             log.info("deleting orphan index file %s", n)
             (directory / n).unlink()
     segments: list[LogSegment] = []
+    damage: list[Damage] = []
     for base in sorted(logs):
         index_missing = not files.segment_file(directory, base, files.INDEX_SUFFIX).exists()
         seg = LogSegment(directory, base, params, time)
         if index_missing or seg.needs_recovery:
-            seg.recover()
+            damage += seg.recover(base, cut_tail=False, gaps_below=gaps_allowed_below).damage
         else:
             try:
                 seg.offset_index.sanity_check(seg.size)
                 seg.time_index.sanity_check()
             except Exception:
-                seg.recover()
+                log.warning("rebuilding the indexes of %s: they do not match the log", seg.file_name)
+                damage += seg.recover(base, cut_tail=False, gaps_below=gaps_allowed_below).damage
         segments.append(seg)
 
     truncated = 0
-    if not clean_shutdown and segments:
-        start = 0
-        for i, seg in enumerate(segments):
-            if seg.base_offset <= recovery_point:
-                start = i
-        i = start
-        while i < len(segments):
+    if segments:
+        if clean_shutdown:
+            first = len(segments) - 1 if not segments[-1].tail_is_sound(gaps_allowed_below) else len(segments)
+            if first < len(segments):
+                log.warning("the tail of %s does not check out after a clean shutdown: recovering it", segments[-1].file_name)
+        else:
+            first = max((i for i, seg in enumerate(segments) if seg.base_offset <= recovery_point), default=0)
+        expected = None
+        for i in range(first, len(segments)):
             seg = segments[i]
-            cut = seg.recover()
-            truncated += cut
-            if cut:
-                log.warning("truncated %d bytes of a torn or corrupt tail in %s", cut, seg.log_path)
-                for later in segments[i + 1 :]:
-                    truncated += later.size
-                    later.delete_files()
-                del segments[i + 1 :]
-            i += 1
+            rec = seg.recover(seg.base_offset if expected is None else max(expected, seg.base_offset),
+                              cut_tail=i == len(segments) - 1, gaps_below=gaps_allowed_below)
+            damage = [d for d in damage if not d.file == seg.file_name] + rec.damage
+            truncated += rec.truncated
+            if rec.truncated:
+                log.warning("truncated %d bytes of a torn or corrupt tail in %s", rec.truncated, seg.file_name)
+            expected = rec.next_offset
+    for d in damage:
+        if not (d.tail and segments and d.file == segments[-1].file_name):
+            log.warning("%s: corrupt data kept in place (reads of it fail; see compactlog verify): %s", name, d)
 
-    next_offset = segments[-1].read_next_offset() if segments else log_start_offset
-    if segments and next_offset < log_start_offset:
-        for seg in segments:
-            seg.delete_files()
-        segments = []
-        next_offset = log_start_offset
+    missing: list[tuple[int, int]] = []
+    ends = [seg.read_next_offset() for seg in segments]
+    for prev_end, seg in zip(ends, segments[1:]):
+        if seg.base_offset < prev_end:
+            damage.append(Damage(seg.file_name, 0, f"segment base offset {seg.base_offset} overlaps the previous "
+                                                   f"segment, which ends at offset {prev_end - 1}", False))
+            log.warning("%s: %s", name, damage[-1])
+        elif seg.base_offset > prev_end and seg.base_offset > gaps_allowed_below:
+            missing.append((prev_end, seg.base_offset))
+
+    next_offset = ends[-1] if segments else log_start_offset
+    if log_start_offset > next_offset:
+        log.warning("%s: ignoring the log-start-offset-checkpoint entry %d, beyond the log end offset %d",
+                    name, log_start_offset, next_offset)
+        log_start_offset = segments[0].base_offset if segments else 0
+    if recovery_point > next_offset:
+        missing.append((next_offset, recovery_point))
+        log.warning("%s: offsets %d..%d were flushed (recovery-point-offset-checkpoint) but are missing from the log; "
+                    "going on at offset %d so that no offset is handed out twice", name, next_offset, recovery_point - 1,
+                    recovery_point)
+        if segments and segments[-1].size == 0:
+            segments.pop().delete_files()
+        segments.append(LogSegment(directory, recovery_point, params, time))
+        next_offset = recovery_point
+    for lo, hi in missing:
+        if hi != next_offset:
+            log.warning("%s: offsets %d..%d are missing between segments (a segment file was removed?)", name, lo, hi - 1)
     if not segments:
         segments = [LogSegment(directory, log_start_offset, params, time)]
         next_offset = log_start_offset
     start = max(log_start_offset, segments[0].base_offset)
     rp = next_offset if clean_shutdown else min(recovery_point, next_offset)
-    return LoadedLog(segments, next_offset, rp, start, truncated)
+    return LoadedLog(segments, next_offset, rp, start, truncated, damage, missing)

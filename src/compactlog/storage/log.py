@@ -5,6 +5,10 @@ They take the current segment view, an immutable (bases, segments) pair replaced
 and read through file descriptors that stay open after a segment is renamed to ``.deleted``; the files
 are closed and unlinked only after ``file.delete.delay.ms``. A reader therefore sees the old segments or
 the new ones, never a gap.
+
+Failures: every change runs under the data directory's failure guard (``failure.py``). A failed write
+leaves the segment ending after its last complete batch and takes the directory offline, so nothing is
+acknowledged that a reopen would not find, and no offset is handed out twice.
 """
 
 from __future__ import annotations
@@ -19,10 +23,12 @@ from pathlib import Path
 from typing import Iterator
 
 from ..clock import SYSTEM, Time
-from ..errors import CorruptRecordError, OffsetOutOfRangeError, RecordBatchTooLargeError
+from ..errors import CompactLogError, CorruptRecordError, OffsetOutOfRangeError, RecordBatchTooLargeError
 from ..records.batch import RecordBatch, iter_batches
 from . import files
+from .failure import LogDirFailure
 from .loader import load_log
+from .reader import read_batches
 from .retention import SegmentFacts, segments_to_delete
 from .segment import LogSegment, SegmentParams
 from .validator import ValidatedAppend, validate_and_assign_offsets
@@ -52,6 +58,8 @@ class Log:
         recovery_point: int = 0,
         log_start_offset: int = 0,
         clean_shutdown: bool = False,
+        failure: LogDirFailure | None = None,
+        gaps_allowed_below: int = 0,
     ) -> None:
         self.dir = Path(directory)
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -63,13 +71,17 @@ class Log:
         self.config = config
         self.time = time
         self.lock = threading.RLock()
+        self.failure = failure if failure is not None else LogDirFailure(self.dir)
         self._pending_deletes: list[tuple[int, LogSegment]] = []
-        loaded = load_log(self.dir, self.segment_params(), time, recovery_point, log_start_offset, clean_shutdown)
+        loaded = load_log(self.dir, self.segment_params(), time, recovery_point, log_start_offset, clean_shutdown,
+                          gaps_allowed_below)
         self._publish(loaded.segments)
         self._next_offset = loaded.next_offset
         self.recovery_point = loaded.recovery_point
         self.log_start_offset = loaded.log_start_offset
         self.truncated_on_load = loaded.truncated_bytes
+        self.damage_on_load = loaded.damage
+        self.missing_on_load = loaded.missing
         self._unflushed = 0
         self._last_flush_ms = time.milliseconds()
 
@@ -115,9 +127,11 @@ class Log:
     def append(self, records: bytes, now: int | None = None) -> ValidatedAppend:
         """Validate one client batch, assign offsets from the log end and store it."""
         with self.lock:
+            self.failure.check()
             now = self.time.milliseconds() if now is None else now
             v = validate_and_assign_offsets(records, self._next_offset, self.config, now, self.name)
-            self._store(v.records, v.first_offset, v.last_offset, v.max_timestamp, v.offset_of_max_timestamp, now)
+            with self.failure.guard(f"appending to {self.name}"):
+                self._store(v.records, v.first_offset, v.last_offset, v.max_timestamp, v.offset_of_max_timestamp, now)
             return v
 
     def append_as_follower(self, records: bytes) -> int:
@@ -126,7 +140,7 @@ class Log:
         Every batch is CRC-checked and must start at or after the log end offset. Returns the new log
         end offset.
         """
-        with self.lock:
+        with self.lock, self.failure.guard(f"appending to {self.name}"):
             now = self.time.milliseconds()
             consumed = 0
             for pos, batch in iter_batches(records):
@@ -178,7 +192,7 @@ class Log:
 
     def roll(self, new_base: int | None = None) -> LogSegment:
         """Close the active segment and start a new one at ``new_base`` (default: the log end offset)."""
-        with self.lock:
+        with self.lock, self.failure.guard(f"rolling a new segment of {self.name}"):
             base = self._next_offset if new_base is None else new_base
             old = self.active_segment
             if old.base_offset == base and old.size == 0:
@@ -193,7 +207,7 @@ class Log:
 
     def flush(self) -> None:
         """fsync every segment holding unflushed data and move the recovery point to the log end."""
-        with self.lock:
+        with self.lock, self.failure.guard(f"flushing {self.name}"):
             for seg in self.segments:
                 if seg.base_offset >= self.segment_base_at_or_below(self.recovery_point):
                     seg.flush()
@@ -224,23 +238,13 @@ class Log:
             i += 1
         return FetchData(offset, b"", end, self.log_start_offset)
 
-    def batches(self, start_offset: int | None = None, end_offset: int | None = None) -> Iterator[RecordBatch]:
-        """Every whole batch holding offsets in [start_offset, end_offset), across segments, in order."""
+    def batches(self, start_offset: int | None = None, end_offset: int | None = None, *,
+                check_crcs: bool = True) -> Iterator[RecordBatch]:
+        """Every whole batch holding offsets in [start_offset, end_offset), across segments, in order,
+        each checked (see ``reader.py``)."""
         start = self.log_start_offset if start_offset is None else start_offset
-        bases, segs = self._view
         end = self._next_offset if end_offset is None else end_offset
-        i = max(bisect.bisect_right(bases, start) - 1, 0)
-        for seg in segs[i:]:
-            if seg.base_offset >= end:
-                return
-            found = seg.translate_offset(start)
-            if found is None:
-                continue
-            for _, batch in seg.batches(found[0], seg.size):
-                if batch.base_offset >= end:
-                    return
-                if batch.last_offset >= start:
-                    yield batch
+        return read_batches(self._view[1], start, end, check_crcs=check_crcs)
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """(timestamp, offset) of the first record whose timestamp is >= ``timestamp`` (ListOffsets)."""
@@ -254,7 +258,7 @@ class Log:
     # retention and deletion -----------------------------------------------------------------------
     def delete_old_segments(self, now: int | None = None) -> int:
         """Apply log-start-offset, ``retention.bytes`` and ``retention.ms`` rules; returns segments deleted."""
-        with self.lock:
+        with self.lock, self.failure.guard(f"deleting old segments of {self.name}"):
             now = self.time.milliseconds() if now is None else now
             c = self.config
             segs = self.segments
@@ -273,7 +277,7 @@ class Log:
 
     def delete_segments(self, doomed: list[LogSegment], reason: str = "") -> None:
         """Remove segments from the log now; their files go after ``file.delete.delay.ms``."""
-        with self.lock:
+        with self.lock, self.failure.guard(f"deleting segments of {self.name}"):
             ids = {id(s) for s in doomed}
             self._publish([s for s in self.segments if id(s) not in ids])
             self.log_start_offset = max(self.log_start_offset, self.segments[0].base_offset)
@@ -283,6 +287,7 @@ class Log:
             files.fsync_dir(self.dir)
 
     def _schedule_delete(self, seg: LogSegment) -> None:
+        seg.keep_open_for_readers()
         seg.change_suffix(seg.temp_suffix, files.DELETED_SUFFIX)
         # Readers still holding it scan from the start instead of using the index: memory does not
         # pile up over many cleaning rounds while files wait out file.delete.delay.ms.
@@ -317,7 +322,7 @@ class Log:
 
         Recovery at open completes or undoes a swap interrupted at any step (see loader).
         """
-        with self.lock:
+        with self.lock, self.failure.guard(f"swapping cleaned segments into {self.name}"):
             new_sorted = sorted(new_segments, key=lambda s: s.base_offset)
             live = {id(s) for s in self.segments}
             old = sorted((s for s in old_segments if id(s) in live), key=lambda s: s.base_offset)
@@ -333,7 +338,9 @@ class Log:
 
     def truncate_to(self, offset: int) -> bool:
         """Remove every record at or after ``offset``; returns whether anything was removed."""
-        with self.lock:
+        if not isinstance(offset, int) or offset < 0:
+            raise OffsetOutOfRangeError(f"cannot truncate {self.name} to offset {offset}: offsets are >= 0")
+        with self.lock, self.failure.guard(f"truncating {self.name}"):
             if offset >= self._next_offset:
                 return False
             keep = [s for s in self.segments if s.base_offset < offset]
@@ -356,11 +363,27 @@ class Log:
             self.config = config
 
     def close(self) -> None:
+        """Flush and close every file. Every file is closed even when something fails (the directory
+        then goes offline and the error is raised at the end)."""
         with self.lock:
-            self.flush()
+            first: CompactLogError | None = None
+            if not self.failure.offline:
+                try:
+                    self.flush()
+                except CompactLogError as exc:
+                    first = exc
             for seg in self.segments:
-                seg.close()
+                try:
+                    if self.failure.offline:
+                        seg.close_handlers()
+                    else:
+                        seg.close()
+                except OSError as exc:
+                    first = first or self.failure.fail(exc, f"closing {seg.file_name}")
+                    seg.close_handlers()
             self.delete_expired_files(force=True)
+            if first is not None:
+                raise first
 
     def delete(self) -> None:
         """Close every file and remove the partition directory."""

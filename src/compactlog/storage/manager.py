@@ -31,7 +31,9 @@ from pathlib import Path
 
 from ..clock import SYSTEM, Time
 from ..errors import (
+    CompactLogError,
     InvalidPartitionsError,
+    OffsetOutOfRangeError,
     KafkaStorageError,
     TopicAlreadyExistsError,
     UnknownTopicOrPartitionError,
@@ -39,6 +41,7 @@ from ..errors import (
 from . import files
 from .checkpoint import OffsetCheckpointFile
 from .config import BrokerConfig, LogConfig, validate_topic_overrides
+from .failure import LogDirFailure, describe
 from .log import Log
 
 log = logging.getLogger(__name__)
@@ -72,14 +75,37 @@ def require_data_dir(data_dir: str | os.PathLike[str]) -> Path:
     return Path(data_dir)
 
 
+def parse_topic(path: Path) -> dict:
+    """One ``__topics/<topic>.json``, checked: a file that is not what we write is named, not guessed at
+    (guessing a compacted topic's configs wrong would let retention delete it)."""
+    where = f"{path.parent.name}/{path.name}"
+    try:
+        meta = json.loads(path.read_bytes().decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise KafkaStorageError(f"topic metadata file {where} in {path.parent.parent} is not valid JSON ({exc}); "
+                                f"restore it, or remove it to drop the topic's metadata") from None
+    ok = (isinstance(meta, dict) and meta.get("name") == path.name[: -len(".json")]
+          and isinstance(meta.get("partitions"), int) and not isinstance(meta.get("partitions"), bool)
+          and meta["partitions"] > 0 and isinstance(meta.get("topic_id"), str) and isinstance(meta.get("config", {}), dict)
+          and all(isinstance(k, str) and isinstance(v, str) for k, v in meta.get("config", {}).items()))
+    if not ok:
+        raise KafkaStorageError(f"topic metadata file {where} in {path.parent.parent} does not hold a topic's name, "
+                                f"id, partition count and configs; restore it, or remove it to drop the topic's metadata")
+    files.validate_topic_name(meta["name"])
+    return meta
+
+
 def read_topics(data_dir: str | os.PathLike[str]) -> dict[str, dict]:
     """Topic metadata of a data directory, read without taking its lock (for readers in other processes)."""
     require_data_dir(data_dir)
     out = {}
     for entry in sorted((Path(data_dir) / TOPICS_DIR).glob("*.json")):
         try:
-            meta = json.loads(entry.read_text(encoding="utf-8"))
-        except (OSError, ValueError):  # being rewritten or deleted right now: skip it
+            meta = parse_topic(entry)
+        except FileNotFoundError:  # deleted right now
+            continue
+        except (OSError, CompactLogError) as exc:
+            log.warning("skipping topic metadata %s: %s", entry.name, exc)
             continue
         out[meta["name"]] = meta
     return out
@@ -93,9 +119,13 @@ class LogManager:
         self.broker = broker if broker is not None else BrokerConfig({})
         self.time = time
         self.lock = threading.RLock()
-        self.dir.mkdir(parents=True, exist_ok=True)
-        (self.dir / TOPICS_DIR).mkdir(exist_ok=True)
-        lock_fd = files.try_lock(self.dir / LOCK_FILE)
+        self.failure = LogDirFailure(self.dir)
+        try:
+            self.dir.mkdir(parents=True, exist_ok=True)
+            (self.dir / TOPICS_DIR).mkdir(exist_ok=True)
+            lock_fd = files.try_lock(self.dir / LOCK_FILE)
+        except OSError as exc:
+            raise KafkaStorageError(f"cannot use {self.dir} as a data directory: {describe(exc)}") from None
         if lock_fd is None:
             raise KafkaStorageError(
                 f"Failed to acquire lock on file .lock in {self.dir}. A compactlog process is already using this data directory."
@@ -112,15 +142,30 @@ class LogManager:
         self.on_partition_deleted: list = []  # (topic, partition) -> None
         self.on_config_changed: list = []  # (topic, LogConfig) -> None
         self.around_truncation: list = []  # context managers (topic, partition, offset): the cleaner pauses
-        self._load()
+        try:
+            self._load()
+        except BaseException:
+            self._abandon()
+            raise
+
+    def _abandon(self) -> None:
+        """A failed open: close what was opened and release the lock, so a fixed directory opens again."""
+        for lg in self.logs.values():
+            for seg in lg.segments:
+                seg.close_handlers()
+        self._closed = True
+        os.close(self._lock_fd)
 
     # loading ------------------------------------------------------------------------------------
     def _load(self) -> None:
         marker = self.dir / files.CLEAN_SHUTDOWN_FILE
         clean = marker.exists()
-        recovery = self.recovery_checkpoint.read()
-        starts = self.start_checkpoint.read()
-        self.topics.update(read_topics(self.dir))
+        recovery = self._read_hint(self.recovery_checkpoint)
+        starts = self._read_hint(self.start_checkpoint)
+        cleaned = self._read_hint(OffsetCheckpointFile(self.dir / files.CLEANER_OFFSET_CHECKPOINT))
+        for entry in sorted((self.dir / TOPICS_DIR).glob("*.json")):
+            meta = parse_topic(entry)
+            self.topics[meta["name"]] = meta
         for child in sorted(self.dir.iterdir()):
             if child.is_dir() and child.name.endswith(DELETE_SUFFIX):
                 shutil.rmtree(child, ignore_errors=True)
@@ -135,14 +180,24 @@ class LogManager:
             self.logs[parsed] = Log(
                 child, self.log_config(topic), time=self.time,
                 recovery_point=recovery.get(parsed, 0), log_start_offset=starts.get(parsed, 0),
-                clean_shutdown=clean,
+                clean_shutdown=clean, failure=self.failure, gaps_allowed_below=cleaned.get(parsed, 0),
             )
-        for topic, meta in self.topics.items():  # a crash during create may have left some out
-            for p in range(meta["partitions"]):
-                if (topic, p) not in self.logs:
-                    self._create_log(topic, p)
-        marker.unlink(missing_ok=True)
+        with self.failure.guard(f"opening {self.dir}"):
+            for topic, meta in self.topics.items():  # a crash during create may have left some out
+                for p in range(meta["partitions"]):
+                    if (topic, p) not in self.logs:
+                        self._create_log(topic, p)
+            marker.unlink(missing_ok=True)
         self.checkpoint()
+
+    def _read_hint(self, checkpoint: OffsetCheckpointFile) -> dict[tuple[str, int], int]:
+        """A checkpoint is a hint: the log is the truth. One that cannot be read is ignored with a
+        warning (recovery then checks more of the log), never obeyed."""
+        try:
+            return checkpoint.read()
+        except (OSError, CompactLogError) as exc:
+            log.warning("ignoring %s: %s", checkpoint.path.name, exc)
+            return {}
 
     def log_config(self, topic: str) -> LogConfig:
         return LogConfig(self.topics[topic].get("config", {}), self.broker)
@@ -152,7 +207,7 @@ class LogManager:
         d.mkdir(exist_ok=True)
         meta = self.topics[topic]
         files.atomic_write(d / "partition.metadata", f"version: 0\ntopic_id: {meta['topic_id']}\n")
-        lg = Log(d, self.log_config(topic), time=self.time, clean_shutdown=True)
+        lg = Log(d, self.log_config(topic), time=self.time, clean_shutdown=True, failure=self.failure)
         self.logs[(topic, partition)] = lg
         return lg
 
@@ -161,11 +216,16 @@ class LogManager:
 
     # topics -------------------------------------------------------------------------------------
     def create_topic(self, name: str, partitions: int | None = None, config: dict[str, str] | None = None) -> TopicDescription:
-        """Create a topic; config overrides are validated against Kafka's table before anything is written."""
+        """Create a topic. Everything is checked before anything is written (name, count, configs, the
+        partition limit); a failure while writing removes what was written, so no half-made topic is left."""
         files.validate_topic_name(name)
         n = self.broker.get("num.partitions") if partitions is None or partitions == -1 else partitions
-        if not isinstance(n, int) or n <= 0:
+        if not isinstance(n, int) or isinstance(n, bool) or n <= 0:
             raise InvalidPartitionsError(f"Number of partitions must be larger than 0, got {partitions}.")
+        longest = files.partition_dir_name(name, n - 1)
+        if len(longest.encode()) > files.MAX_FILE_NAME:
+            raise InvalidPartitionsError(f"Topic '{name}' cannot have {n} partitions: the directory name {longest} "
+                                         f"would be longer than {files.MAX_FILE_NAME} bytes.")
         overrides = validate_topic_overrides(dict(config or {}))
         with self.lock:
             if name in self.topics:
@@ -175,13 +235,36 @@ class LogManager:
                 raise TopicAlreadyExistsError(
                     f"Topic '{name}' collides with existing topic: {collisions[0]} ('.' and '_' are treated alike, as in Kafka)"
                 )
+            limit = self.broker.get("max.broker.partitions")
+            have = sum(m["partitions"] for m in self.topics.values())
+            if have + n > limit:
+                raise InvalidPartitionsError(
+                    f"Cannot create topic '{name}' with {n} partitions: the data directory holds {have} and "
+                    f"max.broker.partitions is {limit}."
+                )
             topic_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
             meta = {"name": name, "topic_id": topic_id, "partitions": n, "config": overrides}
-            self._write_topic(meta)
-            self.topics[name] = meta
-            for p in range(n):
-                self._create_log(name, p)
+            with self.failure.guard(f"creating topic {name}"):
+                try:
+                    self._write_topic(meta)
+                    self.topics[name] = meta
+                    for p in range(n):
+                        self._create_log(name, p)
+                except BaseException:
+                    self._remove_half_made(name)
+                    raise
         return self.describe_topic(name)
+
+    def _remove_half_made(self, name: str) -> None:
+        self.topics.pop(name, None)
+        (self.dir / TOPICS_DIR / f"{name}.json").unlink(missing_ok=True)
+        for k in [k for k in self.logs if k[0] == name]:
+            lg = self.logs.pop(k)
+            for seg in lg.segments:
+                seg.close_handlers()
+        for child in self.dir.glob(f"{name}-*"):
+            if files.parse_partition_dir(child.name) and files.parse_partition_dir(child.name)[0] == name:
+                shutil.rmtree(child, ignore_errors=True)
 
     def _require(self, name: str) -> dict:
         meta = self.topics.get(name)
@@ -191,7 +274,7 @@ class LogManager:
 
     def delete_topic(self, name: str) -> None:
         """Remove the topic's metadata first (it stops existing), then its partition directories."""
-        with self.lock:
+        with self.lock, self.failure.guard(f"deleting topic {name}"):
             self._require(name)
             doomed = [(k, lg) for k, lg in self.logs.items() if k[0] == name]
             for hook in self.on_partition_deleted:
@@ -202,7 +285,7 @@ class LogManager:
             del self.topics[name]
             for k, lg in doomed:
                 del self.logs[k]
-                marked = lg.dir.with_name(f"{lg.dir.name}.{uuid.uuid4().hex}{DELETE_SUFFIX}")
+                marked = lg.dir.with_name(files.delete_dir_name(lg.dir.name, uuid.uuid4().hex, DELETE_SUFFIX))
                 for seg in lg.segments:
                     seg.close_handlers()
                 lg.delete_expired_files(force=True)
@@ -229,12 +312,14 @@ class LogManager:
         """kafka-configs --alter: add or replace overrides, remove others; applied to open logs at once."""
         with self.lock:
             meta = self._require(name)
+            self.failure.check()
             current = dict(meta.get("config", {}))
             from .config import alter as alter_overrides
 
             updated = alter_overrides(current, set_configs or {}, delete_configs or [])
             new_meta = {**meta, "config": updated}
-            self._write_topic(new_meta)
+            with self.failure.guard(f"altering the configs of {name}"):
+                self._write_topic(new_meta)
             self.topics[name] = new_meta
             cfg = self.log_config(name)
             for (t, _), lg in self.logs.items():
@@ -248,11 +333,16 @@ class LogManager:
         """Remove every record at or after ``offset`` (Kafka truncates a replica this way); cleaning of
         the partition is paused meanwhile and its checkpoint lowered if it was beyond ``offset``."""
         lg = self.get_log(topic, partition)
+        if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
+            raise OffsetOutOfRangeError(f"cannot truncate {lg.name} to offset {offset}: offsets are >= 0")
         from contextlib import ExitStack
 
         with ExitStack() as stack:
             for hook in self.around_truncation:
                 stack.enter_context(hook(topic, partition, offset))
+            # Lower the recovery point on disk first: a crash between the two steps must not leave a
+            # checkpoint beyond the truncated log (which reads as flushed data gone missing).
+            self.checkpoint(lowered={(topic, partition): offset})
             done = lg.truncate_to(offset)
         self.checkpoint()
         return done
@@ -268,14 +358,18 @@ class LogManager:
         return lg
 
     # housekeeping ---------------------------------------------------------------------------------
-    def checkpoint(self) -> None:
-        """Write recovery points and log start offsets (Kafka's periodic checkpoint tasks)."""
+    def checkpoint(self, lowered: dict[tuple[str, int], int] | None = None) -> None:
+        """Write recovery points and log start offsets (Kafka's periodic checkpoint tasks); ``lowered``
+        caps some recovery points (before a truncation)."""
         with self.lock:
             logs = dict(self.logs)
-        self.recovery_checkpoint.write({k: lg.recovery_point for k, lg in logs.items()})
-        self.start_checkpoint.write(
-            {k: lg.log_start_offset for k, lg in logs.items() if lg.log_start_offset > lg.segments[0].base_offset}
-        )
+        lowered = lowered or {}
+        with self.failure.guard("writing checkpoints"):
+            self.recovery_checkpoint.write({k: min(lg.recovery_point, lowered.get(k, lg.recovery_point))
+                                            for k, lg in logs.items()})
+            self.start_checkpoint.write(
+                {k: lg.log_start_offset for k, lg in logs.items() if lg.log_start_offset > lg.segments[0].base_offset}
+            )
 
     def run_retention(self, topic: str | None = None) -> dict[tuple[str, int], int]:
         """Delete segments by log start offset, ``retention.ms`` and ``retention.bytes`` (delete policy).
@@ -327,20 +421,34 @@ class LogManager:
                 log.exception("log manager housekeeping failed")
 
     def close(self) -> None:
-        """Flush, checkpoint, write the clean-shutdown marker and release the directory lock."""
+        """Flush, checkpoint, write the clean-shutdown marker and release the directory lock. The lock
+        is released whatever fails; the marker is written only if nothing did (an offline directory
+        gets no marker, so the next open checks its logs)."""
         if self._closed:
             return
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
+        first: BaseException | None = None
         with self.lock:
-            for lg in self.logs.values():
-                lg.close()
-            self.checkpoint()
-            files.atomic_write(self.dir / files.CLEAN_SHUTDOWN_FILE, "")
-            self._closed = True
-            fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
-            os.close(self._lock_fd)
+            try:
+                for lg in self.logs.values():
+                    try:
+                        lg.close()
+                    except CompactLogError as exc:
+                        first = first or exc
+                if not self.failure.offline:
+                    self.checkpoint()
+                    with self.failure.guard("writing the clean-shutdown marker"):
+                        files.atomic_write(self.dir / files.CLEAN_SHUTDOWN_FILE, "")
+            except CompactLogError as exc:
+                first = first or exc
+            finally:
+                self._closed = True
+                fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+                os.close(self._lock_fd)
+        if first is not None:
+            raise first
 
     def __enter__(self) -> "LogManager":
         return self

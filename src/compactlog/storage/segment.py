@@ -8,6 +8,7 @@ a short forward scan of batch headers; no record is decoded to find a position.
 
 from __future__ import annotations
 
+import errno
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,10 +18,62 @@ from ..clock import SYSTEM, Time
 from ..errors import CorruptRecordError
 from ..records.batch import HEADER_SIZE, HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, RecordBatch, iter_batches
 from . import files
+from .handles import POOL
 from .index import CorruptIndexError, OffsetIndex, TimeIndex
 
 MAX_RELATIVE_OFFSET = 2**31 - 1
 READ_CHUNK = 1 << 20  # bytes read at a time when scanning batch headers
+
+
+@dataclass(frozen=True)
+class Damage:
+    """A stretch of a segment that cannot be trusted: where it is and why."""
+
+    file: str  # "<partition dir>/<segment file>"
+    position: int
+    reason: str
+    tail: bool  # nothing valid follows it in its file (a torn write), so recovery may cut it
+
+    def __str__(self) -> str:
+        return f"{self.file} position {self.position}: {self.reason}"
+
+
+@dataclass(frozen=True)
+class Recovery:
+    """What rebuilding a segment found: bytes cut from a torn tail, the damage seen, the next offset."""
+
+    truncated: int
+    damage: list[Damage]
+    next_offset: int
+
+
+def batch_problem(batch: RecordBatch, segment_base: int, expected_next: int, check_crc: bool = True,
+                  gaps_below: int | None = None) -> str | None:
+    """Why a stored batch cannot be trusted, or None: its size, magic and CRC (Kafka's ``ensureValid``;
+    ``check_crc=False`` skips it, as a consumer with ``check.crcs=false`` does), and its offsets, which
+    must follow the batch before it and fit the segment. The base offset is outside the CRC, so only
+    the offset checks catch a flipped bit there.
+
+    ``gaps_below`` (the cleaner's checkpoint, when known): offsets may jump only where cleaning removed
+    records, so a batch starting beyond ``expected_next`` and beyond it is damaged too.
+    """
+    if check_crc:
+        try:
+            batch.ensure_valid()
+        except CorruptRecordError as exc:
+            return str(exc)
+    if batch.last_offset_delta < 0:
+        return f"batch at offset {batch.base_offset} has a negative lastOffsetDelta {batch.last_offset_delta}"
+    if batch.base_offset < expected_next:
+        return (f"batch offsets {batch.base_offset}..{batch.last_offset} do not follow offset {expected_next - 1}"
+                if expected_next > segment_base else
+                f"batch offsets {batch.base_offset}..{batch.last_offset} are below the segment's base offset {segment_base}")
+    if batch.last_offset - segment_base > MAX_RELATIVE_OFFSET:
+        return f"batch offset {batch.last_offset} is beyond the range of the segment with base offset {segment_base}"
+    if gaps_below is not None and batch.base_offset > max(expected_next, gaps_below):
+        return (f"batch offsets {batch.base_offset}..{batch.last_offset} jump from offset {expected_next - 1} "
+                f"(offsets go missing only where the cleaner removed records, below offset {gaps_below})")
+    return None
 
 
 @dataclass(frozen=True)
@@ -52,8 +105,14 @@ class LogSegment:
         self.temp_suffix = temp_suffix
         self.read_only = read_only
         self.log_path = files.segment_file(self.directory, base_offset, files.LOG_SUFFIX, temp_suffix)
-        self._fd = os.open(self.log_path, os.O_RDONLY) if read_only else os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
-        self.size = os.fstat(self._fd).st_size
+        self._handle = -1
+        if read_only:  # a reader's snapshot: its own descriptors, held for the snapshot's life
+            self._handle = os.open(self.log_path, os.O_RDONLY)
+            self.size = os.fstat(self._handle).st_size
+        else:
+            self._create = True
+            with POOL.use(self) as fd:
+                self.size = os.fstat(fd).st_size
         self.offset_index = self._open_index(OffsetIndex, files.INDEX_SUFFIX)
         self.time_index = self._open_index(TimeIndex, files.TIME_INDEX_SUFFIX)
         self.created_ms = time.milliseconds()
@@ -74,10 +133,26 @@ class LogSegment:
             return idx
 
     needs_recovery = False
+    _closed = False
+    _create = False
+
+    def _open_handle(self) -> int:
+        """Open the ``.log`` for the pool: created only the first time (a later reopen of a file that
+        is gone is an error, not a new empty segment)."""
+        flags = os.O_RDWR | (os.O_CREAT if self._create else 0)
+        fd = os.open(self.log_path, flags, 0o644)
+        self._create = False
+        return fd
+
+    @property
+    def file_name(self) -> str:
+        """``<partition dir>/<file>``: how messages name this segment."""
+        return f"{self.directory.name}/{self.log_path.name}"
 
     # reading ------------------------------------------------------------------------------------
     def read_bytes(self, position: int, size: int) -> bytes:
-        return os.pread(self._fd, size, position)
+        with POOL.use(self) as fd:
+            return os.pread(fd, size, position)
 
     def batches(self, position: int = 0, end: int | None = None) -> Iterator[tuple[int, RecordBatch]]:
         """Yield (file position, batch) for whole batches from ``position``, reading in large chunks.
@@ -89,14 +164,19 @@ class LogSegment:
         while end - position >= HEADER_SIZE_UP_TO_MAGIC:
             chunk = self.read_bytes(position, min(READ_CHUNK, end - position))
             consumed = 0
-            for pos, batch in iter_batches(chunk):
-                consumed = pos + batch.size
-                yield position + pos, batch
+            try:
+                for pos, batch in iter_batches(chunk):
+                    consumed = pos + batch.size
+                    yield position + pos, batch
+            except CorruptRecordError:  # an impossible length after ``consumed``: reported below
+                position += consumed
+                chunk = chunk[consumed:]
+                consumed = 0
             if consumed == 0:
                 # The next batch is larger than a chunk (or runs past the end): read exactly it.
                 length = int.from_bytes(chunk[8:12], "big", signed=True)
                 if length < HEADER_SIZE - LOG_OVERHEAD:
-                    raise CorruptRecordError(f"batch at position {position} of {self.log_path.name} has an impossible length {length}")
+                    raise CorruptRecordError(f"batch at {self.file_name} position {position} has an impossible length {length}")
                 need = length + LOG_OVERHEAD
                 if position + need > end:
                     return
@@ -148,6 +228,80 @@ class LogSegment:
                         return rec.timestamp, rec.offset
         return None
 
+    # checking ----------------------------------------------------------------------------------
+    def _walk(self, position: int) -> Iterator[tuple[int, RecordBatch | None, str | None]]:
+        """(position, batch, None) for each batch whose length can be followed from ``position``; a
+        final (position, None, why) where the lengths stop making sense before the end of the file."""
+        end = self.size
+        while position < end:
+            if end - position < HEADER_SIZE_UP_TO_MAGIC:
+                yield position, None, f"{end - position} bytes at the end are too few for a batch header"
+                return
+            head = self.read_bytes(position, LOG_OVERHEAD)
+            length = int.from_bytes(head[8:12], "big", signed=True)
+            if length < HEADER_SIZE - LOG_OVERHEAD:
+                yield position, None, f"impossible batch length {length}"
+                return
+            if position + LOG_OVERHEAD + length > end:
+                yield position, None, f"partial batch: {length + LOG_OVERHEAD} bytes declared, {end - position} present"
+                return
+            chunk = self.read_bytes(position, min(READ_CHUNK, end - position))
+            consumed = 0
+            try:
+                for pos, batch in iter_batches(chunk):
+                    consumed = pos + batch.size
+                    yield position + pos, batch, None
+            except CorruptRecordError:  # an impossible length further on: the next turn reports it
+                pass
+            if consumed == 0:  # one batch larger than a chunk
+                batch = RecordBatch(self.read_bytes(position, length + LOG_OVERHEAD))
+                consumed = batch.size
+                yield position, batch, None
+            position += consumed
+
+    def audit(self, position: int = 0, expected_next: int | None = None,
+              gaps_below: int | None = None) -> Iterator[tuple[int, RecordBatch | None, Damage | None]]:
+        """Every batch from ``position`` with its verdict: (position, batch, None) when sound, or
+        (position, batch or None, damage). Damage followed by a sound batch is in the middle of the file
+        (kept, never cut); damage that nothing sound follows is a torn tail. ``expected_next``: the
+        offset the first batch must start at (unknown when None); ``gaps_below``: see ``batch_problem``."""
+        known = expected_next is not None
+        expected = self.base_offset if expected_next is None else expected_next
+        pending: list[tuple[int, RecordBatch, str]] = []
+        for position_, batch, why in self._walk(position):
+            if batch is None:
+                for p, b, w in pending:
+                    yield p, b, Damage(self.file_name, p, w, True)
+                yield position_, None, Damage(self.file_name, position_, why or "unreadable", True)
+                return
+            # After damage the offsets it covered are unknown: the next batch need only go forward.
+            jumps = gaps_below if known and not pending else None
+            problem = batch_problem(batch, self.base_offset, expected, True, jumps)
+            if problem is not None:
+                pending.append((position_, batch, problem))
+                continue
+            for p, b, w in pending:
+                yield p, b, Damage(self.file_name, p, w, False)
+            pending = []
+            expected, known = batch.next_offset, True
+            yield position_, batch, None
+        for p, b, w in pending:
+            yield p, b, Damage(self.file_name, p, w, True)
+
+    def tail_is_sound(self, gaps_below: int | None = None) -> bool:
+        """After a clean shutdown: do the batches after the last index entry check out and end exactly
+        at the end of the file? (Kafka trusts a clean shutdown; a file edited or torn since should not
+        be trusted, and this costs one index interval of reading.)"""
+        last_offset, position = self.offset_index.lookup(2**63 - 1)
+        first = True
+        for _, batch, damage in self.audit(position, None if position else self.base_offset, gaps_below):
+            if damage is not None:
+                return False
+            if first and self.offset_index.entries and batch.last_offset != last_offset:
+                return False
+            first = False
+        return True
+
     # writing ------------------------------------------------------------------------------------
     def append(self, largest_offset: int, largest_timestamp: int, offset_of_max_timestamp: int, records) -> None:
         """Append whole batches (already validated and offset-assigned).
@@ -164,56 +318,85 @@ class LogSegment:
                 f"offset {largest_offset} cannot be stored in the segment with base offset {self.base_offset}"
             )
         position = self.size
-        written = os.pwritev(self._fd, parts, position)
-        if written != size:
-            raise OSError(f"short write to {self.log_path}: {written} of {size} bytes")
+        entries = self.offset_index.entries, self.time_index.entries
+        try:
+            with POOL.use(self) as fd:
+                written = os.pwritev(fd, parts, position)
+            if written != size:
+                raise OSError(errno.ENOSPC, f"short write to {self.file_name}: {written} of {size} bytes")
+            max_ts, max_ts_offset = self.max_timestamp_so_far, self.offset_of_max_timestamp
+            if largest_timestamp > max_ts:
+                max_ts, max_ts_offset = largest_timestamp, offset_of_max_timestamp
+            if self.bytes_since_last_index_entry > self.params.index_interval_bytes:
+                self.offset_index.append(largest_offset, position)
+                self.time_index.maybe_append(max_ts, max_ts_offset)
+        except OSError:
+            self._roll_back(position, *entries)
+            raise
         self.size += written
+        self.max_timestamp_so_far, self.offset_of_max_timestamp = max_ts, max_ts_offset
         if self._rolling_timestamp is None and position == 0:
             self._rolling_timestamp = RecordBatch(parts[0]).max_timestamp
-        if largest_timestamp > self.max_timestamp_so_far:
-            self.max_timestamp_so_far = largest_timestamp
-            self.offset_of_max_timestamp = offset_of_max_timestamp
-        if self.bytes_since_last_index_entry > self.params.index_interval_bytes:
-            self.offset_index.append(largest_offset, position)
-            self.time_index.maybe_append(self.max_timestamp_so_far, self.offset_of_max_timestamp)
+        if self.offset_index.entries > entries[0]:
             self.bytes_since_last_index_entry = 0
         self.bytes_since_last_index_entry += size
 
-    def recover(self) -> int:
-        """Rebuild both indexes from the log, truncating at the first invalid or partial batch.
+    def _roll_back(self, position: int, index_entries: int, time_index_entries: int) -> None:
+        """Undo a failed append: the file ends again after the last complete batch, and the indexes
+        hold what they held. Best effort: if this fails too, the log directory is marked failed and
+        recovery at the next open finishes the job (no clean-shutdown marker is written then)."""
+        try:
+            with POOL.use(self) as fd:
+                os.ftruncate(fd, position)
+            if self.offset_index.entries > index_entries:
+                self.offset_index._truncate_entries(index_entries)
+            if self.time_index.entries > time_index_entries:
+                self.time_index._truncate_entries(time_index_entries)
+        except OSError:
+            pass
 
-        Returns the number of bytes truncated. Every batch is CRC-checked and its offsets checked
-        against this segment's relative range, as Kafka's recovery does.
+    def recover(self, expected_next: int | None = None, cut_tail: bool = True, gaps_below: int | None = None) -> Recovery:
+        """Rebuild both indexes from the log, checking every batch (size, CRC, offsets that follow
+        ``expected_next``), as Kafka's recovery does.
+
+        Kafka truncates at the first bad batch. We cut only a torn tail, damage that nothing sound
+        follows, and only when ``cut_tail`` (the last segment of a log, the only one a crash can tear).
+        Damage in the middle is kept where it is, left out of the indexes and reported: readers then
+        meet it as a CRC error naming its position, and no later batch is dropped silently.
         """
         self.offset_index.reset()
         self.time_index.reset()
         self.max_timestamp_so_far, self.offset_of_max_timestamp = -1, self.base_offset
         self._rolling_timestamp = None
-        valid = 0
+        next_offset = self.base_offset if expected_next is None else max(expected_next, self.base_offset)
         last_index_position = 0
-        try:
-            for position, batch in self.batches(0):
-                batch.ensure_valid()
-                if not 0 <= batch.last_offset - self.base_offset <= MAX_RELATIVE_OFFSET or batch.base_offset < self.base_offset:
-                    raise CorruptRecordError(f"batch offsets {batch.base_offset}..{batch.last_offset} out of range")
-                if batch.max_timestamp > self.max_timestamp_so_far:
-                    self.max_timestamp_so_far, self.offset_of_max_timestamp = batch.max_timestamp, batch.last_offset
-                if position - last_index_position > self.params.index_interval_bytes:
-                    self.offset_index.append(batch.last_offset, position)
-                    self.time_index.maybe_append(self.max_timestamp_so_far, self.offset_of_max_timestamp)
-                    last_index_position = position
-                if self._rolling_timestamp is None:
-                    self._rolling_timestamp = batch.max_timestamp
-                valid = position + batch.size
-        except CorruptRecordError:
-            pass
-        truncated = self.size - valid
-        if truncated:
-            os.ftruncate(self._fd, valid)
-            self.size = valid
+        damage: list[Damage] = []
+        tail_at = None
+        for position, batch, bad in self.audit(0, expected_next, gaps_below):
+            if bad is not None:
+                damage.append(bad)
+                if bad.tail and tail_at is None:
+                    tail_at = position
+                continue
+            if batch.max_timestamp > self.max_timestamp_so_far:
+                self.max_timestamp_so_far, self.offset_of_max_timestamp = batch.max_timestamp, batch.last_offset
+            if position - last_index_position > self.params.index_interval_bytes:
+                self.offset_index.append(batch.last_offset, position)
+                self.time_index.maybe_append(self.max_timestamp_so_far, self.offset_of_max_timestamp)
+                last_index_position = position
+            if self._rolling_timestamp is None:
+                self._rolling_timestamp = batch.max_timestamp
+            next_offset = batch.next_offset
+        truncated = 0
+        valid = self.size if tail_at is None else tail_at
+        if cut_tail and tail_at is not None:
+            truncated = self.size - tail_at
+            with POOL.use(self) as fd:
+                os.ftruncate(fd, tail_at)
+            self.size = tail_at
         self.time_index.maybe_append(self.max_timestamp_so_far, self.offset_of_max_timestamp, skip_full_check=True)
         self.bytes_since_last_index_entry = valid - last_index_position if self.offset_index.entries else valid
-        return truncated
+        return Recovery(truncated, damage, next_offset)
 
     def truncate_to(self, offset: int) -> int:
         """Remove every batch at or after the one holding ``offset``; returns bytes removed."""
@@ -224,7 +407,8 @@ class LogSegment:
         self.offset_index.truncate_to(offset)
         self.time_index.truncate_to(offset)
         removed = self.size - position
-        os.ftruncate(self._fd, position)
+        with POOL.use(self) as fd:
+            os.ftruncate(fd, position)
         self.size = position
         self.max_timestamp_so_far, self.offset_of_max_timestamp = self.time_index.last_entry()
         if self.max_timestamp_so_far < 0:
@@ -273,7 +457,8 @@ class LogSegment:
 
     # files --------------------------------------------------------------------------------------
     def flush(self) -> None:
-        os.fsync(self._fd)
+        with POOL.use(self) as fd:
+            os.fsync(fd)
         self.offset_index.flush()
         self.time_index.flush()
 
@@ -287,49 +472,56 @@ class LogSegment:
             return p.with_name(name + new)
 
         target = renamed(self.log_path)
-        os.replace(self.log_path, target)
-        self.log_path = target
+
+        def move() -> None:
+            os.replace(self.log_path, target)
+            self.log_path = target
+
+        POOL.rename(move)
         for idx in (self.offset_index, self.time_index):
             idx.rename(renamed(idx.path))
         self.temp_suffix = new
 
+    def keep_open_for_readers(self) -> None:
+        """Before this segment is renamed away and unlinked: hold its ``.log`` descriptor outside the
+        pool, so readers that still hold the segment read on; it closes with the last reference."""
+        POOL.detach(self)
+        self.offset_index.close()
+        self.time_index.close()
+
     def close(self) -> None:
-        if self._fd >= 0 and self.read_only:
-            self.close_handlers()
-        if self._fd >= 0:
-            if not self.temp_suffix:
+        if not self._closed:
+            self._closed = True
+            if not self.temp_suffix and not self.read_only:
                 self.on_become_inactive()
             self.offset_index.close()
             self.time_index.close()
-            if self.params.preallocate:
-                os.ftruncate(self._fd, self.size)
-            os.close(self._fd)
-            self._fd = -1
+            if self.params.preallocate and not self.read_only:
+                with POOL.use(self) as fd:
+                    os.ftruncate(fd, self.size)
+            POOL.close(self)
 
     def close_handlers(self) -> None:
         """Close files without writing anything (the segment is being deleted)."""
-        if self._fd >= 0:
-            self.offset_index.close()
-            self.time_index.close()
-            os.close(self._fd)
-            self._fd = -1
+        self._closed = True
+        self.offset_index.close()
+        self.time_index.close()
+        POOL.close(self)
 
     def delete_files(self) -> None:
         self.close_handlers()
         self.unlink_files()
 
     def unlink_files(self) -> None:
-        """Remove the files but keep the descriptor: readers still holding this segment read on.
-
-        The descriptor closes when the last reference goes (``__del__``), as with any unlinked file.
-        """
+        """Remove the files. A descriptor held by :meth:`keep_open_for_readers` stays open, so readers
+        still holding this segment read on; it closes when the last reference goes (``__del__``)."""
         for p in [self.log_path, *self.index_paths()]:
             Path(p).unlink(missing_ok=True)
         txn = files.segment_file(self.directory, self.base_offset, files.TXN_INDEX_SUFFIX, self.temp_suffix)
         txn.unlink(missing_ok=True)
 
     def __del__(self) -> None:
-        fd = getattr(self, "_fd", -1)
+        fd = getattr(self, "_handle", -1)
         if fd >= 0:
             try:
                 os.close(fd)

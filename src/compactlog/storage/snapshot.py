@@ -16,6 +16,7 @@ from typing import Iterator
 from ..errors import UnknownTopicOrPartitionError
 from ..records.batch import RecordBatch
 from . import files
+from .reader import read_batches
 from .segment import LogSegment
 
 
@@ -54,22 +55,9 @@ class PartitionSnapshot:
     def log_start_offset(self) -> int:
         return self.segments[0].base_offset if self.segments else 0
 
-    def batches(self, start: int = 0, end: int | None = None) -> Iterator[RecordBatch]:
-        """Whole batches holding offsets in [start, end), in order."""
-        for i, seg in enumerate(self.segments):
-            nxt = self.segments[i + 1].base_offset if i + 1 < len(self.segments) else None
-            if nxt is not None and nxt <= start:
-                continue
-            if end is not None and seg.base_offset >= end:
-                return
-            found = seg.translate_offset(start)
-            if found is None:
-                continue
-            for _, b in seg.batches(found[0]):
-                if end is not None and b.base_offset >= end:
-                    return
-                if b.last_offset >= start:
-                    yield b
+    def batches(self, start: int = 0, end: int | None = None, *, check_crcs: bool = True) -> Iterator[RecordBatch]:
+        """Whole batches holding offsets in [start, end), in order, each checked (see ``reader.py``)."""
+        return read_batches(self.segments, start, end, check_crcs=check_crcs)
 
     def close(self) -> None:
         for s in self.segments:
