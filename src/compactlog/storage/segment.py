@@ -76,6 +76,25 @@ def batch_problem(batch: RecordBatch, segment_base: int, expected_next: int, che
     return None
 
 
+def write_fully(fd: int, parts, position: int) -> int:
+    """Write ``parts`` at ``position`` in as many ``pwritev`` calls as it takes. A write that stops
+    short (a full disk, a file-size limit) is retried for the rest, so that the OS reports its reason
+    (ENOSPC, EFBIG) as an OSError instead of a bare count."""
+    views = [memoryview(p).cast("B") for p in parts]
+    total = 0
+    while views:
+        n = os.pwritev(fd, views, position + total)
+        if n == 0:
+            raise OSError(errno.EIO, "a write made no progress")
+        total += n
+        while views and n >= len(views[0]):
+            n -= len(views[0])
+            views.pop(0)
+        if views and n:
+            views[0] = views[0][n:]
+    return total
+
+
 @dataclass(frozen=True)
 class SegmentParams:
     """The topic configs a segment needs, so segments never see the whole config."""
@@ -321,9 +340,7 @@ class LogSegment:
         entries = self.offset_index.entries, self.time_index.entries
         try:
             with POOL.use(self) as fd:
-                written = os.pwritev(fd, parts, position)
-            if written != size:
-                raise OSError(errno.ENOSPC, f"short write to {self.file_name}: {written} of {size} bytes")
+                written = write_fully(fd, parts, position)
             max_ts, max_ts_offset = self.max_timestamp_so_far, self.offset_of_max_timestamp
             if largest_timestamp > max_ts:
                 max_ts, max_ts_offset = largest_timestamp, offset_of_max_timestamp
