@@ -32,7 +32,7 @@ def compacted_batches(partition_dir: Path, live_batches, log_start_offset: int, 
             yield from live_batches(max(start, log_start_offset), end)
             return
         try:
-            side = PartitionSnapshot.of_directory(side_log_dir(partition_dir, state.side_log), attempts=1)
+            side = PartitionSnapshot.of_directory(side_log_dir(partition_dir, state.side_log), eager=True)
             break
         except FileNotFoundError:  # replaced by a newer run between reading the state and opening
             if attempt == attempts - 1:

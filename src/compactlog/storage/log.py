@@ -28,7 +28,7 @@ from ..records.batch import RecordBatch, iter_batches
 from . import files
 from .failure import LogDirFailure
 from .loader import load_log
-from .reader import read_batches
+from .reader import fixed, read_batches
 from .retention import SegmentFacts, segments_to_delete
 from .segment import LogSegment, SegmentParams
 from .validator import ValidatedAppend, validate_and_assign_offsets
@@ -244,7 +244,7 @@ class Log:
         each checked (see ``reader.py``)."""
         start = self.log_start_offset if start_offset is None else start_offset
         end = self._next_offset if end_offset is None else end_offset
-        return read_batches(self._view[1], start, end, check_crcs=check_crcs)
+        return read_batches(fixed(self._view[1]), start, end, check_crcs=check_crcs)
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """(timestamp, offset) of the first record whose timestamp is >= ``timestamp`` (ListOffsets)."""

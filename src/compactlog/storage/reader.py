@@ -5,16 +5,23 @@ Every batch it hands out has passed :func:`~.segment.batch_problem`: its CRC (un
 out, as a Kafka consumer with ``check.crcs=false`` does) and offsets that follow the batch before it.
 A batch that fails raises :class:`CorruptRecordError` naming the partition, the offset, the file and
 the position, and carries that place as ``origin`` so errors met later while decoding it name it too.
+
+Readers in other processes (snapshots) open segment files only when the read reaches them; when the
+owner has swapped a file away meanwhile (the cleaner), the reader lists the directory again and goes on
+from the offset it had reached, as a Kafka consumer fetching by offset does.
 """
 
 from __future__ import annotations
 
 import bisect
-from typing import Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
 from ..errors import CorruptRecordError
 from ..records.batch import RecordBatch
 from .segment import LogSegment, batch_problem
+
+# (base offsets in order, segment i opened) of one listing
+Listing = tuple[Sequence[int], Callable[[int], LogSegment]]
 
 
 class BatchOrigin:
@@ -29,16 +36,33 @@ class BatchOrigin:
         return f"{self.segment.file_name} position {self.position}"
 
 
-def read_batches(segments: Sequence[LogSegment], start: int, end: int | None = None, *,
-                 check_crcs: bool = True) -> Iterator[RecordBatch]:
-    """Whole batches holding offsets in [start, end) of ``segments`` (sorted by base offset)."""
-    bases = [s.base_offset for s in segments]
-    i = max(bisect.bisect_right(bases, start) - 1, 0)
-    for k in range(i, len(segments)):
-        seg = segments[k]
-        if end is not None and seg.base_offset >= end:
+def fixed(segments: Sequence[LogSegment]) -> Listing:
+    """The listing of segments already open (a Log's current view)."""
+    return [s.base_offset for s in segments], segments.__getitem__
+
+
+def read_batches(listing: Listing, start: int, end: int | None = None, *, check_crcs: bool = True,
+                 relist: Callable[[], Listing] | None = None, attempts: int = 100) -> Iterator[RecordBatch]:
+    """Whole batches holding offsets in [start, end), in order. ``relist`` gives a fresh listing when
+    a segment file is gone before it could be opened."""
+    at = [start]  # the next offset wanted, moved on as batches go out
+    for attempt in range(attempts):
+        try:
+            yield from _read(listing, at, end, check_crcs)
             return
-        found = seg.translate_offset(start)
+        except FileNotFoundError:
+            if relist is None or attempt == attempts - 1:
+                raise
+            listing = relist()
+
+
+def _read(listing: Listing, at: list[int], end: int | None, check_crcs: bool) -> Iterator[RecordBatch]:
+    bases, segment_at = listing
+    for k in range(max(bisect.bisect_right(bases, at[0]) - 1, 0), len(bases)):
+        if end is not None and bases[k] >= end:
+            return
+        seg = segment_at(k)
+        found = seg.translate_offset(at[0])
         if found is None:
             continue
         expected = seg.base_offset
@@ -49,9 +73,10 @@ def read_batches(segments: Sequence[LogSegment], start: int, end: int | None = N
             if problem is not None:
                 raise CorruptRecordError(f"{seg.directory.name}: {problem} ({seg.file_name} position {position})")
             expected = batch.next_offset
-            if batch.last_offset >= start:
-                try:
+            if batch.last_offset >= at[0]:
+                try:  # TEMPORARY until the records layer's origin slot lands
                     batch.origin = BatchOrigin(seg, position)
-                except AttributeError:  # a RecordBatch without the slot
+                except AttributeError:
                     pass
+                at[0] = batch.next_offset
                 yield batch

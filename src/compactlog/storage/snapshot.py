@@ -1,67 +1,144 @@
-"""Read-only views of a partition for other processes (Spark executors, dump tools).
+"""Read-only views of a partition for other processes (Spark executors, followers, dump tools).
 
 A data directory is opened for writing by one process at a time (it holds ``.lock``). Readers in other
-processes use this instead: it lists the live segment files, opens them read-only and never creates,
-recovers or renames anything. A segment swapped out by the cleaner while we read it stays readable
-through its open descriptor; a file renamed between listing and opening makes us list again.
+processes use this instead: it lists the live segment files and never creates, recovers or renames
+anything. A segment is opened when a read first reaches it and stays open for the snapshot's life, so a
+segment the cleaner swaps out while we read it stays readable through its descriptor. A segment that was
+swapped away before we opened it makes the reader list the directory again and go on from the offset
+it had reached (see ``reader.py``): opening every segment up front instead takes longer, with many
+segments, than a busy cleaner leaves between two swaps.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+import time
 from pathlib import Path
 from typing import Iterator
 
 from ..errors import UnknownTopicOrPartitionError
 from ..records.batch import RecordBatch
 from . import files
-from .reader import read_batches
+from .reader import Listing, read_batches
 from .segment import LogSegment
 
+SWAP_WAIT_S = 1.0  # how long a listing waits for a swap in flight to finish before reading around it
+MAX_OPEN_SEGMENTS = 32  # a read moving forward closes the segments it has left behind beyond these
 
-@dataclass
+
+def list_segments(d: Path) -> list[tuple[int, str]]:
+    """(base offset, temp suffix) of the live ``.log`` files of ``d``, in offset order. While the owner
+    swaps cleaned segments in, a listing can miss the range being replaced (its old files already
+    ``.deleted``, the new ones still ``.swap``): list again until no ``.swap`` is left. One that stays (an
+    owner that died mid-swap, to be finished by its next open) is read the way that open will finish
+    it: it replaces the live segments in its range."""
+    deadline = time.monotonic() + SWAP_WAIT_S
+    delay = 0.0005
+    while True:
+        names = [n for n in os.listdir(d) if files.is_segment_file(n)]
+        swaps = sorted(files.base_offset_of(n) for n in names if n.endswith(files.LOG_SUFFIX + files.SWAP_SUFFIX))
+        live = sorted(files.base_offset_of(n) for n in names if n.endswith(files.LOG_SUFFIX))
+        if not swaps:
+            return [(b, "") for b in live]
+        if time.monotonic() > deadline:
+            break
+        time.sleep(delay)
+        delay = min(delay * 2, 0.05)
+    replaced = set()
+    for base in swaps:
+        seg = LogSegment(d, base, temp_suffix=files.SWAP_SUFFIX, read_only=True)
+        try:
+            lo, hi = seg.base_offset, seg.read_next_offset()
+        finally:
+            seg.close_handlers()
+        replaced |= {b for b in live if lo <= b < hi}
+    return sorted([(b, "") for b in live if b not in replaced] + [(b, files.SWAP_SUFFIX) for b in swaps])
+
+
 class PartitionSnapshot:
-    """The segments of one partition directory as they were when it was opened."""
+    """The segments of one partition directory, as listed when it was opened, opened as reads reach them
+    (at most ``MAX_OPEN_SEGMENTS`` at a time), or all at once with ``eager``, for a directory replaced
+    whole, such as a compacted side log."""
 
-    directory: Path
-    segments: list[LogSegment]
+    def __init__(self, directory: Path, listing: list[tuple[int, str]], eager: bool = False) -> None:
+        self.directory = Path(directory)
+        self._listing_ = listing
+        self._open: dict[tuple[int, str], LogSegment] = {}
+        self._eager = eager
+        if eager:
+            try:
+                self.segments
+            except BaseException:
+                self.close()
+                raise
 
     @classmethod
-    def open(cls, data_dir: str | os.PathLike[str], topic: str, partition: int, attempts: int = 5) -> "PartitionSnapshot":
+    def open(cls, data_dir: str | os.PathLike[str], topic: str, partition: int) -> "PartitionSnapshot":
         files.validate_topic_name(topic)
         d = Path(data_dir) / files.partition_dir_name(topic, partition)
         if not d.is_dir():
             raise UnknownTopicOrPartitionError(f"Partition {topic}-{partition} does not exist in {data_dir}.")
-        return cls.of_directory(d, attempts)
+        return cls.of_directory(d)
 
     @classmethod
-    def of_directory(cls, d: Path, attempts: int = 5) -> "PartitionSnapshot":
+    def of_directory(cls, d: Path, eager: bool = False) -> "PartitionSnapshot":
         """The segments of any directory of segment files (a partition, or a compacted side log)."""
-        for attempt in range(attempts):
-            bases = sorted(files.base_offset_of(n) for n in os.listdir(d) if files.is_segment_file(n) and n.endswith(files.LOG_SUFFIX))
-            try:
-                return cls(d, [LogSegment(d, b, read_only=True) for b in bases])
-            except FileNotFoundError:  # swapped by a cleaner between listing and opening: list again
-                if attempt == attempts - 1:
-                    raise
-        raise AssertionError("unreachable")
+        return cls(d, list_segments(d), eager)
+
+    # segments -----------------------------------------------------------------------------------
+    @property
+    def bases(self) -> list[int]:
+        return [b for b, _ in self._listing_]
+
+    def segment(self, i: int) -> LogSegment:
+        """Segment ``i`` of the listing, opened read-only on first use (FileNotFoundError when the owner
+        has swapped it away since the listing)."""
+        key = self._listing_[i]
+        seg = self._open.get(key)
+        if seg is None:
+            seg = self._open[key] = LogSegment(self.directory, key[0], temp_suffix=key[1], read_only=True)
+            if len(self._open) > MAX_OPEN_SEGMENTS and not self._eager:
+                for old in sorted(self._open)[: len(self._open) - MAX_OPEN_SEGMENTS]:
+                    if old < key:
+                        self._open.pop(old).close_handlers()
+        return seg
 
     @property
+    def segments(self) -> list[LogSegment]:
+        """Every segment, opened (for jobs that pick segments by base offset)."""
+        return [self.segment(i) for i in range(len(self._listing_))]
+
+    def _listing(self) -> Listing:
+        return self.bases, self.segment
+
+    def _relist(self) -> Listing:
+        self._listing_ = list_segments(self.directory)
+        return self._listing()
+
+    # offsets and batches -------------------------------------------------------------------------
+    @property
     def log_end_offset(self) -> int:
-        return self.segments[-1].read_next_offset() if self.segments else 0
+        for _ in range(100):
+            if not self._listing_:
+                return 0
+            try:
+                return self.segment(len(self._listing_) - 1).read_next_offset()
+            except FileNotFoundError:  # rolled or swapped since the listing
+                self._relist()
+        raise FileNotFoundError(f"the segments of {self.directory} keep changing")
 
     @property
     def log_start_offset(self) -> int:
-        return self.segments[0].base_offset if self.segments else 0
+        return self._listing_[0][0] if self._listing_ else 0
 
     def batches(self, start: int = 0, end: int | None = None, *, check_crcs: bool = True) -> Iterator[RecordBatch]:
         """Whole batches holding offsets in [start, end), in order, each checked (see ``reader.py``)."""
-        return read_batches(self.segments, start, end, check_crcs=check_crcs)
+        return read_batches(self._listing(), start, end, check_crcs=check_crcs, relist=self._relist)
 
     def close(self) -> None:
-        for s in self.segments:
+        for s in self._open.values():
             s.close_handlers()
+        self._open.clear()
 
     def __enter__(self) -> "PartitionSnapshot":
         return self
