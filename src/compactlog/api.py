@@ -30,7 +30,7 @@ from .clock import SYSTEM, Time
 from .compaction.reader import compacted_batches, earliest_offset
 from .compaction.service import CompactionService, CompactionStatus
 from .compaction.state import CompactionState
-from .errors import InvalidRequestError, UnknownTopicOrPartitionError
+from .errors import InvalidRecordError, InvalidRequestError, InvalidTimestampError, UnknownTopicOrPartitionError
 from .records import kernels
 from .records.batch import NO_TIMESTAMP, Record, build_batch
 from .records.codecs import check_level, codec_from_name
@@ -132,6 +132,8 @@ class CompactLog:
 
     def _check_partition(self, topic: str, partition: int) -> None:
         n = self.manager.partitions_for(topic)
+        if not _is_int(partition):
+            raise InvalidRequestError(f"partition must be an int, got {type(partition).__name__}")
         if not 0 <= partition < n:
             raise UnknownTopicOrPartitionError(f"Partition {partition} of topic '{topic}' does not exist (the topic has {n}).")
 
@@ -139,6 +141,7 @@ class CompactLog:
                 timestamp: int | None = None, headers: Headers | None = None, compression: str = "none",
                 level: int | None = None) -> RecordMetadata:
         """Append one record (one batch of one record, as a producer with linger.ms=0 sends it)."""
+        _check_record(key, value, headers, timestamp)
         p = self.partition_for(topic, key) if partition is None else partition
         self._check_partition(topic, p)
         codec = codec_from_name(compression)
@@ -159,6 +162,13 @@ class CompactLog:
         rows = list(records)
         if not rows:
             return []
+        if timestamp is not None:
+            _check_record(None, None, None, timestamp)
+        if not _is_int(batch_bytes) or batch_bytes < 0:
+            raise InvalidRequestError(f"batch_bytes must be an int >= 0, got {batch_bytes!r}")
+        for i, r in enumerate(rows):
+            if not isinstance(r, (tuple, list)) or not 2 <= len(r) <= 3:
+                raise InvalidRecordError(f"record {i} must be a (key, value) or (key, value, headers) tuple, got {r!r:.80}")
         codec = codec_from_name(compression)
         check_level(codec, level)
         n = self.manager.partitions_for(topic)
@@ -186,7 +196,14 @@ class CompactLog:
                 ks = [keys[i] for i in chunk] if len(idx) != len(rows) else keys[chunk[0] : chunk[-1] + 1]
                 vs = [values[i] for i in chunk] if len(idx) != len(rows) else values[chunk[0] : chunk[-1] + 1]
                 hs = None if headers is None else [headers[i] for i in chunk]
-                v = lg.append(build_batch(ks, vs, [ts] * len(ks), headers=hs, codec=codec, level=level))
+                try:
+                    built = build_batch(ks, vs, [ts] * len(ks), headers=hs, codec=codec, level=level)
+                except (TypeError, ValueError, UnicodeError):
+                    for i in chunk:  # name the record (only on this path: checking each one first costs)
+                        r = rows[i]
+                        _check_record(r[0], r[1], r[2] if len(r) > 2 else None, None, f"record {i}: ")
+                    raise
+                v = lg.append(built)
                 first = v.first_offset if first < 0 else first
                 last = v.last_offset
                 nbatches += 1
@@ -195,21 +212,31 @@ class CompactLog:
 
     def append_batch(self, topic: str, partition: int, batch: bytes) -> ValidatedAppend:
         """Append a batch the caller built (offsets assigned here); the fastest way in."""
+        if not isinstance(batch, (bytes, bytearray, memoryview)):
+            raise InvalidRecordError(f"batch must be bytes (a v2 record batch), got {type(batch).__name__}")
+        self._check_partition(topic, partition)
         return self.manager.get_log(topic, partition).append(batch)
 
     # consume ------------------------------------------------------------------------------------
     def consume(self, topic: str, partition: int | None = None, *, from_beginning: bool = False,
                 offset: int | None = None, timestamp: int | None = None, max_records: int | None = None,
-                read_compacted: bool = False) -> Iterator[Record]:
+                read_compacted: bool = False, check_crcs: bool = True) -> Iterator[Record]:
         """Records up to the current end of the log, partition by partition.
 
         Start position: ``offset`` (one partition), the first record at or after ``timestamp``, the
         beginning, or (default, as a new Kafka consumer with auto.offset.reset=latest) the end.
         ``read_compacted``: the compacted view (see :meth:`compact_topic`): below its horizon the latest
         record per key, from the horizon on the live log; ``from_beginning`` starts at offset 0 then,
-        since the compacted view outlives the live log's retention.
+        since the compacted view outlives the live log's retention. ``check_crcs`` (Kafka's consumer
+        setting, on by default): every batch read is verified, and a corrupt one raises
+        ``CorruptRecordError`` naming the partition, offset, file and position.
         """
         n = self.manager.partitions_for(topic)
+        if partition is not None:
+            self._check_partition(topic, partition)
+        for name, v in (("offset", offset), ("timestamp", timestamp), ("max_records", max_records)):
+            if v is not None and not _is_int(v):
+                raise InvalidRequestError(f"{name} must be an int, got {type(v).__name__}")
         parts = range(n) if partition is None else [partition]
         if offset is not None and partition is None and n > 1:
             raise InvalidRequestError("an explicit offset needs a partition")
@@ -221,9 +248,10 @@ class CompactLog:
             else:
                 start = self._start_offset(lg, from_beginning, offset, timestamp, read_compacted)
             if read_compacted:
-                batches = compacted_batches(lg.dir, lg.batches, lg.log_start_offset, start, lg.log_end_offset)
+                batches = compacted_batches(lg.dir, lg.batches, lg.log_start_offset, start, lg.log_end_offset,
+                                            check_crcs=check_crcs)
             else:
-                batches = lg.batches(start)
+                batches = lg.batches(start, check_crcs=check_crcs)
             for batch in batches:
                 for rec in batch.records(topic, p):
                     if rec.offset < start:
@@ -302,6 +330,33 @@ class CompactLog:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+_BYTES = (bytes, bytearray, memoryview)
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _check_record(key, value, headers, timestamp, where: str = "") -> None:
+    """Refuse arguments of the wrong type with a typed error (a producer without a serializer takes
+    bytes, as kafka-python's does)."""
+    for name, v in (("key", key), ("value", value)):
+        if v is not None and not isinstance(v, _BYTES):
+            hint = " (encode it, e.g. .encode())" if isinstance(v, str) else ""
+            raise InvalidRecordError(f"{where}{name} must be bytes or None, got {type(v).__name__}{hint}")
+    if timestamp is not None and (not _is_int(timestamp) or not -1 <= timestamp < 2**63):
+        raise InvalidTimestampError(f"{where}timestamp must be an int of milliseconds >= -1, got {timestamp!r}")
+    for h in headers or ():
+        if (not isinstance(h, (tuple, list)) or len(h) != 2 or not isinstance(h[0], (str, bytes))
+                or (h[1] is not None and not isinstance(h[1], _BYTES))):
+            raise InvalidRecordError(f"{where}each header must be a (str key, bytes or None value) pair, got {h!r:.80}")
+        if isinstance(h[0], str):
+            try:
+                h[0].encode("utf-8")
+            except UnicodeEncodeError:
+                raise InvalidRecordError(f"{where}header key {h[0]!r:.40} cannot be encoded as UTF-8") from None
 
 
 def _size(b: bytes | None) -> int:

@@ -35,7 +35,8 @@ class SnapshotConsumer:
     """
 
     def __init__(self, data_dir: str | os.PathLike[str], topic: str, partition: int | None = None, *,
-                 start: str | int = "latest", read_compacted: bool = False, max_poll_records: int = 500) -> None:
+                 start: str | int = "latest", read_compacted: bool = False, max_poll_records: int = 500,
+                 check_crcs: bool = True) -> None:
         files.validate_topic_name(topic)
         meta = read_topics(data_dir).get(topic)
         if meta is None:
@@ -47,6 +48,7 @@ class SnapshotConsumer:
             raise InvalidRequestError("an explicit offset needs a partition")
         self.data_dir, self.topic, self.read_compacted = data_dir, topic, read_compacted
         self.max_poll_records = max_poll_records
+        self.check_crcs = check_crcs
         self.partitions = list(range(n)) if partition is None else [partition]
         self.positions: dict[int, int] = {}
         self._failures: dict[int, int] = {}
@@ -112,12 +114,14 @@ class SnapshotConsumer:
     def _records(self, snap: PartitionSnapshot, end: int, p: int, limit: int) -> Iterator[Record]:
         pos = self.positions[p]
         if self.read_compacted:
-            batches = compacted_batches(snap.directory, snap.batches, snap.log_start_offset, pos, end)
+            batches = compacted_batches(snap.directory, snap.batches, snap.log_start_offset, pos, end,
+                                        check_crcs=self.check_crcs)
         else:
             pos = max(pos, snap.log_start_offset)
-            batches = snap.batches(pos, end)
+            batches = snap.batches(pos, end, check_crcs=self.check_crcs)
+        # The reader checks each batch's CRC: one the owner is still writing fails it rather than
+        # decoding as garbage, and is read again on a later poll.
         for batch in batches:
-            batch.ensure_valid()  # a batch the owner is still writing fails its CRC rather than decoding as garbage
             for rec in batch.records(self.topic, p):
                 if rec.offset < pos:
                     continue

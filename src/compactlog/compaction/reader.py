@@ -23,13 +23,13 @@ def earliest_offset(log_start_offset: int, read_compacted: bool) -> int:
 
 
 def compacted_batches(partition_dir: Path, live_batches, log_start_offset: int, start: int,
-                      end: int | None = None, attempts: int = 5) -> Iterator[RecordBatch]:
+                      end: int | None = None, attempts: int = 5, check_crcs: bool = True) -> Iterator[RecordBatch]:
     """Batches of the compacted view holding offsets in [start, end). ``live_batches(lo, hi)`` reads
-    the live log (a Log or a read-only snapshot)."""
+    the live log (a Log or a read-only snapshot); both are read by the checked reader."""
     for attempt in range(attempts):
         state = read_state(partition_dir)
         if state is None:
-            yield from live_batches(max(start, log_start_offset), end)
+            yield from live_batches(max(start, log_start_offset), end, check_crcs=check_crcs)
             return
         try:
             side = PartitionSnapshot.of_directory(side_log_dir(partition_dir, state.side_log), eager=True)
@@ -40,6 +40,6 @@ def compacted_batches(partition_dir: Path, live_batches, log_start_offset: int, 
     with side:
         hi = state.horizon if end is None else min(end, state.horizon)
         if start < hi:
-            yield from side.batches(start, hi)
+            yield from side.batches(start, hi, check_crcs=check_crcs)
     if end is None or end > state.horizon:
-        yield from live_batches(max(start, state.horizon, log_start_offset), end)
+        yield from live_batches(max(start, state.horizon, log_start_offset), end, check_crcs=check_crcs)

@@ -55,18 +55,21 @@ def chunk_to_arrow(chunk: Chunk, topic: str, partition: int, start: int, end: in
 
 
 def read_partition(path: str, topic: str, partition: int, start: int, end: int, include_headers: bool,
-                   chunk_bytes: int = 4 << 20, read_compacted: bool = False) -> Iterator[pa.RecordBatch]:
+                   chunk_bytes: int = 4 << 20, read_compacted: bool = False,
+                   check_crcs: bool = True) -> Iterator[pa.RecordBatch]:
     """Arrow batches of one partition's records in [start, end), read from a read-only snapshot;
-    ``read_compacted``: of its compacted view (side log below the horizon, live log after)."""
+    ``read_compacted``: of its compacted view (side log below the horizon, live log after);
+    ``check_crcs``: Kafka's consumer setting (every batch's CRC verified, the default)."""
     if start >= end:
         return
     with PartitionSnapshot.open(path, topic, partition) as snap:
         if read_compacted:
             from ..compaction.reader import compacted_batches
 
-            batches = compacted_batches(snap.directory, snap.batches, snap.log_start_offset, start, end)
+            batches = compacted_batches(snap.directory, snap.batches, snap.log_start_offset, start, end,
+                                        check_crcs=check_crcs)
         else:
-            batches = snap.batches(start, end)
+            batches = snap.batches(start, end, check_crcs=check_crcs)
         for group in chunks(batches, chunk_bytes):
             rb = chunk_to_arrow(Chunk.scan(group), topic, partition, start, end, include_headers)
             if rb is not None:

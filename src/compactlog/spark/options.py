@@ -8,14 +8,36 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from ..compaction.reader import earliest_offset
-from ..errors import UnknownTopicOrPartitionError
+from ..errors import InvalidConfigError, UnknownTopicOrPartitionError
 from ..storage.manager import read_topics
 
 EARLIEST, LATEST = -2, -1  # Spark's Kafka source uses these in per-partition offset JSON
 
 
-class OptionError(ValueError):
+class OptionError(InvalidConfigError, ValueError):
     """An option is missing or malformed."""
+
+
+def _int_option(opts: Mapping[str, str], key: str, name: str, default: int | None, least: int) -> int | None:
+    raw = opts.get(key)
+    if raw is None:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise OptionError(f'option "{name}" must be a whole number, got {raw!r}') from None
+    if value < least:
+        raise OptionError(f'option "{name}" must be at least {least}, got {value}')
+    return value
+
+
+def _bool_option(opts: Mapping[str, str], key: str, name: str, default: bool) -> bool:
+    raw = opts.get(key)
+    if raw is None:
+        return default
+    if raw.strip().lower() not in ("true", "false"):
+        raise OptionError(f'option "{name}" must be true or false, got {raw!r}')
+    return raw.strip().lower() == "true"
 
 
 @dataclass(frozen=True)
@@ -29,6 +51,7 @@ class SourceOptions:
     max_partition_bytes: int
     partitions: dict[str, int]  # topic -> partition count
     read_compacted: bool = False  # the compacted view (compact-topic) instead of the whole log
+    check_crcs: bool = True  # kafka.check.crcs: verify every batch read (Kafka's consumer default)
 
     @classmethod
     def parse(cls, options: Mapping[str, str], streaming: bool = False) -> "SourceOptions":
@@ -57,11 +80,12 @@ class SourceOptions:
             topics=tuple(wanted),
             starting=_offsets(opts.get("startingoffsets", default_start), "startingOffsets"),
             ending=_offsets(opts.get("endingoffsets", "latest"), "endingOffsets"),
-            include_headers=opts.get("includeheaders", "false").lower() == "true",
-            max_offsets_per_trigger=int(opts["maxoffsetspertrigger"]) if "maxoffsetspertrigger" in opts else None,
-            max_partition_bytes=int(opts.get("maxpartitionbytes", str(128 << 20))),
+            include_headers=_bool_option(opts, "includeheaders", "includeHeaders", False),
+            max_offsets_per_trigger=_int_option(opts, "maxoffsetspertrigger", "maxOffsetsPerTrigger", None, 1),
+            max_partition_bytes=_int_option(opts, "maxpartitionbytes", "maxPartitionBytes", 128 << 20, 1),
             partitions={t: topics[t]["partitions"] for t in wanted},
-            read_compacted=opts.get("readcompacted", "false").lower() == "true",
+            read_compacted=_bool_option(opts, "readcompacted", "readCompacted", False),
+            check_crcs=_bool_option(opts, "kafka.check.crcs", "kafka.check.crcs", True),
         )
 
     def start_for(self, topic: str, partition: int, log_start: int, log_end: int) -> int:

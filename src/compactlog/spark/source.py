@@ -40,12 +40,14 @@ class PartitionRange(InputPartition):
     end: int
     include_headers: bool
     read_compacted: bool
+    check_crcs: bool
 
-    def __init__(self, path, topic, partition, start, end, include_headers, read_compacted=False):  # InputPartition takes a value
+    def __init__(self, path, topic, partition, start, end, include_headers, read_compacted=False,  # InputPartition takes a value
+                 check_crcs=True):
         super().__init__((topic, partition, start, end))
         self.path, self.topic, self.partition = path, topic, partition
         self.start, self.end, self.include_headers = start, end, include_headers
-        self.read_compacted = read_compacted
+        self.read_compacted, self.check_crcs = read_compacted, check_crcs
 
 
 def plan_ranges(opts: SourceOptions, ends: dict[tuple[str, int], int] | None = None,
@@ -61,13 +63,13 @@ def plan_ranges(opts: SourceOptions, ends: dict[tuple[str, int], int] | None = N
                 if start >= end:
                     continue
                 cuts, acc = [start], 0
-                for seg in snap.segments:
-                    if start < seg.base_offset < end and acc >= opts.max_partition_bytes and not opts.read_compacted:
-                        cuts.append(seg.base_offset)
+                for base, size in snap.sizes():
+                    if start < base < end and acc >= opts.max_partition_bytes and not opts.read_compacted:
+                        cuts.append(base)
                         acc = 0
-                    acc += seg.size
+                    acc += size
                 cuts.append(end)
-                out += [PartitionRange(opts.path, topic, p, a, b, opts.include_headers, opts.read_compacted)
+                out += [PartitionRange(opts.path, topic, p, a, b, opts.include_headers, opts.read_compacted, opts.check_crcs)
                         for a, b in zip(cuts, cuts[1:]) if a < b]
     return out
 
@@ -81,7 +83,8 @@ class CompactLogReader(DataSourceReader):
 
     def read(self, partition: PartitionRange) -> Iterator[pa.RecordBatch]:
         yield from read_partition(partition.path, partition.topic, partition.partition, partition.start,
-                                  partition.end, partition.include_headers, read_compacted=partition.read_compacted)
+                                  partition.end, partition.include_headers, read_compacted=partition.read_compacted,
+                                  check_crcs=partition.check_crcs)
 
 
 class CompactLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -143,7 +146,8 @@ class CompactLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
 
     def read(self, partition: PartitionRange) -> Iterator[pa.RecordBatch]:
         yield from read_partition(partition.path, partition.topic, partition.partition, partition.start,
-                                  partition.end, partition.include_headers, read_compacted=partition.read_compacted)
+                                  partition.end, partition.include_headers, read_compacted=partition.read_compacted,
+                                  check_crcs=partition.check_crcs)
 
     def commit(self, end: dict) -> None:
         pass

@@ -103,6 +103,17 @@ class PartitionSnapshot:
                         self._open.pop(old).close_handlers()
         return seg
 
+    def sizes(self) -> list[tuple[int, int]]:
+        """(base offset, bytes) of each listed segment, from the file system; a segment swapped away
+        since the listing is left out (sizes only guide how a read is split)."""
+        out = []
+        for base, suffix in self._listing_:
+            try:
+                out.append((base, files.segment_file(self.directory, base, files.LOG_SUFFIX, suffix).stat().st_size))
+            except FileNotFoundError:
+                continue
+        return out
+
     @property
     def segments(self) -> list[LogSegment]:
         """Every segment, opened (for jobs that pick segments by base offset)."""
