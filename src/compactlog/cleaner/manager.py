@@ -21,6 +21,7 @@ import threading
 from pathlib import Path
 from typing import Iterable
 
+from ..errors import CompactLogError
 from ..storage import files
 from ..storage.checkpoint import OffsetCheckpointFile
 from ..storage.log import Log
@@ -54,7 +55,11 @@ class CleanerManager:
         self.cond = threading.Condition(self.lock)
         self.states: dict[TopicPartition, tuple[str, int]] = {}
         self.uncleanable: set[TopicPartition] = set()
-        self.checkpoints = self.checkpoint_file.read()
+        try:
+            self.checkpoints = self.checkpoint_file.read()
+        except (OSError, CompactLogError) as exc:  # a hint: cleaning starts over, which is only slower
+            log.warning("ignoring %s: %s", self.checkpoint_file.path.name, exc)
+            self.checkpoints = {}
 
     # states ------------------------------------------------------------------------------------
     def state(self, tp: TopicPartition) -> tuple[str, int]:

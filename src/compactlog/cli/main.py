@@ -14,6 +14,7 @@ from .dumplog import dump_log
 from .housekeeping import clean
 from .spark import spark
 from .topics import configs, topics
+from .verify import verify
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
@@ -25,5 +26,6 @@ def main(verbose: int) -> None:
                         format="[%(asctime)s] %(levelname)s %(message)s (%(name)s)")
 
 
-for command in (topics, configs, produce, consume, dump_log, clean, compact_topic, compaction_status, demo, spark):
+for command in (topics, configs, produce, consume, dump_log, clean, compact_topic, compaction_status, verify, demo,
+                spark):
     main.add_command(command)

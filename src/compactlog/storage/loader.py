@@ -30,8 +30,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..clock import Time
+from ..records.batch import BatchInfo, build_batch
 from . import files
-from .segment import Damage, LogSegment, SegmentParams
+from .segment import MAX_RELATIVE_OFFSET, Damage, LogSegment, SegmentParams
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +46,16 @@ class LoadedLog:
     truncated_bytes: int
     damage: list[Damage] = field(default_factory=list)
     missing: list[tuple[int, int]] = field(default_factory=list)  # [from, to) offset ranges gone from the log
+
+
+def cover(seg: LogSegment, lo: int, hi: int) -> bool:
+    """Append to ``seg`` an empty batch holding offsets [lo, hi): the records there are lost, and the
+    offsets stay taken, so no offset is handed out twice and the log has no gap (the cleaner keeps the
+    same kind of batch to keep an offset range). False when the range does not fit the segment."""
+    if lo >= hi or hi - 1 - seg.base_offset > MAX_RELATIVE_OFFSET or lo < seg.base_offset:
+        return False
+    seg.append(hi - 1, -1, hi - 1, build_batch([], [], info=BatchInfo(base_offset=lo), last_offset_delta=hi - lo - 1))
+    return True
 
 
 def _temp_suffix(name: str) -> str:
@@ -100,12 +111,15 @@ def load_log(
     recovery_point: int,
     log_start_offset: int,
     clean_shutdown: bool,
-    gaps_allowed_below: int = 0,
+    gaps_allowed_below: int | None = 0,
+    full_recovery: bool = False,
 ) -> LoadedLog:
     """Open every segment of ``directory`` and recover what an unclean shutdown may have torn.
 
     ``gaps_allowed_below``: the cleaner's checkpoint. Offsets may be missing between batches and
-    segments only below it (cleaning removed them); a gap above it means a segment went missing.
+    segments only below it (cleaning removed them); a gap above it means a segment went missing. None
+    (a compacted log whose checkpoint is unknown): below the active segment, which no cleaning touches.
+    ``full_recovery``: recover every segment, whatever the shutdown was.
     """
     name = directory.name
     clean_temp_files(directory)
@@ -115,6 +129,8 @@ def load_log(
         if not n.endswith(files.LOG_SUFFIX) and files.base_offset_of(n) not in logs:
             log.info("deleting orphan index file %s", n)
             (directory / n).unlink()
+    if gaps_allowed_below is None:
+        gaps_allowed_below = max(logs, default=0)
     segments: list[LogSegment] = []
     damage: list[Damage] = []
     for base in sorted(logs):
@@ -133,7 +149,9 @@ def load_log(
 
     truncated = 0
     if segments:
-        if clean_shutdown:
+        if full_recovery:
+            first = 0
+        elif clean_shutdown:
             first = len(segments) - 1 if not segments[-1].tail_is_sound(gaps_allowed_below) else len(segments)
             if first < len(segments):
                 log.warning("the tail of %s does not check out after a clean shutdown: recovering it", segments[-1].file_name)
@@ -155,13 +173,16 @@ def load_log(
 
     missing: list[tuple[int, int]] = []
     ends = [seg.read_next_offset() for seg in segments]
-    for prev_end, seg in zip(ends, segments[1:]):
+    for prev, prev_end, seg in zip(segments, ends, segments[1:]):
         if seg.base_offset < prev_end:
             damage.append(Damage(seg.file_name, 0, f"segment base offset {seg.base_offset} overlaps the previous "
                                                    f"segment, which ends at offset {prev_end - 1}", False))
             log.warning("%s: %s", name, damage[-1])
         elif seg.base_offset > prev_end and seg.base_offset > gaps_allowed_below:
             missing.append((prev_end, seg.base_offset))
+            if full_recovery and cover(prev, prev_end, seg.base_offset):
+                log.warning("%s: offsets %d..%d are missing between segments (a segment file was removed?); an empty "
+                            "batch now holds them", name, prev_end, seg.base_offset - 1)
 
     next_offset = ends[-1] if segments else log_start_offset
     if log_start_offset > next_offset:
@@ -173,12 +194,13 @@ def load_log(
         log.warning("%s: offsets %d..%d were flushed (recovery-point-offset-checkpoint) but are missing from the log; "
                     "going on at offset %d so that no offset is handed out twice", name, next_offset, recovery_point - 1,
                     recovery_point)
-        if segments and segments[-1].size == 0:
-            segments.pop().delete_files()
-        segments.append(LogSegment(directory, recovery_point, params, time))
+        if not (segments and cover(segments[-1], next_offset, recovery_point)):
+            if segments and segments[-1].size == 0:
+                segments.pop().delete_files()
+            segments.append(LogSegment(directory, recovery_point, params, time))
         next_offset = recovery_point
     for lo, hi in missing:
-        if hi != next_offset:
+        if hi != next_offset and not full_recovery:
             log.warning("%s: offsets %d..%d are missing between segments (a segment file was removed?)", name, lo, hi - 1)
     if not segments:
         segments = [LogSegment(directory, log_start_offset, params, time)]

@@ -59,7 +59,8 @@ class Log:
         log_start_offset: int = 0,
         clean_shutdown: bool = False,
         failure: LogDirFailure | None = None,
-        gaps_allowed_below: int = 0,
+        gaps_allowed_below: int | None = 0,
+        full_recovery: bool = False,
     ) -> None:
         self.dir = Path(directory)
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -74,7 +75,7 @@ class Log:
         self.failure = failure if failure is not None else LogDirFailure(self.dir)
         self._pending_deletes: list[tuple[int, LogSegment]] = []
         loaded = load_log(self.dir, self.segment_params(), time, recovery_point, log_start_offset, clean_shutdown,
-                          gaps_allowed_below)
+                          gaps_allowed_below, full_recovery)
         self._publish(loaded.segments)
         self._next_offset = loaded.next_offset
         self.recovery_point = loaded.recovery_point

@@ -114,8 +114,12 @@ def read_topics(data_dir: str | os.PathLike[str]) -> dict[str, dict]:
 class LogManager:
     """Opens (and recovers) a data directory; creates, deletes and alters topics; runs retention."""
 
-    def __init__(self, data_dir: str | os.PathLike[str], broker: BrokerConfig | None = None, time: Time = SYSTEM) -> None:
+    def __init__(self, data_dir: str | os.PathLike[str], broker: BrokerConfig | None = None, time: Time = SYSTEM,
+                 full_recovery: bool = False) -> None:
+        """``full_recovery``: check and rebuild every segment as after an unclean shutdown from offset 0
+        (``compactlog verify --repair``), whatever the marker and checkpoints say."""
         self.dir = Path(data_dir)
+        self.full_recovery = full_recovery
         self.broker = broker if broker is not None else BrokerConfig({})
         self.time = time
         self.lock = threading.RLock()
@@ -180,7 +184,8 @@ class LogManager:
             self.logs[parsed] = Log(
                 child, self.log_config(topic), time=self.time,
                 recovery_point=recovery.get(parsed, 0), log_start_offset=starts.get(parsed, 0),
-                clean_shutdown=clean, failure=self.failure, gaps_allowed_below=cleaned.get(parsed, 0),
+                clean_shutdown=clean, failure=self.failure, full_recovery=self.full_recovery,
+                gaps_allowed_below=cleaned.get(parsed, None if self.log_config(topic).compact else 0),
             )
         with self.failure.guard(f"opening {self.dir}"):
             for topic, meta in self.topics.items():  # a crash during create may have left some out
