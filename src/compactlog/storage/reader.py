@@ -16,8 +16,9 @@ from __future__ import annotations
 import bisect
 from typing import Callable, Iterator, Sequence
 
-from ..errors import CorruptRecordError
+from ..errors import CorruptRecordError, KafkaStorageError
 from ..records.batch import RecordBatch
+from .failure import describe
 from .segment import LogSegment, batch_problem
 
 # (base offsets in order, segment i opened) of one listing
@@ -50,10 +51,12 @@ def read_batches(listing: Listing, start: int, end: int | None = None, *, check_
         try:
             yield from _read(listing, at, end, check_crcs)
             return
-        except FileNotFoundError:
+        except FileNotFoundError as exc:
             if relist is None or attempt == attempts - 1:
-                raise
+                raise KafkaStorageError(f"cannot read offset {at[0]}: {describe(exc)}") from exc
             listing = relist()
+        except OSError as exc:  # an I/O error, too many open files: a typed error, not a traceback
+            raise KafkaStorageError(f"cannot read offset {at[0]}: {describe(exc)}") from exc
 
 
 def _read(listing: Listing, at: list[int], end: int | None, check_crcs: bool) -> Iterator[RecordBatch]:
