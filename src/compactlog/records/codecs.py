@@ -24,7 +24,7 @@ import lz4.block
 import lz4.frame
 import zstandard
 
-from ..errors import CorruptRecordError, UnsupportedCompressionTypeError
+from ..errors import CorruptRecordError, InvalidConfigError, UnsupportedCompressionTypeError
 
 
 class Codec(IntEnum):
@@ -78,8 +78,8 @@ def check_level(codec: Codec, level: int | None) -> int | None:
     lo, hi, default = LEVELS[codec]
     if level == default or lo <= level <= hi:
         return level
-    raise ValueError(f"compression.{codec.config_name}.level must be in [{lo}, {hi}]" +
-                     (" or -1" if codec is Codec.GZIP else "") + f", got {level}")
+    raise InvalidConfigError(f"compression.{codec.config_name}.level must be in [{lo}, {hi}]" +
+                             (" or -1" if codec is Codec.GZIP else "") + f", got {level}")
 
 
 _SNAPPY_MAGIC = b"\x82SNAPPY\x00"
