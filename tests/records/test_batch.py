@@ -24,6 +24,7 @@ from compactlog.records import (
     iter_batches,
     patch_header,
 )
+from compactlog.records.columns import Chunk
 
 CODECS = list(Codec)
 codec_ids = pytest.mark.parametrize("codec", CODECS, ids=lambda c: c.config_name)
@@ -442,6 +443,49 @@ def test_record_length_mismatch_is_corrupt():
     b = RecordBatch(with_crc(buf))
     with pytest.raises(CorruptRecordError, match="offset 0"):
         b.records()
+
+
+# -- bounded decompression -------------------------------------------------------------------------
+
+BIG = [b"value %06d " % i * 20 for i in range(200)]  # about 48 KB of records, compressible
+
+
+def _big(codec: Codec) -> bytes:
+    return build_batch([b"k%d" % i for i in range(200)], BIG, [7] * 200, codec=codec, info=BatchInfo(base_offset=4242))
+
+
+@pytest.mark.parametrize("codec", [c for c in CODECS if c is not Codec.NONE], ids=lambda c: c.config_name)
+def test_every_reader_bounds_what_the_records_decompress_to(codec):
+    b = RecordBatch(_big(codec))
+    size = len(b.payload())
+    assert size > 40_000
+    assert len(b.payload(max_size=size)) == size and len(b.records(max_size=size)) == 200
+    assert b.summarize(max_size=size)[0] == 0 and len(b.scan(max_size=size)[1]) == 200
+    assert len(Chunk.scan([b], max_size=size).cols) == 200
+    message = f"^batch at offset 4242: records decompress to more than {size - 1} bytes \\(the limit for one batch\\)$"
+    for read in (b.payload, b.scan, b.summarize, lambda max_size: b.records("t", 0, max_size),
+                 lambda max_size: Chunk.scan([b], max_size=max_size)):
+        with pytest.raises(CorruptRecordError, match=message):
+            read(max_size=size - 1)
+    assert len(b.payload()) == size  # None: the default bound
+
+
+def test_a_chunk_checks_record_counts_before_sizing_its_columns():
+    """A count the records cannot hold is refused before anything is allocated for it."""
+    import tracemalloc
+
+    for count, why in ((2**31 - 1, "premature EOF: 2147483647 records cannot fit in 48 bytes of records"),
+                       (-5, "invalid record count -5")):
+        buf = bytearray(VICTIM)
+        struct.pack_into(">i", buf, 57, count)
+        tracemalloc.start()
+        try:
+            with pytest.raises(CorruptRecordError, match=f"^batch at offset 4242: {why}$"):
+                Chunk.scan([RecordBatch(GOLDEN), RecordBatch(with_crc(buf))], verify=True)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert peak < 1_000_000, peak
 
 
 # -- property --------------------------------------------------------------------------------------

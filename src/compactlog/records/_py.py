@@ -19,11 +19,12 @@ Record layout inside a batch's records section (all varints zigzag, protobuf-sty
     headers         [keyLength varint >= 0, key utf-8, valueLength varint (-1 = null), value]
 
 ``scan_records`` fills one row of ``NCOLS`` int64 columns per record (positions are into ``data``).
+Nothing is sized by a record count before the records are there.
 """
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import google_crc32c
 
@@ -157,15 +158,8 @@ def _check_count(count: int) -> None:
         raise ValueError(f"invalid record count {count}")
 
 
-def scan_records(data: Any, count: int, out: Any) -> int:
-    """Validate ``count`` records filling ``data`` exactly and write their columns into ``out``.
-
-    ``out`` is a writable int64 array of shape (count, NCOLS). Returns the number of bytes read.
-    """
-    _check_count(count)
-    shape = getattr(out, "shape", None)
-    if shape is None or len(shape) != 2 or shape[0] < count or shape[1] != NCOLS or getattr(out, "dtype", None) != "int64":
-        raise ValueError(f"out must be a writable int64 array of at least {count} rows of {NCOLS} columns")
+def _scan(data: Any, count: int) -> Iterator[tuple[int, ...]]:
+    """Validate ``count`` records filling ``data`` exactly, yielding each one's ``NCOLS`` columns."""
     total = len(data)
     pos = 0
     for i in range(count):
@@ -192,20 +186,24 @@ def scan_records(data: Any, count: int, out: Any) -> int:
             _, _, pos = _read_bytes_field(data, pos, end, "header value", True)
         if pos != end:
             raise ValueError(f"record length {length} does not match its {pos - (end - length)} bytes of content")
-        row = out[i]
-        row[C_POS] = start
-        row[C_END] = end
-        row[C_OFFSET_DELTA] = off_delta
-        row[C_TS_DELTA] = ts_delta
-        row[C_KEY_POS] = key_pos
-        row[C_KEY_LEN] = key_len
-        row[C_VAL_POS] = val_pos
-        row[C_VAL_LEN] = val_len
-        row[C_HDR_POS] = hdr_pos
-        row[C_HDR_COUNT] = hdr_count
+        # in the order of the C_* column numbers
+        yield start, end, off_delta, ts_delta, key_pos, key_len, val_pos, val_len, hdr_pos, hdr_count
     if pos != total:
         raise ValueError(f"{total - pos} bytes still remaining after {count} records")
-    return pos
+
+
+def scan_records(data: Any, count: int, out: Any) -> int:
+    """Validate ``count`` records filling ``data`` exactly and write their columns into ``out``.
+
+    ``out`` is a writable int64 array of shape (count, NCOLS). Returns the number of bytes read.
+    """
+    _check_count(count)
+    shape = getattr(out, "shape", None)
+    if shape is None or len(shape) != 2 or shape[0] < count or shape[1] != NCOLS or getattr(out, "dtype", None) != "int64":
+        raise ValueError(f"out must be a writable int64 array of at least {count} rows of {NCOLS} columns")
+    for i, row in enumerate(_scan(data, count)):
+        out[i] = row
+    return len(data)
 
 
 def scan_many(data: Any, starts: Any, ends: Any, counts: Any, out: Any) -> int:
@@ -307,14 +305,11 @@ def decode_records(
     Fields: (topic, partition, offset, timestamp, timestamp_type, key, value, headers). With
     ``timestamp_override`` set (LogAppendTime) every record's timestamp is that value.
     """
-    import numpy as np
-
     _check_count(count)
-    cols = np.empty((count, NCOLS), dtype=np.int64)
-    scan_records(data, count, cols)
+    rows = list(_scan(data, count))  # every record is checked before any is decoded, as in the C kernel
     mv = memoryview(data)
     out = []
-    for row in cols.tolist():
+    for row in rows:
         kl, vl = row[C_KEY_LEN], row[C_VAL_LEN]
         key = None if kl < 0 else bytes(mv[row[C_KEY_POS] : row[C_KEY_POS] + kl])
         value = None if vl < 0 else bytes(mv[row[C_VAL_POS] : row[C_VAL_POS] + vl])
@@ -362,20 +357,19 @@ def partition_for_keys(keys: Sequence[bytes | None], num_partitions: int) -> lis
 def summarize_records(data: Any, count: int) -> tuple[int, int, int, bool]:
     """Validate like ``scan_records`` and return what append validation needs, without columns:
     (null keys, min timestamp delta, max timestamp delta, offset deltas exactly 0..count-1)."""
-    import numpy as np
-
     _check_count(count)
-    cols = np.empty((count, NCOLS), dtype=np.int64)
-    scan_records(data, count, cols)
-    if count == 0:
-        return 0, 0, 0, True
-    ts = cols[:, C_TS_DELTA]
-    return (
-        int((cols[:, C_KEY_LEN] < 0).sum()),
-        int(ts.min()),
-        int(ts.max()),
-        bool((cols[:, C_OFFSET_DELTA] == np.arange(count)).all()),
-    )
+    nulls = 0
+    lo = hi = 0
+    sequential = True
+    for i, row in enumerate(_scan(data, count)):
+        nulls += row[C_KEY_LEN] < 0
+        ts = row[C_TS_DELTA]
+        if i == 0 or ts < lo:
+            lo = ts
+        if i == 0 or ts > hi:
+            hi = ts
+        sequential &= row[C_OFFSET_DELTA] == i
+    return nulls, lo, hi, sequential
 
 
 # --- the log cleaner's offset map ------------------------------------------------------------------

@@ -66,7 +66,11 @@ def crc32c(data: Any) -> int:
 
 
 class RecordBatch:
-    """A read-only view of one v2 batch in a buffer (no copy until records are asked for)."""
+    """A read-only view of one v2 batch in a buffer (no copy until records are asked for).
+
+    Methods that decompress take ``max_size``, the most the records may decompress to (None =
+    ``codecs.DEFAULT_MAX_DECOMPRESSED_BYTES``).
+    """
 
     __slots__ = (
         "buffer", "base_offset", "batch_length", "partition_leader_epoch", "magic", "crc", "attributes",
@@ -156,32 +160,39 @@ class RecordBatch:
             )
 
     # records --------------------------------------------------------------------------------
-    def payload(self) -> Any:
-        """The records section, decompressed (a zero-copy view when uncompressed)."""
+    def payload(self, max_size: int | None = None) -> Any:
+        """The records section, decompressed (a zero-copy view when uncompressed).
+
+        A compressed section that would decompress to more than ``max_size`` bytes is refused.
+        """
         raw = memoryview(self.buffer)[HEADER_SIZE : self.size]
         codec = self.codec
-        return raw if codec is Codec.NONE else decompress(codec, raw)
+        if codec is Codec.NONE:
+            return raw
+        try:
+            return decompress(codec, raw, max_size)
+        except CorruptRecordError as exc:
+            raise CorruptRecordError(f"batch at offset {self.base_offset}: {exc}") from None
 
-    def _records_payload(self) -> Any:
+    def _records_payload(self, max_size: int | None = None) -> Any:
         """The payload, after checking that ``recordsCount`` is possible for it.
 
         A record takes at least 7 bytes, so a count the payload cannot hold is corruption, caught here
         before anything is sized by it.
         """
-        data = self.payload()
+        data = self.payload(max_size)
         n = self.record_count
         if n < 0:
             raise CorruptRecordError(f"batch at offset {self.base_offset}: invalid record count {n}")
         if n > len(data) // _MIN_RECORD_SIZE:
             raise CorruptRecordError(
-                f"batch at offset {self.base_offset}: premature EOF: {n} records cannot fit in "
-                f"{len(data)} bytes of records"
+                f"batch at offset {self.base_offset}: premature EOF: {n} records cannot fit in {len(data)} bytes of records"
             )
         return data
 
-    def scan(self) -> tuple[bytes, np.ndarray]:
+    def scan(self, max_size: int | None = None) -> tuple[bytes, np.ndarray]:
         """Decompress and validate the records; returns (payload, int64 columns of ``kernels.NCOLS``)."""
-        data = self._records_payload()
+        data = self._records_payload(max_size)
         cols = np.empty((self.record_count, kernels.NCOLS), dtype=np.int64)
         try:
             kernels.scan_records(data, self.record_count, cols)
@@ -189,21 +200,21 @@ class RecordBatch:
             raise CorruptRecordError(f"batch at offset {self.base_offset}: {exc}") from None
         return data, cols
 
-    def summarize(self) -> tuple[int, int, int, bool]:
+    def summarize(self, max_size: int | None = None) -> tuple[int, int, int, bool]:
         """Validate the records and return (null keys, min ts, max ts, offset deltas are 0..n-1).
 
         Timestamps are absolute (base timestamp + deltas). One kernel call, no per-record objects:
         this is what append validation needs.
         """
         try:
-            nulls, lo, hi, seq = kernels.summarize_records(self._records_payload(), self.record_count)
+            nulls, lo, hi, seq = kernels.summarize_records(self._records_payload(max_size), self.record_count)
         except ValueError as exc:
             raise CorruptRecordError(f"batch at offset {self.base_offset}: {exc}") from None
         return nulls, self.base_timestamp + lo, self.base_timestamp + hi, seq
 
-    def records(self, topic: str | None = None, partition: int = -1) -> list:
+    def records(self, topic: str | None = None, partition: int = -1, max_size: int | None = None) -> list:
         """Decode every record into :class:`Record` tuples (compiled kernel when available)."""
-        data = self._records_payload()
+        data = self._records_payload(max_size)
         override = self.max_timestamp if self.attributes & TIMESTAMP_TYPE_BIT else None
         try:
             return kernels.decode_records(

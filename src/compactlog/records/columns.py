@@ -32,16 +32,18 @@ class Chunk:
     rows: np.ndarray
 
     @classmethod
-    def scan(cls, batches: list[RecordBatch], verify: bool = False) -> "Chunk":
+    def scan(cls, batches: list[RecordBatch], verify: bool = False, max_size: int | None = None) -> "Chunk":
         """``verify`` checks each batch's CRC-32C first: a rewriter must, or it would re-encode damaged
-        records under a fresh, valid CRC."""
+        records under a fresh, valid CRC. ``max_size`` bounds each batch's decompressed records
+        (None = the codecs' default)."""
         payloads, starts, ends, counts = [], [], [], []
         pos = 0
         for b in batches:
             if verify:
                 b.ensure_valid()
             n = 0 if b.is_control else b.record_count
-            p = b.payload() if n else b""
+            # the count is checked against the payload before the column table is sized by it
+            p = b._records_payload(max_size) if n else b""
             payloads.append(p)
             starts.append(pos)
             pos += len(p)
