@@ -24,6 +24,7 @@ from compactlog.records import (
     iter_batches,
     patch_header,
 )
+from compactlog.records.batch import BatchSummary
 from compactlog.records.columns import Chunk
 
 CODECS = list(Codec)
@@ -460,7 +461,7 @@ def test_every_reader_bounds_what_the_records_decompress_to(codec):
     size = len(b.payload())
     assert size > 40_000
     assert len(b.payload(max_size=size)) == size and len(b.records(max_size=size)) == 200
-    assert b.summarize(max_size=size)[0] == 0 and len(b.scan(max_size=size)[1]) == 200
+    assert b.summarize(max_size=size).null_keys == 0 and len(b.scan(max_size=size)[1]) == 200
     assert len(Chunk.scan([b], max_size=size).cols) == 200
     message = f"^batch at offset 4242: records decompress to more than {size - 1} bytes \\(the limit for one batch\\)$"
     for read in (b.payload, b.scan, b.summarize, lambda max_size: b.records("t", 0, max_size),
@@ -486,6 +487,34 @@ def test_a_chunk_checks_record_counts_before_sizing_its_columns():
         finally:
             tracemalloc.stop()
         assert peak < 1_000_000, peak
+
+
+# -- header keys -------------------------------------------------------------------------------------
+
+@codec_ids
+def test_a_header_key_that_is_not_utf8_is_read_and_counted(codec):
+    headers = [[(b"ok", b"1")], [(b"caf\xe9", b"2"), (b"\xed\xa0\x80", None)], [], [("é", b"3")]]
+    raw = build_batch([b"a", b"b", b"c", b"d"], [b"1", b"2", b"3", b"4"], [5, 6, 7, 8], headers=headers, codec=codec)
+    b = RecordBatch(raw)
+    assert b.summarize() == BatchSummary(0, 5, 8, True, 1)
+    assert [r.headers for r in b.records()] == [
+        (("ok", b"1"),), (("caf\ufffd", b"2"), ("\ufffd\ufffd\ufffd", None)), (), (("é", b"3"),)]
+
+
+def test_an_append_with_a_header_key_that_is_not_utf8_is_refused():
+    from compactlog.errors import InvalidRecordError
+    from compactlog.storage.config import LogConfig
+    from compactlog.storage.validator import validate_and_assign_offsets
+
+    now = 1_700_000_000_000
+    good = build_batch([b"a", b"b"], [b"1", b"2"], [now, now], headers=[[("h", b"1")], [("ü", None)]])
+    assert validate_and_assign_offsets(good, 0, LogConfig(), now, "t-0").record_count == 2
+    bad = build_batch([b"a", b"b", b"c"], [b"1", b"2", b"3"], [now] * 3,
+                      headers=[[(b"\xff", b"1")], [("h", None)], [(b"h", None), (b"\xc0\x80", b"")]], codec=Codec.LZ4)
+    with pytest.raises(InvalidRecordError) as exc:
+        validate_and_assign_offsets(bad, 0, LogConfig(), now, "t-0")
+    assert str(exc.value) == ("2 record(s) of the batch in the append to t-0 have a header key that is not valid UTF-8 "
+                              "(Kafka header keys are strings)")
 
 
 # -- property --------------------------------------------------------------------------------------
@@ -524,8 +553,9 @@ def test_records_round_trip(records, codec, base_offset, gaps, first_delta, log_
     assert [r.key for r in got] == keys and [r.value for r in got] == values
     assert [list(r.headers) for r in got] == hdrs
     assert [r.timestamp for r in got] == ([max(tss)] * n if log_append else tss)
-    nulls, lo, hi, seq = b.summarize()
-    assert nulls == keys.count(None) and seq == (deltas == list(range(n)))
-    assert (lo, hi) == (min(tss), max(tss))
+    summary = b.summarize()
+    assert summary.null_keys == keys.count(None) and summary.sequential_offsets == (deltas == list(range(n)))
+    assert (summary.min_timestamp, summary.max_timestamp) == (min(tss), max(tss))
+    assert summary.invalid_header_keys == 0
     # The scan columns agree with the decoded records.
     assert len(b.scan()[1]) == n

@@ -19,7 +19,9 @@ Record layout inside a batch's records section (all varints zigzag, protobuf-sty
     headers         [keyLength varint >= 0, key utf-8, valueLength varint (-1 = null), value]
 
 ``scan_records`` fills one row of ``NCOLS`` int64 columns per record (positions are into ``data``).
-Nothing is sized by a record count before the records are there.
+Readers decode a header key that is not valid UTF-8 with replacement characters (as Java's
+``new String(bytes, UTF_8)`` does); ``summarize_records`` counts the records that have one, so that
+appends can refuse them. Nothing is sized by a record count before the records are there.
 """
 
 from __future__ import annotations
@@ -285,8 +287,21 @@ def decode_headers(data: Any, pos: int, count: int) -> tuple[tuple[str, bytes | 
     for _ in range(count):
         kp, kl, pos = _read_bytes_field(data, pos, end, "header key", False)
         vp, vl, pos = _read_bytes_field(data, pos, end, "header value", True)
-        out.append((bytes(data[kp : kp + kl]).decode("utf-8"), None if vl < 0 else bytes(data[vp : vp + vl])))
+        key = bytes(data[kp : kp + kl]).decode("utf-8", "replace")
+        out.append((key, None if vl < 0 else bytes(data[vp : vp + vl])))
     return tuple(out)
+
+
+def _header_keys_valid(data: Any, pos: int, count: int, end: int) -> bool:
+    """Are the ``count`` header keys from ``pos`` all strict UTF-8 (no surrogates, no overlong forms)?"""
+    for _ in range(count):
+        kp, kl, pos = _read_bytes_field(data, pos, end, "header key", False)
+        _, _, pos = _read_bytes_field(data, pos, end, "header value", True)
+        try:
+            bytes(data[kp : kp + kl]).decode("utf-8")
+        except UnicodeDecodeError:
+            return False
+    return True
 
 
 def decode_records(
@@ -354,11 +369,12 @@ def partition_for_keys(keys: Sequence[bytes | None], num_partitions: int) -> lis
     return [-1 if k is None else (murmur2(k) & 0x7FFFFFFF) % num_partitions for k in keys]
 
 
-def summarize_records(data: Any, count: int) -> tuple[int, int, int, bool]:
+def summarize_records(data: Any, count: int) -> tuple[int, int, int, bool, int]:
     """Validate like ``scan_records`` and return what append validation needs, without columns:
-    (null keys, min timestamp delta, max timestamp delta, offset deltas exactly 0..count-1)."""
+    (null keys, min timestamp delta, max timestamp delta, offset deltas exactly 0..count-1,
+    records with a header key that is not valid UTF-8)."""
     _check_count(count)
-    nulls = 0
+    nulls = bad_keys = 0
     lo = hi = 0
     sequential = True
     for i, row in enumerate(_scan(data, count)):
@@ -369,7 +385,9 @@ def summarize_records(data: Any, count: int) -> tuple[int, int, int, bool]:
         if i == 0 or ts > hi:
             hi = ts
         sequential &= row[C_OFFSET_DELTA] == i
-    return nulls, lo, hi, sequential
+        if row[C_HDR_COUNT] and not _header_keys_valid(data, row[C_HDR_POS], row[C_HDR_COUNT], row[C_END]):
+            bad_keys += 1
+    return nulls, lo, hi, sequential, bad_keys
 
 
 # --- the log cleaner's offset map ------------------------------------------------------------------

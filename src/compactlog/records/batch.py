@@ -60,6 +60,16 @@ Record = namedtuple("Record", "topic partition offset timestamp timestamp_type k
 Record.__doc__ = "One decoded record, as a consumer sees it. ``headers`` is a tuple of (str, bytes | None)."
 
 
+class BatchSummary(NamedTuple):
+    """What append validation needs from a batch's records, from one kernel pass (``RecordBatch.summarize``)."""
+
+    null_keys: int  # records without a key
+    min_timestamp: int  # absolute (base timestamp + the smallest delta)
+    max_timestamp: int
+    sequential_offsets: bool  # offset deltas are exactly 0..n-1
+    invalid_header_keys: int  # records with a header key that is not valid UTF-8
+
+
 def crc32c(data: Any) -> int:
     """CRC-32C (Castagnoli) of ``data``."""
     return kernels.crc32c(data)
@@ -200,20 +210,23 @@ class RecordBatch:
             raise CorruptRecordError(f"batch at offset {self.base_offset}: {exc}") from None
         return data, cols
 
-    def summarize(self, max_size: int | None = None) -> tuple[int, int, int, bool]:
-        """Validate the records and return (null keys, min ts, max ts, offset deltas are 0..n-1).
+    def summarize(self, max_size: int | None = None) -> BatchSummary:
+        """Validate the records and return what append validation needs, as a :class:`BatchSummary`.
 
-        Timestamps are absolute (base timestamp + deltas). One kernel call, no per-record objects:
-        this is what append validation needs.
+        Timestamps are absolute (base timestamp + deltas). One kernel call, no per-record objects.
         """
         try:
-            nulls, lo, hi, seq = kernels.summarize_records(self._records_payload(max_size), self.record_count)
+            nulls, lo, hi, seq, bad_keys = kernels.summarize_records(self._records_payload(max_size), self.record_count)
         except ValueError as exc:
             raise CorruptRecordError(f"batch at offset {self.base_offset}: {exc}") from None
-        return nulls, self.base_timestamp + lo, self.base_timestamp + hi, seq
+        return BatchSummary(nulls, self.base_timestamp + lo, self.base_timestamp + hi, seq, bad_keys)
 
     def records(self, topic: str | None = None, partition: int = -1, max_size: int | None = None) -> list:
-        """Decode every record into :class:`Record` tuples (compiled kernel when available)."""
+        """Decode every record into :class:`Record` tuples (compiled kernel when available).
+
+        A header key that is not valid UTF-8 is decoded with replacement characters, as Java's
+        ``new String(bytes, UTF_8)`` reads it.
+        """
         data = self._records_payload(max_size)
         override = self.max_timestamp if self.attributes & TIMESTAMP_TYPE_BIT else None
         try:
