@@ -489,6 +489,61 @@ def test_a_chunk_checks_record_counts_before_sizing_its_columns():
         assert peak < 1_000_000, peak
 
 
+# -- timestamps outside int64 ------------------------------------------------------------------------
+
+def _with_base_timestamp(raw: bytes, base: int) -> RecordBatch:
+    buf = bytearray(raw)
+    struct.pack_into(">q", buf, 27, base)
+    return RecordBatch(with_crc(buf))
+
+
+@codec_ids
+def test_a_timestamp_outside_int64_is_a_corrupt_batch(codec):
+    raw = build_batch([b"a", b"b"], [b"1", b"2"], [0, 100], codec=codec, info=BatchInfo(base_offset=4242))
+    high, low = _with_base_timestamp(raw, 2**63 - 50), _with_base_timestamp(raw, -(2**63))
+    base = 2**63 - 50
+    with pytest.raises(CorruptRecordError, match=f"^batch at offset 4242: base timestamp {base} \\+ timestamp delta 100 "
+                                                 "is outside the int64 range$"):
+        high.summarize()
+    for read in (high.records, lambda: Chunk.scan([RecordBatch(GOLDEN), high]).timestamps()):
+        with pytest.raises(CorruptRecordError, match=f"^batch at offset 4242: base timestamp {base} \\+ timestamp delta "
+                                                     "100 of record 1 is outside the int64 range$"):
+            read()
+    # the same deltas from the bottom of the range are fine, and so is the last representable timestamp
+    assert [r.timestamp for r in low.records()] == [-(2**63), -(2**63) + 100]
+    assert Chunk.scan([low]).timestamps().tolist() == [-(2**63), -(2**63) + 100]
+    assert low.summarize()[1:3] == (-(2**63), -(2**63) + 100)
+    top = _with_base_timestamp(raw, 2**63 - 101)
+    assert top.summarize().max_timestamp == 2**63 - 1 == top.records()[1].timestamp
+    assert Chunk.scan([top]).timestamps().tolist() == [2**63 - 101, 2**63 - 1]
+
+
+def test_a_negative_delta_below_int64_is_corrupt_too():
+    raw = build_batch([b"a", b"b"], [b"1", b"2"], [100, 0], info=BatchInfo(base_offset=7))
+    b = _with_base_timestamp(raw, -(2**63) + 50)
+    with pytest.raises(CorruptRecordError, match="^batch at offset 7: base timestamp .* \\+ timestamp delta -100 is"):
+        b.summarize()
+    with pytest.raises(CorruptRecordError, match="delta -100 of record 1 is outside the int64 range"):
+        b.records()
+    with pytest.raises(CorruptRecordError, match="delta -100 of record 1 is outside the int64 range"):
+        Chunk.scan([b]).timestamps()
+
+
+def test_first_timestamp_under_a_delete_horizon_stays_in_int64():
+    raw = build_batch([b"a"], [b"1"], [1000], delete_horizon=900, info=BatchInfo(base_offset=3))
+    assert RecordBatch(raw).first_timestamp == 1000
+    with pytest.raises(CorruptRecordError, match="^batch at offset 3: base timestamp 9223372036854775807 \\+ "
+                                                 "timestamp delta 100 is outside the int64 range$"):
+        _with_base_timestamp(raw, 2**63 - 1).first_timestamp
+
+
+def test_log_append_time_batches_add_no_deltas():
+    raw = build_batch([b"a", b"b"], [b"1", b"2"], [0, 100], info=BatchInfo(timestamp_type=LOG_APPEND_TIME))
+    b = _with_base_timestamp(raw, 2**63 - 50)
+    assert [r.timestamp for r in b.records()] == [100, 100]  # maxTimestamp, not base + delta
+    assert Chunk.scan([b]).timestamps().tolist() == [100, 100]
+
+
 # -- header keys -------------------------------------------------------------------------------------
 
 @codec_ids

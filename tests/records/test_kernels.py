@@ -124,11 +124,24 @@ def test_timestamp_delta_in_range_encodes_even_when_the_timestamp_is_not():
     assert scan(data, 1)[0, kernels.C_TS_DELTA] == INT64_MAX
 
 
-def test_decoded_offsets_and_timestamps_past_int64_stay_exact():
+def test_decoded_offsets_past_int64_stay_exact():
     data = kernels.encode_records([None, None], [None, None], [0, 5], 0, None, None)
-    recs = decode(data, 2, base_offset=INT64_MAX, base_ts=INT64_MAX)
+    recs = decode(data, 2, base_offset=INT64_MAX, base_ts=0)
     assert [r.offset for r in recs] == [INT64_MAX, INT64_MAX + 1]
-    assert [r.timestamp for r in recs] == [INT64_MAX, INT64_MAX + 5]
+
+
+@pytest.mark.parametrize("base, deltas, bad", [
+    (INT64_MAX, [0, 5], 1), (INT64_MAX - 4, [4, 5], 1), (INT64_MIN, [0, -1], 1), (INT64_MIN + 3, [-4, 0], 0),
+    (5, [INT64_MAX - 5, INT64_MAX - 4], 1),
+])
+def test_a_timestamp_outside_int64_is_refused(base, deltas, bad):
+    """A timestamp is stored as an int64: base + delta beyond it is corruption, not a number to pass on."""
+    data = kernels.encode_records([None, None], [None, None], deltas, 0, None, None)
+    with pytest.raises(ValueError) as exc:
+        decode(data, 2, base_ts=base)
+    assert str(exc.value) == (f"base timestamp {base} + timestamp delta {deltas[bad]} of record {bad} "
+                              "is outside the int64 range")
+    assert len(decode(data, 2, base_ts=base, override=7)) == 2  # LogAppendTime adds nothing
 
 
 def test_ten_byte_varlong_keeps_its_low_64_bits():
@@ -209,6 +222,18 @@ def test_malformed_records_give_identical_messages_in_both(data, count, message)
                 call()
             messages.add(str(exc.value).removeprefix("section 0: "))
     assert messages == {message}
+
+
+def test_a_malformed_later_record_is_reported_before_a_timestamp_out_of_range():
+    """The twin scans every record before decoding any: the compiled kernel reports errors in that order."""
+    good = kernels.encode_records([b"k"], [b"v"], [5], 0, None, None)
+    with pytest.raises(ValueError, match="outside the int64 range"):
+        decode(good, 1, base_ts=INT64_MAX)
+    for tail, count, message in ((b"\x00", 2, "invalid record length 0"), (b"", 2, "premature EOF: expected 2 records, found 1"),
+                                 (good + b"\x00", 2, "1 bytes still remaining after 2 records")):
+        with pytest.raises(ValueError) as exc:
+            decode(good + tail, count, base_ts=INT64_MAX)
+        assert str(exc.value) == message
 
 
 # every kind of invalid UTF-8 a key can hold: stray continuation, truncated sequences, overlong forms,
@@ -411,11 +436,13 @@ def test_buffers_are_given_back_after_errors():
 
 def test_error_paths_do_not_leak():
     bad = GOLDEN_RECORDS + record(b"\x00\x00\x00\x01\x01\x00\x00")
+    late_ts = kernels.encode_records([b"k", b"k"], [b"v" * 100, b"v"], [0, 5], 0, None, [((b"\xff", b"v"),), ()])
 
     def churn() -> None:
         for _ in range(300):
             for call in (
                 lambda: decode(bad, 3),
+                lambda: decode(late_ts, 2, base_ts=INT64_MAX - 1),  # fails on the second record
                 lambda: kernels.encode_records([b"k" * 50] * 3, [b"v" * 100] * 3, [0, 0, 2**64], 0, None, None),
                 lambda: kernels.encode_records([b"k"], [b"v"], [0], 0, None, [[(b"a" * 100, b"b" * 100), (b"a",)]]),
             ):

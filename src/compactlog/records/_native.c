@@ -625,6 +625,31 @@ static PyObject *long_sum(long long base, int64_t delta) {
     return sum;
 }
 
+/* After record i proved bad in a way the twin only finds once every record has scanned (a timestamp out of
+ * range), the twin would have reported a malformed later record first: raise that one if there is one,
+ * else the given ValueError. */
+static void raise_after_scanning_rest(const uint8_t *d, Py_ssize_t total, Py_ssize_t pos, Py_ssize_t i,
+                                      Py_ssize_t count, PyObject *msg) {
+    scan_err err = {0};
+    int64_t row[NCOLS];
+    for (Py_ssize_t j = i + 1; j < count; j++) {
+        if (pos >= total) {
+            err.code = E_EXPECTED_RECORDS;
+            err.a = count;
+            err.b = j;
+            break;
+        }
+        if ((pos = scan_one(d, total, pos, row, &err)) < 0) break;
+    }
+    if (!err.code && pos != total) {
+        err.code = E_REMAINING;
+        err.a = total - pos;
+        err.b = count;
+    }
+    if (err.code) raise_scan_error(&err);
+    else if (msg) PyErr_SetObject(PyExc_ValueError, msg);
+}
+
 static PyObject *decode_records(PyObject *self, PyObject *args) {
     PyObject *type_obj, *topic, *data_obj, *override_obj;
     long long partition, ts_type, base_offset, base_ts;
@@ -677,11 +702,21 @@ static PyObject *decode_records(PyObject *self, PyObject *args) {
         PyTuple_SET_ITEM(rec, 1, part);
         PyObject *off = long_sum(base_offset, row[C_OFFSET_DELTA]);
         PyObject *ts;
+        long long ts_value;
         if (override) {
             Py_INCREF(override);
             ts = override;
+        } else if (!__builtin_add_overflow(base_ts, (long long)row[C_TS_DELTA], &ts_value)) {
+            ts = PyLong_FromLongLong(ts_value);
         } else {
-            ts = long_sum(base_ts, row[C_TS_DELTA]);
+            /* a timestamp must fit int64 (it is stored as one): the batch is corrupt */
+            PyObject *msg = PyUnicode_FromFormat(
+                "base timestamp %lld + timestamp delta %lld of record %zd is outside the int64 range", base_ts,
+                (long long)row[C_TS_DELTA], i);
+            raise_after_scanning_rest(d, total, pos, i, count, msg);
+            Py_XDECREF(msg);
+            Py_XDECREF(off);
+            goto fail; /* rec is in the list with NULL slots, which tuple dealloc skips */
         }
         PyObject *key = bytes_or_none(d, row[C_KEY_POS], row[C_KEY_LEN]);
         PyObject *val = bytes_or_none(d, row[C_VAL_POS], row[C_VAL_LEN]);

@@ -33,6 +33,7 @@ import google_crc32c
 # Column numbers of the scan output, shared with the compiled kernel.
 C_POS, C_END, C_OFFSET_DELTA, C_TS_DELTA, C_KEY_POS, C_KEY_LEN, C_VAL_POS, C_VAL_LEN, C_HDR_POS, C_HDR_COUNT = range(10)
 NCOLS = 10
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 
 def crc32c(data: Any) -> int:
@@ -324,12 +325,18 @@ def decode_records(
     rows = list(_scan(data, count))  # every record is checked before any is decoded, as in the C kernel
     mv = memoryview(data)
     out = []
-    for row in rows:
+    for i, row in enumerate(rows):
         kl, vl = row[C_KEY_LEN], row[C_VAL_LEN]
         key = None if kl < 0 else bytes(mv[row[C_KEY_POS] : row[C_KEY_POS] + kl])
         value = None if vl < 0 else bytes(mv[row[C_VAL_POS] : row[C_VAL_POS] + vl])
         headers = decode_headers(mv, row[C_HDR_POS], row[C_HDR_COUNT]) if row[C_HDR_COUNT] else ()
-        ts = timestamp_override if timestamp_override is not None else base_timestamp + row[C_TS_DELTA]
+        if timestamp_override is not None:
+            ts = timestamp_override
+        else:
+            ts = base_timestamp + row[C_TS_DELTA]
+            if not INT64_MIN <= ts <= INT64_MAX:
+                raise ValueError(f"base timestamp {base_timestamp} + timestamp delta {row[C_TS_DELTA]} of record {i} "
+                                 "is outside the int64 range")
         out.append(
             record_type(topic, partition, base_offset + row[C_OFFSET_DELTA], ts, timestamp_type, key, value, headers)
         )

@@ -54,6 +54,7 @@ _LENGTH = struct.Struct(">qi")
 # length varint, attributes, timestampDelta, offsetDelta, keyLength, valueLength, headerCount: 1 byte each at least
 _MIN_RECORD_SIZE = 7
 _INT64 = struct.Struct(">q")
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 _ATTRS_TO_MAX_TS = struct.Struct(">hiqq")  # attributes, lastOffsetDelta, baseTimestamp, maxTimestamp
 
 Record = namedtuple("Record", "topic partition offset timestamp timestamp_type key value headers")
@@ -97,6 +98,13 @@ class RecordBatch:
             self.attributes, self.last_offset_delta, self.base_timestamp, self.max_timestamp,
             self.producer_id, self.producer_epoch, self.base_sequence, self.record_count,
         ) = HEADER.unpack_from(buffer, 0)
+
+    def _timestamp(self, base: int, delta: int) -> int:
+        """base + delta, or CorruptRecordError when the sum leaves the int64 range a timestamp must fit."""
+        ts = base + delta
+        if not INT64_MIN <= ts <= INT64_MAX:
+            raise CorruptRecordError(f"batch at offset {self.base_offset}: base timestamp {base} + timestamp delta {delta} is outside the int64 range")
+        return ts
 
     # derived header facts -------------------------------------------------------------------
     @property
@@ -144,7 +152,7 @@ class RecordBatch:
         if not self.attributes & DELETE_HORIZON_BIT:
             return self.base_timestamp
         cols = self.scan()[1]
-        return self.base_timestamp + int(cols[0, kernels.C_TS_DELTA]) if len(cols) else NO_TIMESTAMP
+        return self._timestamp(self.base_timestamp, int(cols[0, kernels.C_TS_DELTA])) if len(cols) else NO_TIMESTAMP
 
     # validation -----------------------------------------------------------------------------
     def compute_crc(self) -> int:
@@ -219,7 +227,8 @@ class RecordBatch:
             nulls, lo, hi, seq, bad_keys = kernels.summarize_records(self._records_payload(max_size), self.record_count)
         except ValueError as exc:
             raise CorruptRecordError(f"batch at offset {self.base_offset}: {exc}") from None
-        return BatchSummary(nulls, self.base_timestamp + lo, self.base_timestamp + hi, seq, bad_keys)
+        base = self.base_timestamp
+        return BatchSummary(nulls, self._timestamp(base, lo), self._timestamp(base, hi), seq, bad_keys)
 
     def records(self, topic: str | None = None, partition: int = -1, max_size: int | None = None) -> list:
         """Decode every record into :class:`Record` tuples (compiled kernel when available).

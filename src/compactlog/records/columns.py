@@ -72,12 +72,28 @@ class Chunk:
         return self.cols[:, kernels.C_OFFSET_DELTA]
 
     def timestamps(self) -> np.ndarray:
-        """Absolute record timestamps (the batch maxTimestamp for LogAppendTime batches)."""
+        """Absolute record timestamps (the batch maxTimestamp for LogAppendTime batches).
+
+        A base timestamp plus delta outside the int64 range is a CorruptRecordError naming the batch.
+        """
         lat = [b.timestamp_type == LOG_APPEND_TIME for b in self.batches]
         base = self.per_row([b.max_timestamp if t else b.base_timestamp for b, t in zip(self.batches, lat)])
+        deltas = self.cols[:, kernels.C_TS_DELTA]
         if any(lat):
-            return base + np.where(self.per_row(lat).astype(bool), 0, self.cols[:, kernels.C_TS_DELTA])
-        return base + self.cols[:, kernels.C_TS_DELTA]
+            deltas = np.where(self.per_row(lat).astype(bool), 0, deltas)
+        with np.errstate(over="ignore"):
+            out = base + deltas
+        # int64 addition wraps: it overflowed exactly where the sum moved against the delta's sign
+        wrapped = ((deltas > 0) & (out < base)) | ((deltas < 0) & (out > base))
+        if wrapped.any():
+            row = int(np.argmax(wrapped))
+            i = int(np.searchsorted(self.rows, row, side="right")) - 1
+            b = self.batches[i]
+            raise CorruptRecordError(
+                f"batch at offset {b.base_offset}: base timestamp {b.base_timestamp} + timestamp delta {int(deltas[row])} of record "
+                f"{row - int(self.rows[i])} is outside the int64 range"
+            )
+        return out
 
     def timestamp_types(self) -> np.ndarray:
         return self.per_row([b.timestamp_type for b in self.batches])
