@@ -572,6 +572,61 @@ def test_an_append_with_a_header_key_that_is_not_utf8_is_refused():
                               "(Kafka header keys are strings)")
 
 
+# -- where an error happened ------------------------------------------------------------------------
+
+ORIGIN = "t-0/00000000000000000000.log position 4096"
+AT = "batch at offset 4242 \\(t-0/00000000000000000000.log position 4096\\)"
+
+
+def _victim(patch=None, crc=True, **kwargs) -> RecordBatch:
+    buf = bytearray(build_batch([b"key", None], [b"value", b"v2"], [1, 2], info=BatchInfo(base_offset=4242), **kwargs))
+    if patch:
+        patch(buf)
+    return RecordBatch(with_crc(buf) if crc else bytes(buf), origin=ORIGIN)
+
+
+def test_errors_name_the_batch_origin():
+    cases = [
+        (_victim(lambda b: b.__setitem__(70, b[70] ^ 1), crc=False).ensure_valid,
+         f"^{AT} is corrupt \\(stored crc = \\d+, computed crc = \\d+\\)$"),
+        (_victim(lambda b: struct.pack_into(">i", b, 8, 40)).ensure_valid, f"^{AT} is 52 bytes, less than the 61-byte header$"),
+        (lambda: RecordBatch(_victim().buffer[:-1], origin=ORIGIN).ensure_valid(), f"^{AT} declares \\d+ bytes but only"),
+        (_victim(lambda b: struct.pack_into(">b", b, 16, 1)).ensure_valid, f"^{AT}: unsupported batch magic 1 \\(only v2"),
+        (lambda: _victim(lambda b: struct.pack_into(">h", b, 21, 6)).codec, f"^{AT}: Unknown compression type id: 6$"),
+        (_victim(lambda b: struct.pack_into(">i", b, 57, 9)).records, f"^{AT}: premature EOF: 9 records cannot fit"),
+        (_victim(lambda b: struct.pack_into(">i", b, 57, 1)).summarize, f"^{AT}: \\d+ bytes still remaining after 1 records$"),
+        (_victim(lambda b: struct.pack_into(">i", b, 57, 3)).scan, f"^{AT}: premature EOF: expected 3 records, found 2$"),
+        (lambda: _victim(codec=Codec.GZIP).payload(max_size=3), f"^{AT}: records decompress to more than 3 bytes"),
+        (lambda: _victim(lambda b: struct.pack_into(">q", b, 27, 2**63 - 1)).summarize(),
+         f"^{AT}: base timestamp 9223372036854775807 \\+ timestamp delta 1 is outside the int64 range$"),
+        (lambda: Chunk.scan([RecordBatch(GOLDEN), _victim(lambda b: struct.pack_into(">i", b, 57, 3))]),
+         f"^{AT}: premature EOF: expected 3 records, found 2$"),
+        (lambda: Chunk.scan([_victim(lambda b: b.__setitem__(70, b[70] ^ 1), crc=False)], verify=True), f"^{AT} is corrupt"),
+        (lambda: Chunk.scan([_victim(lambda b: struct.pack_into(">q", b, 27, 2**63 - 1))]).timestamps(),
+         f"^{AT}: base timestamp 9223372036854775807 \\+ timestamp delta 1 of record 1 is outside the int64 range$"),
+    ]
+    for call, message in cases:
+        with pytest.raises(CorruptRecordError, match=message):
+            call()
+    with pytest.raises(CorruptRecordError, match=f"^batch of 60 bytes \\({ORIGIN}\\) is shorter than the 61-byte header$"):
+        RecordBatch(VICTIM[:60], origin=ORIGIN)
+
+
+def test_origin_defaults_to_none_and_a_reader_may_set_it_later():
+    b = RecordBatch(VICTIM)
+    assert b.origin is None and b.where == "batch at offset 4242"
+    b.origin = ORIGIN
+    assert b.where == f"batch at offset 4242 ({ORIGIN})"
+    buf = bytearray(VICTIM)
+    struct.pack_into(">i", buf, 57, 9)
+    b = RecordBatch(with_crc(buf))
+    with pytest.raises(CorruptRecordError, match="^batch at offset 4242: premature EOF"):
+        b.records()
+    b.origin = ORIGIN
+    with pytest.raises(CorruptRecordError, match=f"^{AT}: premature EOF"):
+        b.records()
+
+
 # -- property --------------------------------------------------------------------------------------
 
 timestamps = st.one_of(st.just(-1), st.integers(0, 2**63 - 2))

@@ -79,19 +79,23 @@ def crc32c(data: Any) -> int:
 class RecordBatch:
     """A read-only view of one v2 batch in a buffer (no copy until records are asked for).
 
-    Methods that decompress take ``max_size``, the most the records may decompress to (None =
-    ``codecs.DEFAULT_MAX_DECOMPRESSED_BYTES``).
+    ``origin`` says where the bytes came from: a string such as "t-0/00000000000000000000.log position
+    4096", or any object whose ``str()`` is one (formatted only when an error needs it). Readers set it;
+    errors about the batch then name it: "batch at offset N (<origin>)". Methods that decompress take
+    ``max_size``, the most the records may decompress to (None = ``codecs.DEFAULT_MAX_DECOMPRESSED_BYTES``).
     """
 
     __slots__ = (
         "buffer", "base_offset", "batch_length", "partition_leader_epoch", "magic", "crc", "attributes",
         "last_offset_delta", "base_timestamp", "max_timestamp", "producer_id", "producer_epoch",
-        "base_sequence", "record_count",
+        "base_sequence", "record_count", "origin",
     )
 
-    def __init__(self, buffer: Any) -> None:
+    def __init__(self, buffer: Any, origin: Any = None) -> None:
+        self.origin = origin
         if len(buffer) < HEADER_SIZE:
-            raise CorruptRecordError(f"batch of {len(buffer)} bytes is shorter than the 61-byte header")
+            at = "" if origin is None else f" ({origin})"
+            raise CorruptRecordError(f"batch of {len(buffer)} bytes{at} is shorter than the 61-byte header")
         self.buffer = buffer
         (
             self.base_offset, self.batch_length, self.partition_leader_epoch, self.magic, self.crc,
@@ -99,11 +103,17 @@ class RecordBatch:
             self.producer_id, self.producer_epoch, self.base_sequence, self.record_count,
         ) = HEADER.unpack_from(buffer, 0)
 
+    @property
+    def where(self) -> str:
+        """How errors name the batch: "batch at offset N", with the origin in parentheses when it is known."""
+        at = f"batch at offset {self.base_offset}"
+        return at if self.origin is None else f"{at} ({self.origin})"
+
     def _timestamp(self, base: int, delta: int) -> int:
         """base + delta, or CorruptRecordError when the sum leaves the int64 range a timestamp must fit."""
         ts = base + delta
         if not INT64_MIN <= ts <= INT64_MAX:
-            raise CorruptRecordError(f"batch at offset {self.base_offset}: base timestamp {base} + timestamp delta {delta} is outside the int64 range")
+            raise CorruptRecordError(f"{self.where}: base timestamp {base} + timestamp delta {delta} is outside the int64 range")
         return ts
 
     # derived header facts -------------------------------------------------------------------
@@ -124,7 +134,7 @@ class RecordBatch:
         try:
             return codec_from_id(self.attributes & COMPRESSION_MASK)
         except CorruptRecordError as exc:
-            raise CorruptRecordError(f"batch at offset {self.base_offset}: {exc}") from None
+            raise CorruptRecordError(f"{self.where}: {exc}") from None
 
     @property
     def timestamp_type(self) -> int:
@@ -164,18 +174,16 @@ class RecordBatch:
     def ensure_valid(self) -> None:
         """Kafka's ``ensureValid``: size, magic and CRC; raises CorruptRecordError naming the mismatch."""
         if self.magic != MAGIC:
-            raise CorruptRecordError(f"unsupported batch magic {self.magic} at offset {self.base_offset} (only v2 is supported)")
+            if self.origin is None:
+                raise CorruptRecordError(f"unsupported batch magic {self.magic} at offset {self.base_offset} (only v2 is supported)")
+            raise CorruptRecordError(f"{self.where}: unsupported batch magic {self.magic} (only v2 is supported)")
         if self.size < HEADER_SIZE:
-            raise CorruptRecordError(f"batch at offset {self.base_offset} is {self.size} bytes, less than the 61-byte header")
+            raise CorruptRecordError(f"{self.where} is {self.size} bytes, less than the 61-byte header")
         if len(self.buffer) < self.size:
-            raise CorruptRecordError(
-                f"batch at offset {self.base_offset} declares {self.size} bytes but only {len(self.buffer)} are present"
-            )
+            raise CorruptRecordError(f"{self.where} declares {self.size} bytes but only {len(self.buffer)} are present")
         computed = self.compute_crc()
         if computed != self.crc:
-            raise CorruptRecordError(
-                f"batch at offset {self.base_offset} is corrupt (stored crc = {self.crc}, computed crc = {computed})"
-            )
+            raise CorruptRecordError(f"{self.where} is corrupt (stored crc = {self.crc}, computed crc = {computed})")
 
     # records --------------------------------------------------------------------------------
     def payload(self, max_size: int | None = None) -> Any:
@@ -190,7 +198,7 @@ class RecordBatch:
         try:
             return decompress(codec, raw, max_size)
         except CorruptRecordError as exc:
-            raise CorruptRecordError(f"batch at offset {self.base_offset}: {exc}") from None
+            raise CorruptRecordError(f"{self.where}: {exc}") from None
 
     def _records_payload(self, max_size: int | None = None) -> Any:
         """The payload, after checking that ``recordsCount`` is possible for it.
@@ -201,10 +209,10 @@ class RecordBatch:
         data = self.payload(max_size)
         n = self.record_count
         if n < 0:
-            raise CorruptRecordError(f"batch at offset {self.base_offset}: invalid record count {n}")
+            raise CorruptRecordError(f"{self.where}: invalid record count {n}")
         if n > len(data) // _MIN_RECORD_SIZE:
             raise CorruptRecordError(
-                f"batch at offset {self.base_offset}: premature EOF: {n} records cannot fit in {len(data)} bytes of records"
+                f"{self.where}: premature EOF: {n} records cannot fit in {len(data)} bytes of records"
             )
         return data
 
@@ -215,7 +223,7 @@ class RecordBatch:
         try:
             kernels.scan_records(data, self.record_count, cols)
         except ValueError as exc:
-            raise CorruptRecordError(f"batch at offset {self.base_offset}: {exc}") from None
+            raise CorruptRecordError(f"{self.where}: {exc}") from None
         return data, cols
 
     def summarize(self, max_size: int | None = None) -> BatchSummary:
@@ -226,7 +234,7 @@ class RecordBatch:
         try:
             nulls, lo, hi, seq, bad_keys = kernels.summarize_records(self._records_payload(max_size), self.record_count)
         except ValueError as exc:
-            raise CorruptRecordError(f"batch at offset {self.base_offset}: {exc}") from None
+            raise CorruptRecordError(f"{self.where}: {exc}") from None
         base = self.base_timestamp
         return BatchSummary(nulls, self._timestamp(base, lo), self._timestamp(base, hi), seq, bad_keys)
 
@@ -244,7 +252,7 @@ class RecordBatch:
                 self.base_offset, self.base_timestamp, override,
             )
         except ValueError as exc:
-            raise CorruptRecordError(f"batch at offset {self.base_offset}: {exc}") from None
+            raise CorruptRecordError(f"{self.where}: {exc}") from None
 
     def __repr__(self) -> str:
         return (

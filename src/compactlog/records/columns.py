@@ -59,7 +59,7 @@ class Chunk:
         except ValueError as exc:
             msg = str(exc)
             idx = int(msg.split(":")[0].split()[-1]) if msg.startswith("section") else 0
-            raise CorruptRecordError(f"batch at offset {batches[idx].base_offset}: {msg.split(': ', 1)[-1]}") from None
+            raise CorruptRecordError(f"{batches[idx].where}: {msg.split(': ', 1)[-1]}") from None
         cols[:, kernels.C_OFFSET_DELTA] += np.repeat(np.asarray([b.base_offset for b in batches], dtype=np.int64), counts_a)
         return cls(batches, data, cols, rows)
 
@@ -90,7 +90,7 @@ class Chunk:
             i = int(np.searchsorted(self.rows, row, side="right")) - 1
             b = self.batches[i]
             raise CorruptRecordError(
-                f"batch at offset {b.base_offset}: base timestamp {b.base_timestamp} + timestamp delta {int(deltas[row])} of record "
+                f"{b.where}: base timestamp {b.base_timestamp} + timestamp delta {int(deltas[row])} of record "
                 f"{row - int(self.rows[i])} is outside the int64 range"
             )
         return out
