@@ -170,7 +170,7 @@ def consume(data_dir, server_properties, topic, from_beginning, partition, offse
 
 def follow(data_dir, topic, partition, start, max_messages, timeout_ms, read_compacted, fmt, out) -> None:
     """Poll read-only snapshots (no lock: the owner keeps appending) until ``timeout_ms`` without a
-    record, ``max_messages`` records, or Ctrl-C."""
+    record, ``max_messages`` records, or Ctrl-C (which exits 130, once what was read is printed)."""
     import time
 
     from ..consumer import SnapshotConsumer
@@ -197,7 +197,5 @@ def follow(data_dir, topic, partition, start, max_messages, timeout_ms, read_com
                 break
             # Kafka's fetch.max.wait.ms is the long-poll bound; a file has no push, so look again soon.
             time.sleep(0.1 if timeout_ms < 0 else min(0.1, (timeout_ms - waited_ms) / 1000))
-    except KeyboardInterrupt:
-        out.flush()
     finally:
         consumer.close()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from .common import kafka_errors
+from .common import CompactLogGroup, kafka_errors
 
 
 def master_option(f):
@@ -12,7 +12,7 @@ def master_option(f):
                         help="Spark master URL (default local[*]; e.g. spark://host:7077 for a standalone cluster).")(f)
 
 
-@click.group("spark")
+@click.group("spark", cls=CompactLogGroup)
 def spark() -> None:
     """Jobs that run on Apache Spark: compact, recompress, export and advise."""
 
