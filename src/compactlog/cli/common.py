@@ -159,7 +159,7 @@ def parse_key_values(items: tuple[str, ...] | list[str], what: str) -> dict[str,
                 continue
             key, sep, value = part.partition("=")
             if not sep or not key.strip():
-                raise click.BadParameter(f"expected key=value, got {part!r}", param_hint=what)
+                raise click.BadParameter(f"expected key=value, got {part!r}", param_hint=f"'{what}'")
             out[key.strip()] = value.strip()
     return out
 
@@ -179,6 +179,49 @@ def _split_top_level(text: str) -> list[str]:
         cur.append(ch)
     parts.append("".join(cur))
     return [p.replace("[", "").replace("]", "") for p in parts]
+
+
+def check_property_names(props: dict[str, str], known: set[str], what: str) -> None:
+    unknown = sorted(set(props) - known)
+    if unknown:
+        raise click.BadParameter(f"unknown {what} property {unknown[0]} (known: {', '.join(sorted(known))})",
+                                 param_hint="'--property'")
+
+
+def bool_property(props: dict[str, str], name: str, default: bool) -> bool:
+    """A true/false ``--property``; anything else is refused rather than read as false."""
+    if name not in props:
+        return default
+    value = props[name].strip().lower()
+    if value not in ("true", "false"):
+        raise click.BadParameter(f"{name} must be true or false, got {props[name]!r}", param_hint="'--property'")
+    return value == "true"
+
+
+def unescape_property(props: dict[str, str], name: str, default: str) -> str:
+    r"""A separator ``--property`` with its backslash escapes (``\t``, ``\n``, ``\u0001``) applied, as
+    Kafka's console tools are usually given them; other characters are kept as typed."""
+    text = props.get(name, default)
+    try:
+        # latin-1 with backslashreplace keeps every character: what unicode_escape reads back is the text.
+        return text.encode("latin-1", "backslashreplace").decode("unicode_escape")
+    except UnicodeDecodeError as exc:
+        raise click.BadParameter(f"{name}={text}: bad escape ({exc.reason})", param_hint="'--property'") from None
+
+
+def check_compression_level(codec_name: str, level: int | None, flag: str = "--compression-level") -> None:
+    """A producer-side level for ``codec_name``, checked as Kafka checks ``compression.<codec>.level``."""
+    if level is None:
+        return
+    from ..records.codecs import LEVELS, codec_from_name
+    from ..storage.config import TOPIC_CONFIGS
+
+    codec = codec_from_name(codec_name)
+    if codec not in LEVELS:
+        *some, last = [c.config_name for c in LEVELS]
+        raise click.BadParameter(f"the {codec.config_name} codec has no levels ({', '.join(some)} and {last} have)",
+                                 param_hint=f"'{flag}'")
+    TOPIC_CONFIGS[f"compression.{codec.config_name}.level"].parse(level)  # InvalidConfigError in Kafka's words
 
 
 def open_data_dir(data_dir: str, server_properties: str | None):
