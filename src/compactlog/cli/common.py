@@ -143,11 +143,25 @@ def _discard_stdout() -> None:
         pass
 
 
-def data_dir_option(f: Callable) -> Callable:
-    f = click.option("--server-properties", "server_properties", type=click.Path(exists=True, dir_okay=False),
-                     help="Broker defaults in server.properties format (log.retention.ms=..., num.partitions=...).")(f)
-    return click.option("--data-dir", required=True, type=click.Path(file_okay=False),
-                        help="The data directory (Kafka's log.dirs); created if missing.")(f)
+def _not_empty(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    if value is not None and not value.strip():
+        raise click.BadParameter("must name a directory, not be empty", ctx=ctx, param=param)
+    return value
+
+
+def data_dir_option(f: Callable | None = None, *, may_create: bool = False) -> Callable:
+    """``--data-dir`` and ``--server-properties``. The directory must exist unless ``may_create`` (only
+    ``topics --create`` makes one), so that a mistyped path is an error, not a new empty directory."""
+
+    def decorate(f: Callable) -> Callable:
+        f = click.option("--server-properties", "server_properties", type=click.Path(exists=True, dir_okay=False),
+                         help="Broker defaults in server.properties format (log.retention.ms=..., num.partitions=...).")(f)
+        return click.option("--data-dir", required=True, type=click.Path(file_okay=False, exists=not may_create),
+                            callback=_not_empty,
+                            help="The data directory (Kafka's log.dirs)" + ("; --create makes it if missing." if may_create
+                                                                              else "; it must exist."))(f)
+
+    return decorate(f) if f is not None else decorate
 
 
 def parse_key_values(items: tuple[str, ...] | list[str], what: str) -> dict[str, str]:
