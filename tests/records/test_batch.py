@@ -24,6 +24,8 @@ from compactlog.records import (
     iter_batches,
     patch_header,
 )
+from compactlog.records.batch import BatchSummary
+from compactlog.records.columns import Chunk
 
 CODECS = list(Codec)
 codec_ids = pytest.mark.parametrize("codec", CODECS, ids=lambda c: c.config_name)
@@ -444,6 +446,187 @@ def test_record_length_mismatch_is_corrupt():
         b.records()
 
 
+# -- bounded decompression -------------------------------------------------------------------------
+
+BIG = [b"value %06d " % i * 20 for i in range(200)]  # about 48 KB of records, compressible
+
+
+def _big(codec: Codec) -> bytes:
+    return build_batch([b"k%d" % i for i in range(200)], BIG, [7] * 200, codec=codec, info=BatchInfo(base_offset=4242))
+
+
+@pytest.mark.parametrize("codec", [c for c in CODECS if c is not Codec.NONE], ids=lambda c: c.config_name)
+def test_every_reader_bounds_what_the_records_decompress_to(codec):
+    b = RecordBatch(_big(codec))
+    size = len(b.payload())
+    assert size > 40_000
+    assert len(b.payload(max_size=size)) == size and len(b.records(max_size=size)) == 200
+    assert b.summarize(max_size=size).null_keys == 0 and len(b.scan(max_size=size)[1]) == 200
+    assert len(Chunk.scan([b], max_size=size).cols) == 200
+    message = f"^batch at offset 4242: records decompress to more than {size - 1} bytes \\(the limit for one batch\\)$"
+    for read in (b.payload, b.scan, b.summarize, lambda max_size: b.records("t", 0, max_size),
+                 lambda max_size: Chunk.scan([b], max_size=max_size)):
+        with pytest.raises(CorruptRecordError, match=message):
+            read(max_size=size - 1)
+    assert len(b.payload()) == size  # None: the default bound
+
+
+def test_a_chunk_checks_record_counts_before_sizing_its_columns():
+    """A count the records cannot hold is refused before anything is allocated for it."""
+    import tracemalloc
+
+    for count, why in ((2**31 - 1, "premature EOF: 2147483647 records cannot fit in 48 bytes of records"),
+                       (-5, "invalid record count -5")):
+        buf = bytearray(VICTIM)
+        struct.pack_into(">i", buf, 57, count)
+        tracemalloc.start()
+        try:
+            with pytest.raises(CorruptRecordError, match=f"^batch at offset 4242: {why}$"):
+                Chunk.scan([RecordBatch(GOLDEN), RecordBatch(with_crc(buf))], verify=True)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert peak < 1_000_000, peak
+
+
+# -- timestamps outside int64 ------------------------------------------------------------------------
+
+def _with_base_timestamp(raw: bytes, base: int) -> RecordBatch:
+    buf = bytearray(raw)
+    struct.pack_into(">q", buf, 27, base)
+    return RecordBatch(with_crc(buf))
+
+
+@codec_ids
+def test_a_timestamp_outside_int64_is_a_corrupt_batch(codec):
+    raw = build_batch([b"a", b"b"], [b"1", b"2"], [0, 100], codec=codec, info=BatchInfo(base_offset=4242))
+    high, low = _with_base_timestamp(raw, 2**63 - 50), _with_base_timestamp(raw, -(2**63))
+    base = 2**63 - 50
+    with pytest.raises(CorruptRecordError, match=f"^batch at offset 4242: base timestamp {base} \\+ timestamp delta 100 "
+                                                 "is outside the int64 range$"):
+        high.summarize()
+    for read in (high.records, lambda: Chunk.scan([RecordBatch(GOLDEN), high]).timestamps()):
+        with pytest.raises(CorruptRecordError, match=f"^batch at offset 4242: base timestamp {base} \\+ timestamp delta "
+                                                     "100 of record 1 is outside the int64 range$"):
+            read()
+    # the same deltas from the bottom of the range are fine, and so is the last representable timestamp
+    assert [r.timestamp for r in low.records()] == [-(2**63), -(2**63) + 100]
+    assert Chunk.scan([low]).timestamps().tolist() == [-(2**63), -(2**63) + 100]
+    assert low.summarize()[1:3] == (-(2**63), -(2**63) + 100)
+    top = _with_base_timestamp(raw, 2**63 - 101)
+    assert top.summarize().max_timestamp == 2**63 - 1 == top.records()[1].timestamp
+    assert Chunk.scan([top]).timestamps().tolist() == [2**63 - 101, 2**63 - 1]
+
+
+def test_a_negative_delta_below_int64_is_corrupt_too():
+    raw = build_batch([b"a", b"b"], [b"1", b"2"], [100, 0], info=BatchInfo(base_offset=7))
+    b = _with_base_timestamp(raw, -(2**63) + 50)
+    with pytest.raises(CorruptRecordError, match="^batch at offset 7: base timestamp .* \\+ timestamp delta -100 is"):
+        b.summarize()
+    with pytest.raises(CorruptRecordError, match="delta -100 of record 1 is outside the int64 range"):
+        b.records()
+    with pytest.raises(CorruptRecordError, match="delta -100 of record 1 is outside the int64 range"):
+        Chunk.scan([b]).timestamps()
+
+
+def test_first_timestamp_under_a_delete_horizon_stays_in_int64():
+    raw = build_batch([b"a"], [b"1"], [1000], delete_horizon=900, info=BatchInfo(base_offset=3))
+    assert RecordBatch(raw).first_timestamp == 1000
+    with pytest.raises(CorruptRecordError, match="^batch at offset 3: base timestamp 9223372036854775807 \\+ "
+                                                 "timestamp delta 100 is outside the int64 range$"):
+        _with_base_timestamp(raw, 2**63 - 1).first_timestamp
+
+
+def test_log_append_time_batches_add_no_deltas():
+    raw = build_batch([b"a", b"b"], [b"1", b"2"], [0, 100], info=BatchInfo(timestamp_type=LOG_APPEND_TIME))
+    b = _with_base_timestamp(raw, 2**63 - 50)
+    assert [r.timestamp for r in b.records()] == [100, 100]  # maxTimestamp, not base + delta
+    assert Chunk.scan([b]).timestamps().tolist() == [100, 100]
+
+
+# -- header keys -------------------------------------------------------------------------------------
+
+@codec_ids
+def test_a_header_key_that_is_not_utf8_is_read_and_counted(codec):
+    headers = [[(b"ok", b"1")], [(b"caf\xe9", b"2"), (b"\xed\xa0\x80", None)], [], [("é", b"3")]]
+    raw = build_batch([b"a", b"b", b"c", b"d"], [b"1", b"2", b"3", b"4"], [5, 6, 7, 8], headers=headers, codec=codec)
+    b = RecordBatch(raw)
+    assert b.summarize() == BatchSummary(0, 5, 8, True, 1)
+    assert [r.headers for r in b.records()] == [
+        (("ok", b"1"),), (("caf\ufffd", b"2"), ("\ufffd\ufffd\ufffd", None)), (), (("é", b"3"),)]
+
+
+def test_an_append_with_a_header_key_that_is_not_utf8_is_refused():
+    from compactlog.errors import InvalidRecordError
+    from compactlog.storage.config import LogConfig
+    from compactlog.storage.validator import validate_and_assign_offsets
+
+    now = 1_700_000_000_000
+    good = build_batch([b"a", b"b"], [b"1", b"2"], [now, now], headers=[[("h", b"1")], [("ü", None)]])
+    assert validate_and_assign_offsets(good, 0, LogConfig(), now, "t-0").record_count == 2
+    bad = build_batch([b"a", b"b", b"c"], [b"1", b"2", b"3"], [now] * 3,
+                      headers=[[(b"\xff", b"1")], [("h", None)], [(b"h", None), (b"\xc0\x80", b"")]], codec=Codec.LZ4)
+    with pytest.raises(InvalidRecordError) as exc:
+        validate_and_assign_offsets(bad, 0, LogConfig(), now, "t-0")
+    assert str(exc.value) == ("2 record(s) of the batch in the append to t-0 have a header key that is not valid UTF-8 "
+                              "(Kafka header keys are strings)")
+
+
+# -- where an error happened ------------------------------------------------------------------------
+
+ORIGIN = "t-0/00000000000000000000.log position 4096"
+AT = "batch at offset 4242 \\(t-0/00000000000000000000.log position 4096\\)"
+
+
+def _victim(patch=None, crc=True, **kwargs) -> RecordBatch:
+    buf = bytearray(build_batch([b"key", None], [b"value", b"v2"], [1, 2], info=BatchInfo(base_offset=4242), **kwargs))
+    if patch:
+        patch(buf)
+    return RecordBatch(with_crc(buf) if crc else bytes(buf), origin=ORIGIN)
+
+
+def test_errors_name_the_batch_origin():
+    cases = [
+        (_victim(lambda b: b.__setitem__(70, b[70] ^ 1), crc=False).ensure_valid,
+         f"^{AT} is corrupt \\(stored crc = \\d+, computed crc = \\d+\\)$"),
+        (_victim(lambda b: struct.pack_into(">i", b, 8, 40)).ensure_valid, f"^{AT} is 52 bytes, less than the 61-byte header$"),
+        (lambda: RecordBatch(_victim().buffer[:-1], origin=ORIGIN).ensure_valid(), f"^{AT} declares \\d+ bytes but only"),
+        (_victim(lambda b: struct.pack_into(">b", b, 16, 1)).ensure_valid, f"^{AT}: unsupported batch magic 1 \\(only v2"),
+        (lambda: _victim(lambda b: struct.pack_into(">h", b, 21, 6)).codec, f"^{AT}: Unknown compression type id: 6$"),
+        (_victim(lambda b: struct.pack_into(">i", b, 57, 9)).records, f"^{AT}: premature EOF: 9 records cannot fit"),
+        (_victim(lambda b: struct.pack_into(">i", b, 57, 1)).summarize, f"^{AT}: \\d+ bytes still remaining after 1 records$"),
+        (_victim(lambda b: struct.pack_into(">i", b, 57, 3)).scan, f"^{AT}: premature EOF: expected 3 records, found 2$"),
+        (lambda: _victim(codec=Codec.GZIP).payload(max_size=3), f"^{AT}: records decompress to more than 3 bytes"),
+        (lambda: _victim(lambda b: struct.pack_into(">q", b, 27, 2**63 - 1)).summarize(),
+         f"^{AT}: base timestamp 9223372036854775807 \\+ timestamp delta 1 is outside the int64 range$"),
+        (lambda: Chunk.scan([RecordBatch(GOLDEN), _victim(lambda b: struct.pack_into(">i", b, 57, 3))]),
+         f"^{AT}: premature EOF: expected 3 records, found 2$"),
+        (lambda: Chunk.scan([_victim(lambda b: b.__setitem__(70, b[70] ^ 1), crc=False)], verify=True), f"^{AT} is corrupt"),
+        (lambda: Chunk.scan([_victim(lambda b: struct.pack_into(">q", b, 27, 2**63 - 1))]).timestamps(),
+         f"^{AT}: base timestamp 9223372036854775807 \\+ timestamp delta 1 of record 1 is outside the int64 range$"),
+    ]
+    for call, message in cases:
+        with pytest.raises(CorruptRecordError, match=message):
+            call()
+    with pytest.raises(CorruptRecordError, match=f"^batch of 60 bytes \\({ORIGIN}\\) is shorter than the 61-byte header$"):
+        RecordBatch(VICTIM[:60], origin=ORIGIN)
+
+
+def test_origin_defaults_to_none_and_a_reader_may_set_it_later():
+    b = RecordBatch(VICTIM)
+    assert b.origin is None and b.where == "batch at offset 4242"
+    b.origin = ORIGIN
+    assert b.where == f"batch at offset 4242 ({ORIGIN})"
+    buf = bytearray(VICTIM)
+    struct.pack_into(">i", buf, 57, 9)
+    b = RecordBatch(with_crc(buf))
+    with pytest.raises(CorruptRecordError, match="^batch at offset 4242: premature EOF"):
+        b.records()
+    b.origin = ORIGIN
+    with pytest.raises(CorruptRecordError, match=f"^{AT}: premature EOF"):
+        b.records()
+
+
 # -- property --------------------------------------------------------------------------------------
 
 timestamps = st.one_of(st.just(-1), st.integers(0, 2**63 - 2))
@@ -480,8 +663,9 @@ def test_records_round_trip(records, codec, base_offset, gaps, first_delta, log_
     assert [r.key for r in got] == keys and [r.value for r in got] == values
     assert [list(r.headers) for r in got] == hdrs
     assert [r.timestamp for r in got] == ([max(tss)] * n if log_append else tss)
-    nulls, lo, hi, seq = b.summarize()
-    assert nulls == keys.count(None) and seq == (deltas == list(range(n)))
-    assert (lo, hi) == (min(tss), max(tss))
+    summary = b.summarize()
+    assert summary.null_keys == keys.count(None) and summary.sequential_offsets == (deltas == list(range(n)))
+    assert (summary.min_timestamp, summary.max_timestamp) == (min(tss), max(tss))
+    assert summary.invalid_header_keys == 0
     # The scan columns agree with the decoded records.
     assert len(b.scan()[1]) == n

@@ -14,8 +14,17 @@ import lz4.frame
 import pytest
 import zstandard
 
-from compactlog.errors import CorruptRecordError, UnsupportedCompressionTypeError
-from compactlog.records.codecs import LEVELS, Codec, check_level, codec_from_id, codec_from_name, compress, decompress
+from compactlog.errors import CorruptRecordError, InvalidConfigError, UnsupportedCompressionTypeError
+from compactlog.records.codecs import (
+    DEFAULT_MAX_DECOMPRESSED_BYTES,
+    LEVELS,
+    Codec,
+    check_level,
+    codec_from_id,
+    codec_from_name,
+    compress,
+    decompress,
+)
 
 COMPRESSED = [Codec.GZIP, Codec.SNAPPY, Codec.LZ4, Codec.ZSTD]
 ids = lambda c: c.config_name  # noqa: E731
@@ -302,9 +311,9 @@ def test_levels_follow_kip_390(codec, ok, bad):
         assert decompress(codec, compress(codec, COMPRESSIBLE[:20_000], level)) == COMPRESSIBLE[:20_000]
     for level in bad:
         msg = f"compression.{codec.config_name}.level must be in"
-        with pytest.raises(ValueError, match=msg):
+        with pytest.raises(InvalidConfigError, match=msg):  # typed, so the CLI prints it as an error
             check_level(codec, level)
-        with pytest.raises(ValueError, match=msg):
+        with pytest.raises(InvalidConfigError, match=msg):
             compress(codec, b"abc", level)
 
 
@@ -374,3 +383,174 @@ def test_codecs_are_safe_to_use_from_many_threads(codec):
 
     with ThreadPoolExecutor(8) as pool:
         assert all(pool.map(work, range(8)))
+
+
+# -- bounds ----------------------------------------------------------------------------------------
+# A hostile batch may claim or hold any amount of output: decompress never returns more than its bound
+# and refuses a declared size above it before the codec library allocates for it.
+
+LIMIT = 100_000
+
+
+def too_big(limit: int) -> str:
+    return f"^records decompress to more than {limit} bytes \\(the limit for one batch\\)$"
+
+
+def test_the_default_bound_is_64_mib():
+    assert DEFAULT_MAX_DECOMPRESSED_BYTES == 64 * 1024 * 1024
+
+
+@pytest.mark.parametrize("codec", COMPRESSED, ids=ids)
+@pytest.mark.parametrize("data", [COMPRESSIBLE[:LIMIT], INCOMPRESSIBLE[:LIMIT]], ids=["compressible", "incompressible"])
+def test_output_up_to_the_bound_is_read_and_one_byte_more_is_refused(codec, data):
+    out = compress(codec, data)
+    assert decompress(codec, out, LIMIT) == data
+    assert decompress(codec, memoryview(out), LIMIT) == data
+    with pytest.raises(CorruptRecordError, match=too_big(LIMIT - 1)):
+        decompress(codec, out, LIMIT - 1)
+    with pytest.raises(CorruptRecordError, match=too_big(1)):
+        decompress(codec, out, 1)
+    assert decompress(Codec.NONE, data, 1) == data  # nothing to decompress, nothing to bound
+
+
+def _concatenated(codec: Codec, parts: list[bytes]) -> bytes:
+    if codec is Codec.ZSTD:
+        return b"".join(zstandard.ZstdCompressor(write_content_size=False).compress(p) for p in parts)
+    return b"".join(compress(codec, p) for p in parts)
+
+
+@pytest.mark.parametrize("codec", [Codec.GZIP, Codec.SNAPPY, Codec.ZSTD], ids=ids)
+def test_the_bound_holds_across_concatenated_members_streams_and_frames(codec):
+    parts = [COMPRESSIBLE[:60_000], COMPRESSIBLE[60_000:100_000], COMPRESSIBLE[100_000:100_001]]
+    out = _concatenated(codec, parts)
+    assert decompress(codec, out, 100_001) == COMPRESSIBLE[:100_001]
+    for limit in (100_000, 60_000, 59_999):
+        with pytest.raises(CorruptRecordError, match=too_big(limit)):
+            decompress(codec, out, limit)
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while n >= 0x80:
+        out.append(n & 0x7F | 0x80)
+        n >>= 7
+    return bytes(out + bytes([n]))
+
+
+@pytest.mark.parametrize("declared", [LIMIT + 1, 2**31, 2**32 - 1])
+def test_a_snappy_length_preamble_above_the_bound_is_refused_unread(declared):
+    """snappy allocates what the preamble says before it reads a byte: 4 GiB would abort the process."""
+    block = _varint(declared) + b"\x00" * 8
+    with pytest.raises(CorruptRecordError, match=too_big(LIMIT)):
+        decompress(Codec.SNAPPY, block, LIMIT)
+    xerial = XERIAL_MAGIC + struct.pack(">ii", 1, 1)
+    small = bytes(cramjam.snappy.compress_raw(b"x" * 1000))
+    for stream in (xerial + struct.pack(">i", len(block)) + block,
+                   xerial + struct.pack(">i", len(small)) + small + xerial + struct.pack(">i", len(block)) + block):
+        with pytest.raises(CorruptRecordError, match=too_big(LIMIT)):
+            decompress(Codec.SNAPPY, stream, LIMIT)
+
+
+def test_snappy_blocks_are_bounded_by_what_is_left_of_the_budget():
+    block = bytes(cramjam.snappy.compress_raw(b"y" * 30_000))
+    stream = XERIAL_MAGIC + struct.pack(">ii", 1, 1) + (struct.pack(">i", len(block)) + block) * 4
+    assert decompress(Codec.SNAPPY, stream, 120_000) == b"y" * 120_000
+    with pytest.raises(CorruptRecordError, match=too_big(119_999)):
+        decompress(Codec.SNAPPY, stream, 119_999)
+
+
+@pytest.mark.parametrize("preamble", [b"", b"\x80", b"\xff\xff\xff\xff\xff", b"\xff\xff\xff\xff\x10", b"\x80\x80\x80\x80\x80\x01"])
+def test_a_snappy_block_without_a_valid_length_preamble_is_corrupt(preamble):
+    with pytest.raises(CorruptRecordError, match="snappy block has no valid length preamble"):
+        decompress(Codec.SNAPPY, preamble)
+
+
+def _lz4_frame_declaring(size: int, body: bytes = b"x" * 10) -> bytes:
+    """A frame with independent blocks and an 8-byte content size, its header checksum made to match."""
+    descriptor = bytes([0x68, 0x40]) + struct.pack("<Q", size)  # FLG: version 01, independent, content size
+    block = lz4.block.compress(body, store_size=False)
+    return (bytes.fromhex("04224d18") + descriptor + bytes([(xxh32(descriptor) >> 8) & 0xFF])
+            + struct.pack("<I", len(block)) + block + struct.pack("<I", 0))
+
+
+def test_an_lz4_frame_declaring_more_than_the_bound_is_refused_unread():
+    assert decompress(Codec.LZ4, _lz4_frame_declaring(10), LIMIT) == b"x" * 10  # the hand-made frame is valid
+    for declared in (LIMIT + 1, 2**40, 2**64 - 1):
+        with pytest.raises(CorruptRecordError, match=too_big(LIMIT)):
+            decompress(Codec.LZ4, _lz4_frame_declaring(declared), LIMIT)
+
+
+def test_an_lz4_frame_declaring_less_than_it_holds_is_corrupt():
+    with pytest.raises(CorruptRecordError):
+        decompress(Codec.LZ4, _lz4_frame_declaring(5), LIMIT)
+
+
+ZSTD_MAGIC = struct.pack("<I", 0xFD2FB528)
+
+
+def zstd_rle_frame(blocks: int, declared: int | None = None, block_size: int = 128 * 1024, byte: bytes = b"\x00") -> bytes:
+    """A hand-made zstd frame of RLE blocks: 4 bytes of input for each 128 KiB of output."""
+    header = ZSTD_MAGIC + (b"\x00\x38" if declared is None else b"\xc0\x38" + struct.pack("<Q", declared))
+    body = b"".join(struct.pack("<I", block_size << 3 | 1 << 1 | (i == blocks - 1))[:3] + byte for i in range(blocks))
+    return header + body
+
+
+def test_hand_made_zstd_rle_frames_are_read():
+    assert decompress(Codec.ZSTD, zstd_rle_frame(3)) == bytes(3 * 128 * 1024)
+    assert decompress(Codec.ZSTD, zstd_rle_frame(2, declared=256 * 1024, byte=b"z")) == b"z" * 256 * 1024
+
+
+def test_a_zstd_frame_declaring_more_than_the_bound_is_refused_unread():
+    for declared in (LIMIT + 1, 2**40, 2**64 - 2):
+        with pytest.raises(CorruptRecordError, match=too_big(LIMIT)):
+            decompress(Codec.ZSTD, zstd_rle_frame(1, declared=declared), LIMIT)
+    sized = zstandard.ZstdCompressor().compress(COMPRESSIBLE[:60_000])
+    assert zstandard.frame_content_size(sized) == 60_000
+    with pytest.raises(CorruptRecordError, match=too_big(100_000)):  # the second frame's size is over what is left
+        decompress(Codec.ZSTD, sized + sized, 100_000)
+
+
+def test_a_zstd_frame_without_a_content_size_stops_at_the_bound():
+    frame = zstd_rle_frame(4)  # 512 KiB
+    assert decompress(Codec.ZSTD, frame, 4 * 128 * 1024) == bytes(4 * 128 * 1024)
+    for limit in (4 * 128 * 1024 - 1, 3 * 128 * 1024, 1):
+        with pytest.raises(CorruptRecordError, match=too_big(limit)):
+            decompress(Codec.ZSTD, frame, limit)
+
+
+def test_zstd_frames_are_walked_by_the_spec():
+    c = zstandard.ZstdCompressor(write_checksum=True, write_content_size=True)
+    skippable = struct.pack("<II", 0x184D2A5E, 5) + b"skip!"
+    assert decompress(Codec.ZSTD, skippable + c.compress(b"one") + skippable + c.compress(b"two")) == b"onetwo"
+    with pytest.raises(CorruptRecordError, match="zstd frame is truncated"):
+        decompress(Codec.ZSTD, c.compress(b"one")[:-1])  # inside the checksum
+    with pytest.raises(CorruptRecordError, match="zstd frame is truncated"):
+        decompress(Codec.ZSTD, skippable[:-1])
+    for cut in (3, 4, 5, 6):
+        with pytest.raises(CorruptRecordError, match="zstd frame is truncated"):
+            decompress(Codec.ZSTD, zstd_rle_frame(1, declared=1 << 17)[:cut])
+    with pytest.raises(CorruptRecordError, match="unknown magic number 0x00000000"):
+        decompress(Codec.ZSTD, c.compress(b"one") + bytes(8))
+    reserved = bytearray(zstd_rle_frame(1))
+    reserved[4] |= 0x08
+    with pytest.raises(CorruptRecordError, match="reserved bit"):
+        decompress(Codec.ZSTD, bytes(reserved))
+    bad_block = bytearray(zstd_rle_frame(1))
+    bad_block[6] |= 0x06  # block type 3
+    with pytest.raises(CorruptRecordError, match="reserved type"):
+        decompress(Codec.ZSTD, bytes(bad_block))
+
+
+@pytest.mark.parametrize("declared", [0, 1000, (128 << 10) - 1, (128 << 10) + 1])
+def test_a_zstd_frame_declaring_another_size_than_it_holds_is_corrupt(declared):
+    with pytest.raises(CorruptRecordError, match="^cannot decompress zstd records: .*corruption"):
+        decompress(Codec.ZSTD, zstd_rle_frame(1, declared=declared), 1 << 20)
+
+
+def test_a_gzip_member_stops_at_the_bound_and_truncation_is_still_seen():
+    member = gzip.compress(bytes(1 << 20))  # about 1 KB in, 1 MiB out
+    assert len(member) < 2000
+    with pytest.raises(CorruptRecordError, match=too_big(LIMIT)):
+        decompress(Codec.GZIP, member, LIMIT)
+    with pytest.raises(CorruptRecordError, match="gzip stream is truncated"):
+        decompress(Codec.GZIP, member[:-1], 1 << 20)

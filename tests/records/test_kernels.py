@@ -75,7 +75,7 @@ def test_golden_vector_scans_and_decodes():
         Record("t", 0, 1, 1234, 0, b"key2", b"value2", ()),
     ]
     assert all(type(r) is Record for r in recs)
-    assert kernels.summarize_records(GOLDEN_RECORDS, 2) == (0, 1234 - 283843, 0, True)
+    assert kernels.summarize_records(GOLDEN_RECORDS, 2) == (0, 1234 - 283843, 0, True, 0)
 
 
 # --- varint boundaries ------------------------------------------------------------------------------
@@ -124,11 +124,24 @@ def test_timestamp_delta_in_range_encodes_even_when_the_timestamp_is_not():
     assert scan(data, 1)[0, kernels.C_TS_DELTA] == INT64_MAX
 
 
-def test_decoded_offsets_and_timestamps_past_int64_stay_exact():
+def test_decoded_offsets_past_int64_stay_exact():
     data = kernels.encode_records([None, None], [None, None], [0, 5], 0, None, None)
-    recs = decode(data, 2, base_offset=INT64_MAX, base_ts=INT64_MAX)
+    recs = decode(data, 2, base_offset=INT64_MAX, base_ts=0)
     assert [r.offset for r in recs] == [INT64_MAX, INT64_MAX + 1]
-    assert [r.timestamp for r in recs] == [INT64_MAX, INT64_MAX + 5]
+
+
+@pytest.mark.parametrize("base, deltas, bad", [
+    (INT64_MAX, [0, 5], 1), (INT64_MAX - 4, [4, 5], 1), (INT64_MIN, [0, -1], 1), (INT64_MIN + 3, [-4, 0], 0),
+    (5, [INT64_MAX - 5, INT64_MAX - 4], 1),
+])
+def test_a_timestamp_outside_int64_is_refused(base, deltas, bad):
+    """A timestamp is stored as an int64: base + delta beyond it is corruption, not a number to pass on."""
+    data = kernels.encode_records([None, None], [None, None], deltas, 0, None, None)
+    with pytest.raises(ValueError) as exc:
+        decode(data, 2, base_ts=base)
+    assert str(exc.value) == (f"base timestamp {base} + timestamp delta {deltas[bad]} of record {bad} "
+                              "is outside the int64 range")
+    assert len(decode(data, 2, base_ts=base, override=7)) == 2  # LogAppendTime adds nothing
 
 
 def test_ten_byte_varlong_keeps_its_low_64_bits():
@@ -211,13 +224,59 @@ def test_malformed_records_give_identical_messages_in_both(data, count, message)
     assert messages == {message}
 
 
-def test_a_malformed_later_record_is_reported_before_a_bad_header_key():
-    good = kernels.encode_records([b"k"], [b"v"], [0], 0, None, [((b"\xff", b"v"),)])
-    with pytest.raises(UnicodeDecodeError):
-        decode(good, 1)
-    with pytest.raises(ValueError) as exc:
-        decode(good + b"\x00", 2)
-    assert str(exc.value) == "invalid record length 0"
+def test_a_malformed_later_record_is_reported_before_a_timestamp_out_of_range():
+    """The twin scans every record before decoding any: the compiled kernel reports errors in that order."""
+    good = kernels.encode_records([b"k"], [b"v"], [5], 0, None, None)
+    with pytest.raises(ValueError, match="outside the int64 range"):
+        decode(good, 1, base_ts=INT64_MAX)
+    for tail, count, message in ((b"\x00", 2, "invalid record length 0"), (b"", 2, "premature EOF: expected 2 records, found 1"),
+                                 (good + b"\x00", 2, "1 bytes still remaining after 2 records")):
+        with pytest.raises(ValueError) as exc:
+            decode(good + tail, count, base_ts=INT64_MAX)
+        assert str(exc.value) == message
+
+
+# every kind of invalid UTF-8 a key can hold: stray continuation, truncated sequences, overlong forms,
+# surrogates, code points above U+10FFFF, bytes that never occur
+NOT_UTF8 = [b"\xff", b"\x80", b"a\xbf", b"\xc3", b"\xe2\x82", b"\xf0\x9f\x98", b"\xc0\xaf", b"\xc1\xbf",
+            b"\xe0\x80\xaf", b"\xe0\x9f\xbf", b"\xf0\x80\x80\xaf", b"\xf0\x8f\xbf\xbf", b"\xed\xa0\x80",
+            b"\xed\xbf\xbf", b"\xf4\x90\x80\x80", b"\xf5\x80\x80\x80", b"\xfe", b"ascii-then-\xe9",
+            b"12345678\xff", b"\xe9 then ascii for 8+", b"\xe2\x82\xac\xe2\x82"]
+UTF8 = [b"", b"plain", b"\x00nul", b"caf\xc3\xa9", b"\xe2\x82\xac", b"\xed\x9f\xbf", b"\xee\x80\x80",
+        b"\xef\xbf\xbf", b"\xf0\x90\x80\x80", b"\xf4\x8f\xbf\xbf", b"\xc2\x80", b"\xdf\xbf", b"\xe0\xa0\x80",
+        b"exactly8\xc3\xa9 and more ascii after it"]
+
+
+@pytest.mark.parametrize("key", NOT_UTF8)
+def test_a_header_key_that_is_not_utf8_reads_with_replacement_characters(key):
+    data = kernels.encode_records([b"k"], [b"v"], [0], 0, None, [((key, b"v"), (b"ok", None))])
+    assert decode(data, 1)[0].headers == ((key.decode("utf-8", "replace"), b"v"), ("ok", None))
+    assert "\ufffd" in decode(data, 1)[0].headers[0][0]
+    assert kernels.decode_headers(data, int(scan(data, 1)[0, kernels.C_HDR_POS]), 2)[0][0] == key.decode("utf-8", "replace")
+
+
+@pytest.mark.parametrize("key", NOT_UTF8 + UTF8)
+def test_summarize_counts_records_with_a_header_key_that_is_not_utf8(key):
+    valid = key in UTF8
+    if valid:  # the lists say what Python's strict codec says
+        key.decode("utf-8")
+    else:
+        with pytest.raises(UnicodeDecodeError):
+            key.decode("utf-8")
+    headers = [(), ((b"a", b"1"), (key, None)), ((key, b"x"), (key, b"y")), ((b"b", None),)]
+    data = kernels.encode_records([b"k"] * 4, [b"v"] * 4, [0] * 4, 0, None, headers)
+    assert kernels.summarize_records(data, 4) == (0, 0, 0, True, 0 if valid else 2)
+    if COMPILED is not None:
+        assert TWIN.summarize_records(data, 4) == COMPILED.summarize_records(data, 4)
+
+
+@needs_compiled
+@settings(max_examples=400, deadline=None)
+@given(key=st.binary(max_size=20) | st.text(max_size=6).map(lambda t: t.encode("utf-8", "surrogatepass")))
+def test_both_kernels_agree_on_any_header_key(key):
+    data = kernels.encode_records([b"k"], [b"v"], [0], 0, None, [((key, None),)])
+    assert COMPILED.summarize_records(data, 1) == TWIN.summarize_records(data, 1)
+    assert decode(data, 1, impl=COMPILED) == decode(data, 1, impl=TWIN)
 
 
 
@@ -377,14 +436,13 @@ def test_buffers_are_given_back_after_errors():
 
 def test_error_paths_do_not_leak():
     bad = GOLDEN_RECORDS + record(b"\x00\x00\x00\x01\x01\x00\x00")
-    hdr = [((b"\xff", b"v"),)]
-    bad_utf8 = kernels.encode_records([b"k"], [b"v" * 100], [0], 0, None, hdr)
+    late_ts = kernels.encode_records([b"k", b"k"], [b"v" * 100, b"v"], [0, 5], 0, None, [((b"\xff", b"v"),), ()])
 
     def churn() -> None:
         for _ in range(300):
             for call in (
                 lambda: decode(bad, 3),
-                lambda: decode(bad_utf8, 1),
+                lambda: decode(late_ts, 2, base_ts=INT64_MAX - 1),  # fails on the second record
                 lambda: kernels.encode_records([b"k" * 50] * 3, [b"v" * 100] * 3, [0, 0, 2**64], 0, None, None),
                 lambda: kernels.encode_records([b"k"], [b"v"], [0], 0, None, [[(b"a" * 100, b"b" * 100), (b"a",)]]),
             ):
@@ -424,7 +482,7 @@ def test_nulls_empties_headers_and_offset_gaps():
     assert [r.timestamp for r in recs] == ts
     assert [r.headers for r in recs] == [(), (("h", None),), (("a", b""), ("b", b"1")), (("", b"empty key"),), ()]
     assert all(type(r.headers) is tuple for r in recs)
-    assert kernels.summarize_records(data, 5) == (2, -6, 2**45 - 5, False)
+    assert kernels.summarize_records(data, 5) == (2, -6, 2**45 - 5, False, 0)
     assert kernels.decode_headers(data, int(cols[2, kernels.C_HDR_POS]), 2) == (("a", b""), ("b", b"1"))
 
 
@@ -462,7 +520,7 @@ records_strategy = st.lists(
     st.tuples(
         st.one_of(st.none(), st.binary(max_size=40)),
         st.one_of(st.none(), st.binary(max_size=300)),
-        st.integers(min_value=-(2**62), max_value=2**62),
+        st.integers(min_value=-(2**62), max_value=2**62 - 1),  # any two differ by an int64 delta
         headers_strategy,
     ),
     max_size=30,

@@ -1,33 +1,167 @@
-"""Flags and helpers shared by every command, so a flag means the same thing everywhere."""
+"""Flags and helpers shared by every command, so a flag means the same thing everywhere.
+
+How a command ends (``error_surface``, applied by the ``compactlog`` group to every subcommand and by
+``kafka_errors`` to each command):
+
+* a :class:`~compactlog.errors.CompactLogError` is something the user can fix: ``Error: <message>``, exit 1;
+* click's own usage errors keep click's handling: ``Error: ...``, exit 2;
+* Ctrl-C (KeyboardInterrupt) exits 130, as a shell reports a command stopped by SIGINT, without a traceback;
+* standard output closed early (``compactlog consume ... | head -1``) exits 141 without a word, as a tool
+  stopped by SIGPIPE does;
+* anything else is a bug in compactlog: the traceback, then one line asking to report it, exit 3.
+"""
 
 from __future__ import annotations
 
 import functools
-from typing import Callable
+import os
+import sys
+import traceback
+from contextlib import contextmanager
+from typing import Callable, Iterator
 
 import click
 
 from ..errors import CompactLogError
 
+EXIT_ERROR = 1  # a CompactLogError: the message says what was wrong
+EXIT_USAGE = 2  # click's usage errors (a flag or value the command does not take)
+EXIT_BUG = 3  # an exception compactlog did not mean to raise
+EXIT_INTERRUPTED = 128 + 2  # SIGINT
+EXIT_OUTPUT_CLOSED = 128 + 13  # SIGPIPE
 
-def data_dir_option(f: Callable) -> Callable:
-    f = click.option("--server-properties", "server_properties", type=click.Path(exists=True, dir_okay=False),
-                     help="Broker defaults in server.properties format (log.retention.ms=..., num.partitions=...).")(f)
-    return click.option("--data-dir", required=True, type=click.Path(file_okay=False),
-                        help="The data directory (Kafka's log.dirs); created if missing.")(f)
+EXIT_STATUS_HELP = f"""\b
+Exit status:
+  0    done
+  {EXIT_ERROR}    error: the message says what was wrong (Error: ...)
+  {EXIT_USAGE}    usage: a flag or value the command does not take
+  {EXIT_BUG}    a bug in compactlog: the traceback is printed; please report it
+  {EXIT_INTERRUPTED}  interrupted (Ctrl-C)
+  {EXIT_OUTPUT_CLOSED}  standard output closed early (a pipe into head)"""
+
+_CLICK_EXITS = (click.ClickException, click.exceptions.Exit, click.exceptions.Abort)
+
+
+@contextmanager
+def error_surface() -> Iterator[None]:
+    """Turn whatever the block raises into the exit statuses above (click's own exceptions pass)."""
+    try:
+        yield
+    except CompactLogError as exc:
+        raise click.ClickException(str(exc)) from None
+    except _CLICK_EXITS:
+        raise
+    except KeyboardInterrupt:
+        _quiet_flush()
+        if _isatty(sys.stderr):
+            click.echo(err=True)  # end the terminal's ^C line
+        raise click.exceptions.Exit(EXIT_INTERRUPTED) from None
+    except BrokenPipeError as exc:
+        if not _stdout_closed():
+            _report_bug(exc)
+            raise click.exceptions.Exit(EXIT_BUG) from None
+        _discard_stdout()
+        raise click.exceptions.Exit(EXIT_OUTPUT_CLOSED) from None
+    except Exception as exc:
+        _report_bug(exc)
+        raise click.exceptions.Exit(EXIT_BUG) from None
 
 
 def kafka_errors(f: Callable) -> Callable:
-    """Turn our typed errors into ``Error: ...`` and exit status 1."""
+    """Run a command inside :func:`error_surface` (``Error: ...`` and exit 1 for our typed errors)."""
 
     @functools.wraps(f)
     def wrapper(*args, **kwargs):
-        try:
+        with error_surface():
             return f(*args, **kwargs)
-        except CompactLogError as exc:
-            raise click.ClickException(str(exc)) from None
 
     return wrapper
+
+
+class CompactLogGroup(click.Group):
+    """A command group whose subcommands, however deep and with or without ``kafka_errors``, end the
+    same way; standard output is flushed inside, so a closed pipe is seen here and not at exit."""
+
+    def invoke(self, ctx: click.Context):
+        with error_surface():
+            rv = super().invoke(ctx)
+            sys.stdout.flush()
+            return rv
+
+
+def bug_line(exc: BaseException) -> str:
+    from .. import __version__
+
+    kind = type(exc)
+    name = kind.__qualname__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
+    return f"Error: this is a bug in compactlog {__version__} (an unexpected {name}); please report it with the traceback above."
+
+
+def _report_bug(exc: BaseException) -> None:
+    _quiet_flush()
+    traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
+    click.echo(bug_line(exc), err=True)
+
+
+def _isatty(stream) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def _quiet_flush() -> None:
+    try:
+        sys.stdout.flush()
+    except (OSError, ValueError):
+        pass
+
+
+def _stdout_closed() -> bool:
+    """Whether standard output is a pipe or socket whose reader has gone (the BrokenPipeError was ours
+    to expect, not a bug elsewhere). A stream without a descriptor (a test runner's buffer) cannot break."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, ValueError, OSError):
+        return False
+    import select
+
+    if not hasattr(select, "poll"):
+        return True  # no way to ask: the likeliest pipe is standard output
+    poller = select.poll()
+    poller.register(fd, select.POLLOUT)
+    return any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))
+
+
+def _discard_stdout() -> None:
+    """Point standard output at /dev/null, so the interpreter's last flush does not fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (AttributeError, ValueError, OSError):
+        pass
+
+
+def _not_empty(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    if value is not None and not value.strip():
+        raise click.BadParameter("must name a directory, not be empty", ctx=ctx, param=param)
+    return value
+
+
+def data_dir_option(f: Callable | None = None, *, may_create: bool = False) -> Callable:
+    """``--data-dir`` and ``--server-properties``. The directory must exist unless ``may_create`` (only
+    ``topics --create`` makes one), so that a mistyped path is an error, not a new empty directory."""
+
+    def decorate(f: Callable) -> Callable:
+        f = click.option("--server-properties", "server_properties", type=click.Path(exists=True, dir_okay=False),
+                         help="Broker defaults in server.properties format (log.retention.ms=..., num.partitions=...).")(f)
+        return click.option("--data-dir", required=True, type=click.Path(file_okay=False, exists=not may_create),
+                            callback=_not_empty,
+                            help="The data directory (Kafka's log.dirs)" + ("; --create makes it if missing." if may_create
+                                                                              else "; it must exist."))(f)
+
+    return decorate(f) if f is not None else decorate
 
 
 def parse_key_values(items: tuple[str, ...] | list[str], what: str) -> dict[str, str]:
@@ -39,7 +173,7 @@ def parse_key_values(items: tuple[str, ...] | list[str], what: str) -> dict[str,
                 continue
             key, sep, value = part.partition("=")
             if not sep or not key.strip():
-                raise click.BadParameter(f"expected key=value, got {part!r}", param_hint=what)
+                raise click.BadParameter(f"expected key=value, got {part!r}", param_hint=f"'{what}'")
             out[key.strip()] = value.strip()
     return out
 
@@ -59,6 +193,49 @@ def _split_top_level(text: str) -> list[str]:
         cur.append(ch)
     parts.append("".join(cur))
     return [p.replace("[", "").replace("]", "") for p in parts]
+
+
+def check_property_names(props: dict[str, str], known: set[str], what: str) -> None:
+    unknown = sorted(set(props) - known)
+    if unknown:
+        raise click.BadParameter(f"unknown {what} property {unknown[0]} (known: {', '.join(sorted(known))})",
+                                 param_hint="'--property'")
+
+
+def bool_property(props: dict[str, str], name: str, default: bool) -> bool:
+    """A true/false ``--property``; anything else is refused rather than read as false."""
+    if name not in props:
+        return default
+    value = props[name].strip().lower()
+    if value not in ("true", "false"):
+        raise click.BadParameter(f"{name} must be true or false, got {props[name]!r}", param_hint="'--property'")
+    return value == "true"
+
+
+def unescape_property(props: dict[str, str], name: str, default: str) -> str:
+    r"""A separator ``--property`` with its backslash escapes (``\t``, ``\n``, ``\u0001``) applied, as
+    Kafka's console tools are usually given them; other characters are kept as typed."""
+    text = props.get(name, default)
+    try:
+        # latin-1 with backslashreplace keeps every character: what unicode_escape reads back is the text.
+        return text.encode("latin-1", "backslashreplace").decode("unicode_escape")
+    except UnicodeDecodeError as exc:
+        raise click.BadParameter(f"{name}={text}: bad escape ({exc.reason})", param_hint="'--property'") from None
+
+
+def check_compression_level(codec_name: str, level: int | None, flag: str = "--compression-level") -> None:
+    """A producer-side level for ``codec_name``, checked as Kafka checks ``compression.<codec>.level``."""
+    if level is None:
+        return
+    from ..records.codecs import LEVELS, codec_from_name
+    from ..storage.config import TOPIC_CONFIGS
+
+    codec = codec_from_name(codec_name)
+    if codec not in LEVELS:
+        *some, last = [c.config_name for c in LEVELS]
+        raise click.BadParameter(f"the {codec.config_name} codec has no levels ({', '.join(some)} and {last} have)",
+                                 param_hint=f"'{flag}'")
+    TOPIC_CONFIGS[f"compression.{codec.config_name}.level"].parse(level)  # InvalidConfigError in Kafka's words
 
 
 def open_data_dir(data_dir: str, server_properties: str | None):

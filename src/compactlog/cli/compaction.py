@@ -38,7 +38,7 @@ def _figures(st) -> list[str]:
 @click.command("compact-topic")
 @data_dir_option
 @click.option("--topic", required=True, help="The topic whose compacted view to build.")
-@click.option("--partition", type=int, default=None, help="Only this partition.")
+@click.option("--partition", type=click.IntRange(min=0), default=None, help="Only this partition.")
 @kafka_errors
 def compact_topic(data_dir, server_properties, topic, partition):
     """Build the compacted view of a topic now, beside its untouched log (Pulsar's topics compact).

@@ -9,14 +9,18 @@ from dataclasses import dataclass
 import click
 
 from ..errors import InvalidRecordError
-from .common import data_dir_option, kafka_errors, open_data_dir, parse_key_values
+from .common import (
+    bool_property,
+    check_compression_level,
+    check_property_names,
+    data_dir_option,
+    kafka_errors,
+    open_data_dir,
+    parse_key_values,
+    unescape_property,
+)
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
-
-
-def _unescape(s: str) -> str:
-    """Kafka's console tools take separators like ``\\t`` literally escaped."""
-    return s.encode("utf-8").decode("unicode_escape")
 
 
 @dataclass(frozen=True)
@@ -33,21 +37,24 @@ class LineReaderProps:
 
     @classmethod
     def from_properties(cls, props: dict[str, str]) -> "LineReaderProps":
-        known = {"parse.key", "key.separator", "null.marker", "parse.headers", "headers.delimiter",
-                 "headers.separator", "headers.key.separator", "ignore.error"}
-        unknown = sorted(set(props) - known)
-        if unknown:
-            raise click.BadParameter(f"unknown producer property {unknown[0]} (known: {', '.join(sorted(known))})",
-                                     param_hint="--property")
-        b = lambda k, d: _unescape(props.get(k, d)).encode("utf-8")  # noqa: E731
+        check_property_names(props, {"parse.key", "key.separator", "null.marker", "parse.headers", "headers.delimiter",
+                                     "headers.separator", "headers.key.separator", "ignore.error"}, "producer")
+        bool_property(props, "ignore.error", False)  # accepted as Kafka's; a bad line always stops the producer
+
+        def separator(name: str, default: str) -> bytes:
+            sep = unescape_property(props, name, default).encode("utf-8")
+            if not sep:
+                raise click.BadParameter(f"{name} must not be empty", param_hint="'--property'")
+            return sep
+
         return cls(
-            parse_key=props.get("parse.key", "false").lower() == "true",
-            key_separator=b("key.separator", "\t"),
-            null_marker=b("null.marker", "") if "null.marker" in props else None,
-            parse_headers=props.get("parse.headers", "false").lower() == "true",
-            headers_delimiter=b("headers.delimiter", "\t"),
-            headers_separator=b("headers.separator", ","),
-            headers_key_separator=b("headers.key.separator", ":"),
+            parse_key=bool_property(props, "parse.key", False),
+            key_separator=separator("key.separator", "\t"),
+            null_marker=unescape_property(props, "null.marker", "").encode("utf-8") if "null.marker" in props else None,
+            parse_headers=bool_property(props, "parse.headers", False),
+            headers_delimiter=separator("headers.delimiter", "\t"),
+            headers_separator=separator("headers.separator", ","),
+            headers_key_separator=separator("headers.key.separator", ":"),
         )
 
     def parse(self, line: bytes, number: int) -> tuple:
@@ -59,7 +66,12 @@ class LineReaderProps:
             for item in head.split(self.headers_separator):
                 if item:
                     k, s, v = item.partition(self.headers_key_separator)
-                    headers.append((k.decode("utf-8"), self._nullable(v) if s else None))
+                    try:
+                        name = k.decode("utf-8")
+                    except UnicodeDecodeError:
+                        raise InvalidRecordError(f"Header key on line number {number} is not valid UTF-8: "
+                                                 f"'{k.decode(errors='backslashreplace')}'") from None
+                    headers.append((name, self._nullable(v) if s else None))
         key = None
         if self.parse_key:
             k, sep, line = line.partition(self.key_separator)
@@ -78,14 +90,17 @@ class LineReaderProps:
 @click.option("--property", "properties", multiple=True,
               help="parse.key, key.separator, null.marker, parse.headers, headers.delimiter, headers.separator, headers.key.separator.")
 @click.option("--compression-codec", type=click.Choice(CODECS), default="none", help="Producer-side codec.")
-@click.option("--compression-level", type=int, default=None, help="Producer-side codec level.")
-@click.option("--batch-size", type=int, default=16384, show_default=True, help="Bytes per batch.")
+@click.option("--compression-level", type=int, default=None,
+              help="Producer-side codec level: gzip 1-9 (or -1), lz4 1-17, zstd -131072..22.")
+@click.option("--batch-size", type=click.IntRange(min=0), default=16384, show_default=True,
+              help="Bytes per batch (Kafka's batch.size; 0: one record per batch).")
 @kafka_errors
 def produce(data_dir, server_properties, topic, properties, compression_codec, compression_level, batch_size):
     """Read records from standard input, one per line (kafka-console-producer).
 
     Example: printf 'p3:10\\n' | compactlog produce --data-dir data --topic prices --property parse.key=true --property key.separator=:
     """
+    check_compression_level(compression_codec, compression_level)
     reader = LineReaderProps.from_properties(parse_key_values(properties, "--property"))
     rows = []
     for number, raw in enumerate(sys.stdin.buffer, start=1):
@@ -97,16 +112,36 @@ def produce(data_dir, server_properties, topic, properties, compression_codec, c
         cl.produce_batch(topic, rows, compression=compression_codec, level=compression_level, batch_bytes=batch_size)
 
 
+class OffsetType(click.ParamType):
+    """``--offset``: a non-negative number, ``earliest`` or ``latest`` (kafka-console-consumer's forms)."""
+
+    name = "offset"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, int) or value in ("earliest", "latest"):
+            return value
+        text = str(value).strip()
+        if text.isascii() and text.isdigit():
+            return int(text)
+        self.fail(f"{value!r} is not an offset: give a number (0 or more), earliest or latest", param, ctx)
+
+
+OFFSET = OffsetType()
+
+
 class RecordFormatter:
     """The console consumer's ``--property`` keys (DefaultMessageFormatter's): what to print per record."""
 
+    FIELDS = ("timestamp", "partition", "offset", "headers", "key")
+
     def __init__(self, props: dict[str, str]) -> None:
-        flag = lambda k, d="false": props.get(k, d).lower() == "true"  # noqa: E731
-        self.fields = [k for k in ("timestamp", "partition", "offset", "headers", "key") if flag(f"print.{k}")]
-        if flag("print.value", "true"):
+        check_property_names(props, {f"print.{f}" for f in (*self.FIELDS, "value")} |
+                             {"key.separator", "line.separator", "null.literal", "null.marker"}, "consumer")
+        self.fields = [f for f in self.FIELDS if bool_property(props, f"print.{f}", False)]
+        if bool_property(props, "print.value", True):
             self.fields.append("value")
-        self.sep = _unescape(props.get("key.separator", "\t")).encode()
-        self.line_sep = _unescape(props.get("line.separator", "\n")).encode()
+        self.sep = unescape_property(props, "key.separator", "\t").encode()
+        self.line_sep = unescape_property(props, "line.separator", "\n").encode()
         self.null = props.get("null.literal", props.get("null.marker", "null")).encode()
 
     def format(self, rec) -> bytes:
@@ -130,10 +165,10 @@ class RecordFormatter:
 @data_dir_option
 @click.option("--topic", required=True, help="The topic to read.")
 @click.option("--from-beginning", is_flag=True, help="Start at the log start offset (default: the end).")
-@click.option("--partition", type=int, help="Read only this partition.")
-@click.option("--offset", help="Start offset for --partition: a number, 'earliest' or 'latest'.")
-@click.option("--max-messages", type=int, help="Stop after this many records.")
-@click.option("--timeout-ms", type=int,
+@click.option("--partition", type=click.IntRange(min=0), help="Read only this partition.")
+@click.option("--offset", type=OFFSET, help="Start offset for --partition: a number, 'earliest' or 'latest'.")
+@click.option("--max-messages", type=click.IntRange(min=0), help="Stop after this many records.")
+@click.option("--timeout-ms", type=click.IntRange(min=-1),
               help="Follow the topic as another process appends, and exit once no record arrived for this long "
                    "(-1: never). Without it, stop at the current end of the log.")
 @click.option("--read-compacted", is_flag=True,
@@ -153,10 +188,12 @@ def consume(data_dir, server_properties, topic, from_beginning, partition, offse
     if offset is not None:
         if partition is None:
             raise click.UsageError("--offset needs --partition")
+        if from_beginning:
+            raise click.UsageError("--from-beginning and --offset cannot be given together")
         if offset == "earliest":
             from_beginning = True
         elif offset != "latest":
-            start = int(offset)
+            start = offset
     if timeout_ms is not None:
         follow(data_dir, topic, partition, start if start is not None else "earliest" if from_beginning else "latest",
                max_messages, timeout_ms, read_compacted, fmt, out)
@@ -170,7 +207,7 @@ def consume(data_dir, server_properties, topic, from_beginning, partition, offse
 
 def follow(data_dir, topic, partition, start, max_messages, timeout_ms, read_compacted, fmt, out) -> None:
     """Poll read-only snapshots (no lock: the owner keeps appending) until ``timeout_ms`` without a
-    record, ``max_messages`` records, or Ctrl-C."""
+    record, ``max_messages`` records, or Ctrl-C (which exits 130, once what was read is printed)."""
     import time
 
     from ..consumer import SnapshotConsumer
@@ -197,7 +234,5 @@ def follow(data_dir, topic, partition, start, max_messages, timeout_ms, read_com
                 break
             # Kafka's fetch.max.wait.ms is the long-poll bound; a file has no push, so look again soon.
             time.sleep(0.1 if timeout_ms < 0 else min(0.1, (timeout_ms - waited_ms) / 1000))
-    except KeyboardInterrupt:
-        out.flush()
     finally:
         consumer.close()

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import click
 
+from .common import kafka_errors
+
 TOPIC = "latest-product-price"
 PRICES = "p3:10\np5:7\np3:11\np6:25\np6:12\np5:14\np5:17\n"
 
@@ -47,12 +49,15 @@ def steps(data: str) -> list[tuple[list[str], str | None]]:
 @click.command("demo")
 @click.option("--data-dir", default="demo-data", show_default=True, type=click.Path(file_okay=False),
               help="Where to keep the walkthrough's data (its topic is recreated on every run).")
+@kafka_errors
 def demo(data_dir: str) -> None:
     """Run the latest-product-price walkthrough end to end, printing each command and its output."""
     base = [sys.executable, "-m", "compactlog"]
     if (Path(data_dir) / "__topics" / f"{TOPIC}.json").exists():
-        subprocess.run([*base, "topics", "--data-dir", data_dir, "--delete", "--topic", TOPIC], check=True,
-                       capture_output=True)
+        proc = subprocess.run([*base, "topics", "--data-dir", data_dir, "--delete", "--topic", TOPIC], capture_output=True)
+        if proc.returncode != 0:
+            sys.stderr.buffer.write(proc.stderr)
+            raise click.ClickException(f"could not delete the previous run's topic {TOPIC} in {data_dir}")
     for i, (args, stdin) in enumerate(steps(data_dir), start=1):
         shown = "compactlog " + shlex.join(args)
         if stdin is not None:

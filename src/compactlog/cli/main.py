@@ -7,6 +7,7 @@ import logging
 import click
 
 from .. import __version__
+from .common import EXIT_STATUS_HELP, CompactLogGroup
 from .compaction import compact_topic, compaction_status
 from .console import consume, produce
 from .demo import demo
@@ -17,7 +18,8 @@ from .topics import configs, topics
 from .verify import verify
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
+@click.group(cls=CompactLogGroup, epilog=EXIT_STATUS_HELP,
+             context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
 @click.version_option(__version__, prog_name="compactlog")
 @click.option("-v", "--verbose", count=True, help="Log more (-v info, -vv debug).")
 def main(verbose: int) -> None:

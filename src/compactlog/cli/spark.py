@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import re
+from pathlib import Path
+
 import click
 
-from .common import kafka_errors
+from .common import CompactLogGroup, check_compression_level, kafka_errors
 
 
 def master_option(f):
@@ -12,7 +16,21 @@ def master_option(f):
                         help="Spark master URL (default local[*]; e.g. spark://host:7077 for a standalone cluster).")(f)
 
 
-@click.group("spark")
+def overwrites_data_dir(output: str, data_dir: str) -> bool:
+    """Whether replacing ``output`` would remove the data directory or part of its storage: the directory
+    itself, one above it, or its topic metadata, partition directories and files (a new directory inside
+    it, such as ``data/exports``, is fine)."""
+    out, data = Path(output).resolve(), Path(data_dir).resolve()
+    if out == data or data.is_relative_to(out):
+        return True
+    if not out.is_relative_to(data):
+        return False
+    top = data / out.relative_to(data).parts[0]
+    partition_like = re.fullmatch(r".+-[0-9]+(\..+)?", top.name) is not None
+    return top.name == "__topics" or top.is_file() or (top.is_dir() and (partition_like or any(top.glob("*.log"))))
+
+
+@click.group("spark", cls=CompactLogGroup)
 def spark() -> None:
     """Jobs that run on Apache Spark: compact, recompress, export and advise."""
 
@@ -30,9 +48,16 @@ def export(data_dir, topic, fmt, output, master):
 
     Example: compactlog spark export --data-dir data --topic prices --format parquet --output latest/
     """
+    from ..errors import UnknownTopicOrPartitionError
     from ..spark.jobs import export_latest
     from ..spark.session import spark_session
+    from ..storage.manager import read_topics
 
+    if topic not in read_topics(data_dir):  # fails before Spark starts; no lock, as the export takes none
+        raise UnknownTopicOrPartitionError(f"Topic '{topic}' does not exist.")
+    if fmt != "table" and overwrites_data_dir(output, data_dir):
+        raise click.BadParameter(f"{output!r} would replace the data directory {data_dir!r} or part of it (Spark replaces "
+                                 "the output directory): pick one outside it, or a new one inside it", param_hint="'--output'")
     session = spark_session(master)
     try:
         export_latest(session, data_dir, topic, output, fmt, progress=click.echo)
@@ -99,8 +124,14 @@ def recompress(data_dir, topic, compression, gzip_level, lz4_level, zstd_level, 
     from ..spark.recompress import recompress_topic
     from ..spark.session import spark_session
 
-    level = {"gzip": gzip_level, "lz4": lz4_level, "zstd": zstd_level}.get(compression)
+    levels = {"gzip": gzip_level, "lz4": lz4_level, "zstd": zstd_level}
+    for codec, given in levels.items():
+        if given is not None and codec != compression:
+            raise click.UsageError(f"--compression.{codec}.level goes with --compression.type {codec}, not {compression}")
+    level = levels.get(compression)
+    check_compression_level(compression, level, f"--compression.{compression}.level")
     with compactlog.open(data_dir) as cl:
+        cl.manager.partitions_for(topic)  # an unknown topic fails before Spark starts
         session = spark_session(master)
         try:
             results = recompress_topic(session, cl, topic, compression, level, progress=click.echo)
@@ -141,6 +172,9 @@ def advise(data_dir, topic, sample_bytes, min_compress_mbps, chart, master):
     from ..spark.advise import write_chart
     from ..spark.session import spark_session
 
+    chart_dir = os.path.dirname(chart) or "."
+    if not os.path.isdir(chart_dir):
+        raise click.BadParameter(f"directory {chart_dir!r} does not exist", param_hint="'--chart'")
     with compactlog.open(data_dir) as cl:
         cl.manager.partitions_for(topic)  # an unknown topic fails before Spark starts
         session = spark_session(master)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import click
 
 from .common import data_dir_option, kafka_errors, open_data_dir, parse_key_values
@@ -11,34 +13,53 @@ def _config_summary(overrides: dict[str, str]) -> str:
     return ",".join(f"{k}={v}" for k, v in sorted(overrides.items()))
 
 
+def one_action(actions: dict[str, bool]) -> str:
+    """The one action flag given, as kafka-topics and kafka-configs insist."""
+    given = [name for name, on in actions.items() if on]
+    if len(given) != 1:
+        names = [f"--{name}" for name in actions]
+        raise click.UsageError(f"Command must include exactly one action: {', '.join(names[:-1])} or {names[-1]}"
+                               + (f" (got {' and '.join('--' + g for g in given)})" if given else ""))
+    return given[0]
+
+
 @click.command("topics")
-@data_dir_option
-@click.option("--create", "action", flag_value="create", help="Create a topic.")
-@click.option("--delete", "action", flag_value="delete", help="Delete a topic and all its data.")
-@click.option("--list", "action", flag_value="list", help="List topic names.")
-@click.option("--describe", "action", flag_value="describe", help="Describe one topic or all.")
+@data_dir_option(may_create=True)
+@click.option("--create", is_flag=True, help="Create a topic.")
+@click.option("--delete", is_flag=True, help="Delete a topic and all its data.")
+@click.option("--list", "list_", is_flag=True, help="List topic names.")
+@click.option("--describe", is_flag=True, help="Describe one topic or all.")
 @click.option("--topic", help="The topic name.")
 @click.option("--partitions", type=int, help="Partition count for --create (default num.partitions).")
 @click.option("--replication-factor", type=int, help="Accepted for compatibility; must be 1 (one node).")
 @click.option("--config", "configs", multiple=True, help="Topic config override k=v; repeatable.")
 @click.option("--if-not-exists", is_flag=True, help="With --create, do nothing if the topic exists.")
 @kafka_errors
-def topics(data_dir, server_properties, action, topic, partitions, replication_factor, configs, if_not_exists):
+def topics(data_dir, server_properties, create, delete, list_, describe, topic, partitions, replication_factor, configs,
+           if_not_exists):
     """Create, delete, list and describe topics (kafka-topics).
 
     Example: compactlog topics --data-dir data --create --topic prices --config cleanup.policy=compact
     """
-    if action is None:
-        raise click.UsageError("one of --create, --delete, --list, --describe is required")
+    action = one_action({"create": create, "delete": delete, "list": list_, "describe": describe})
     if action in ("create", "delete") and not topic:
         raise click.UsageError(f"--{action} needs --topic")
+    if action != "create":
+        given = {"--partitions": partitions is not None, "--replication-factor": replication_factor is not None,
+                 "--config": bool(configs), "--if-not-exists": if_not_exists}
+        for flag, on in given.items():
+            if on:
+                raise click.UsageError(f"{flag} only goes with --create, not --{action}")
+        if not os.path.isdir(data_dir):
+            raise click.BadParameter(f"Directory {data_dir!r} does not exist.", param_hint="'--data-dir'")
     if replication_factor not in (None, 1, -1):
         raise click.UsageError(f"--replication-factor {replication_factor}: this is a single node, so only 1 is possible")
+    overrides = parse_key_values(configs, "--config")
     with open_data_dir(data_dir, server_properties) as cl:
         if action == "create":
             if if_not_exists and topic in cl.list_topics():
                 return
-            cl.create_topic(topic, partitions, parse_key_values(configs, "--config"))
+            cl.create_topic(topic, partitions, overrides)
             click.echo(f"Created topic {topic}.")
         elif action == "delete":
             cl.delete_topic(topic)
@@ -66,25 +87,30 @@ def topics(data_dir, server_properties, action, topic, partitions, replication_f
 @data_dir_option
 @click.option("--entity-type", type=click.Choice(["topics"]), default="topics", help="Only topics are configurable here.")
 @click.option("--topic", "--entity-name", "topic", required=True, help="The topic.")
-@click.option("--alter", "action", flag_value="alter", help="Change configs.")
-@click.option("--describe", "action", flag_value="describe", help="Show configs.")
+@click.option("--alter", is_flag=True, help="Change configs.")
+@click.option("--describe", is_flag=True, help="Show configs.")
 @click.option("--add-config", "add", multiple=True, help="k=v[,k=v...] to set.")
 @click.option("--delete-config", "delete", multiple=True, help="k[,k...] to remove (back to the default).")
 @click.option("--all", "show_all", is_flag=True, help="With --describe, every config, not only overrides.")
 @kafka_errors
-def configs(data_dir, server_properties, entity_type, topic, action, add, delete, show_all):
+def configs(data_dir, server_properties, entity_type, topic, alter, describe, add, delete, show_all):
     """Alter and describe topic configs (kafka-configs).
 
     Example: compactlog configs --data-dir data --alter --topic prices --add-config compression.type=zstd
     """
-    if action is None:
-        raise click.UsageError("one of --alter, --describe is required")
+    action = one_action({"alter": alter, "describe": describe})
+    if action == "alter":
+        if not add and not delete:
+            raise click.UsageError("--alter needs --add-config or --delete-config")
+        if show_all:
+            raise click.UsageError("--all only goes with --describe")
+        changes = parse_key_values(add, "--add-config")
+        names = [n.strip() for item in delete for n in item.split(",") if n.strip()]
+    elif add or delete:
+        raise click.UsageError("--add-config and --delete-config only go with --alter")
     with open_data_dir(data_dir, server_properties) as cl:
         if action == "alter":
-            if not add and not delete:
-                raise click.UsageError("--alter needs --add-config or --delete-config")
-            names = [n.strip() for item in delete for n in item.split(",") if n.strip()]
-            cl.alter_topic_config(topic, parse_key_values(add, "--add-config"), names)
+            cl.alter_topic_config(topic, changes, names)
             click.echo(f"Completed updating config for topic {topic}.")
             return
         cfg = cl.describe_topic(topic).config

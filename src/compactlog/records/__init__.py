@@ -6,6 +6,7 @@ from .batch import (
     LOG_APPEND_TIME,
     LOG_OVERHEAD,
     BatchInfo,
+    BatchSummary,
     Record,
     RecordBatch,
     build_batch,
@@ -16,6 +17,6 @@ from .batch import (
 from .codecs import Codec, codec_from_name
 
 __all__ = [
-    "CREATE_TIME", "HEADER_SIZE", "LOG_APPEND_TIME", "LOG_OVERHEAD", "BatchInfo", "Codec", "Record",
+    "CREATE_TIME", "HEADER_SIZE", "LOG_APPEND_TIME", "LOG_OVERHEAD", "BatchInfo", "BatchSummary", "Codec", "Record",
     "RecordBatch", "build_batch", "build_empty_batch", "codec_from_name", "iter_batches", "patch_header",
 ]

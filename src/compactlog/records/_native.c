@@ -124,10 +124,61 @@ static inline Py_ssize_t read_field(const uint8_t *d, Py_ssize_t pos, Py_ssize_t
     return pos + len;
 }
 
-/* Validate one record at pos; fills row[NCOLS]; returns the record's end or -1. */
-static Py_ssize_t scan_one(const uint8_t *d, Py_ssize_t total, Py_ssize_t pos, int64_t *row, scan_err *err) {
+/* Does s[0..n) hold ASCII only? Loads overlap rather than loop over a short key's last bytes. */
+static inline int ascii_only(const uint8_t *s, Py_ssize_t n) {
+    if (n >= 8) {
+        uint64_t acc = load_le64(s + n - 8);
+        for (Py_ssize_t i = 0; i + 8 <= n; i += 8) acc |= load_le64(s + i);
+        return !(acc & 0x8080808080808080ULL);
+    }
+    if (n >= 4) {
+        uint32_t a, b;
+        memcpy(&a, s, 4);
+        memcpy(&b, s + n - 4, 4);
+        return !((a | b) & 0x80808080u);
+    }
+    uint8_t acc = 0;
+    for (Py_ssize_t i = 0; i < n; i++) acc |= s[i];
+    return !(acc & 0x80);
+}
+
+/* Is s[0..n) strict UTF-8 (what Python's "utf-8" codec accepts: no surrogates, no overlong forms, nothing
+ * above U+10FFFF)? Header keys are mostly ASCII, which is checked a word at a time. */
+static inline int utf8_valid(const uint8_t *s, Py_ssize_t n) {
+    if (ascii_only(s, n)) return 1;
+    Py_ssize_t i = 0;
+    while (i < n) {
+        uint8_t c = s[i];
+        if (c < 0x80) {
+            i++;
+        } else if (c >= 0xC2 && c <= 0xDF) {
+            if (n - i < 2 || (s[i + 1] & 0xC0) != 0x80) return 0;
+            i += 2;
+        } else if (c >= 0xE0 && c <= 0xEF) {
+            if (n - i < 3) return 0;
+            uint8_t c1 = s[i + 1];
+            uint8_t lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF; /* overlongs; surrogates */
+            if (c1 < lo || c1 > hi || (s[i + 2] & 0xC0) != 0x80) return 0;
+            i += 3;
+        } else if (c >= 0xF0 && c <= 0xF4) {
+            if (n - i < 4) return 0;
+            uint8_t c1 = s[i + 1];
+            uint8_t lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF; /* overlongs; above U+10FFFF */
+            if (c1 < lo || c1 > hi || (s[i + 2] & 0xC0) != 0x80 || (s[i + 3] & 0xC0) != 0x80) return 0;
+            i += 4;
+        } else {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* Validate one record at pos; fills row[NCOLS]; returns the record's end or -1. With bad_key, also sets
+ * *bad_key when a header key is not strict UTF-8: append validation's check, in the same pass. */
+static inline Py_ssize_t scan_record(const uint8_t *d, Py_ssize_t total, Py_ssize_t pos, int64_t *row, scan_err *err,
+                                     int *bad_key) {
     Py_ssize_t start = pos;
-    int64_t length, v, hcount, ignore_pos, ignore_len;
+    int64_t length, v, hcount, key_pos, key_len, ignore_pos, ignore_len;
     pos = read_varint(d, pos, total, 5, &length, err);
     if (pos < 0) return -1;
     if (length <= 0) {
@@ -157,7 +208,8 @@ static Py_ssize_t scan_one(const uint8_t *d, Py_ssize_t total, Py_ssize_t pos, i
     row[C_HDR_POS] = pos;
     row[C_HDR_COUNT] = hcount;
     for (int64_t h = 0; h < hcount; h++) {
-        if ((pos = read_field(d, pos, end, "header key", 0, &ignore_pos, &ignore_len, err)) < 0) return -1;
+        if ((pos = read_field(d, pos, end, "header key", 0, &key_pos, &key_len, err)) < 0) return -1;
+        if (bad_key && !utf8_valid(d + key_pos, (Py_ssize_t)key_len)) *bad_key = 1;
         if ((pos = read_field(d, pos, end, "header value", 1, &ignore_pos, &ignore_len, err)) < 0) return -1;
     }
     if (pos != end) {
@@ -169,6 +221,10 @@ static Py_ssize_t scan_one(const uint8_t *d, Py_ssize_t total, Py_ssize_t pos, i
     row[C_POS] = start;
     row[C_END] = end;
     return end;
+}
+
+static Py_ssize_t scan_one(const uint8_t *d, Py_ssize_t total, Py_ssize_t pos, int64_t *row, scan_err *err) {
+    return scan_record(d, total, pos, row, err, NULL);
 }
 
 static Py_ssize_t scan_all(const uint8_t *d, Py_ssize_t total, Py_ssize_t count, int64_t *out, scan_err *err) {
@@ -481,7 +537,8 @@ done:
     return res;
 }
 
-/* summarize_records(data, count) -> (null_keys, min_ts_delta, max_ts_delta, sequential_offsets) */
+/* summarize_records(data, count)
+ *   -> (null_keys, min_ts_delta, max_ts_delta, sequential_offsets, records_with_a_non_utf8_header_key) */
 static PyObject *summarize_records(PyObject *self, PyObject *args) {
     PyObject *data_obj;
     Py_ssize_t count;
@@ -492,7 +549,7 @@ static PyObject *summarize_records(PyObject *self, PyObject *args) {
     const uint8_t *d = (const uint8_t *)data.buf;
     Py_ssize_t total = data.len, pos = 0;
     scan_err err = {0};
-    int64_t row[NCOLS], nulls = 0, lo = 0, hi = 0;
+    int64_t row[NCOLS], nulls = 0, lo = 0, hi = 0, bad_keys = 0;
     int sequential = 1;
     for (Py_ssize_t i = 0; i < count; i++) {
         if (pos >= total) {
@@ -501,8 +558,10 @@ static PyObject *summarize_records(PyObject *self, PyObject *args) {
             err.b = i;
             break;
         }
-        pos = scan_one(d, total, pos, row, &err);
+        int bad_key = 0;
+        pos = scan_record(d, total, pos, row, &err, &bad_key);
         if (pos < 0) break;
+        bad_keys += bad_key;
         nulls += row[C_KEY_LEN] < 0;
         if (i == 0 || row[C_TS_DELTA] < lo) lo = row[C_TS_DELTA];
         if (i == 0 || row[C_TS_DELTA] > hi) hi = row[C_TS_DELTA];
@@ -515,7 +574,8 @@ static PyObject *summarize_records(PyObject *self, PyObject *args) {
     }
     PyBuffer_Release(&data);
     if (err.code) return raise_scan_error(&err);
-    return Py_BuildValue("(LLLO)", (long long)nulls, (long long)lo, (long long)hi, sequential ? Py_True : Py_False);
+    return Py_BuildValue("(LLLOL)", (long long)nulls, (long long)lo, (long long)hi, sequential ? Py_True : Py_False,
+                         (long long)bad_keys);
 }
 
 /* ------------------------------------------------------------------------------------------------
@@ -539,7 +599,8 @@ static PyObject *decode_headers_at(const uint8_t *d, Py_ssize_t end, Py_ssize_t 
             Py_DECREF(tup);
             return raise_scan_error(&err);
         }
-        PyObject *k = PyUnicode_DecodeUTF8((const char *)d + kp, (Py_ssize_t)kl, "strict");
+        /* a key that is not UTF-8 reads with U+FFFD, as Java's new String(bytes, UTF_8) reads it */
+        PyObject *k = PyUnicode_DecodeUTF8((const char *)d + kp, (Py_ssize_t)kl, "replace");
         PyObject *v = k ? bytes_or_none(d, vp, vl) : NULL;
         PyObject *pair = (k && v) ? PyTuple_Pack(2, k, v) : NULL;
         Py_XDECREF(k);
@@ -564,10 +625,11 @@ static PyObject *long_sum(long long base, int64_t delta) {
     return sum;
 }
 
-/* After a failure to build a record's objects (a header key that is not UTF-8), the twin would have
- * reported a malformed later record first, since it scans everything before decoding: do the same. */
-static void prefer_scan_error(const uint8_t *d, Py_ssize_t total, Py_ssize_t pos, Py_ssize_t i, Py_ssize_t count) {
-    if (!PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) return;
+/* After record i proved bad in a way the twin only finds once every record has scanned (a timestamp out of
+ * range), the twin would have reported a malformed later record first: raise that one if there is one,
+ * else the given ValueError. */
+static void raise_after_scanning_rest(const uint8_t *d, Py_ssize_t total, Py_ssize_t pos, Py_ssize_t i,
+                                      Py_ssize_t count, PyObject *msg) {
     scan_err err = {0};
     int64_t row[NCOLS];
     for (Py_ssize_t j = i + 1; j < count; j++) {
@@ -584,10 +646,8 @@ static void prefer_scan_error(const uint8_t *d, Py_ssize_t total, Py_ssize_t pos
         err.a = total - pos;
         err.b = count;
     }
-    if (err.code) {
-        PyErr_Clear();
-        raise_scan_error(&err);
-    }
+    if (err.code) raise_scan_error(&err);
+    else if (msg) PyErr_SetObject(PyExc_ValueError, msg);
 }
 
 static PyObject *decode_records(PyObject *self, PyObject *args) {
@@ -642,11 +702,21 @@ static PyObject *decode_records(PyObject *self, PyObject *args) {
         PyTuple_SET_ITEM(rec, 1, part);
         PyObject *off = long_sum(base_offset, row[C_OFFSET_DELTA]);
         PyObject *ts;
+        long long ts_value;
         if (override) {
             Py_INCREF(override);
             ts = override;
+        } else if (!__builtin_add_overflow(base_ts, (long long)row[C_TS_DELTA], &ts_value)) {
+            ts = PyLong_FromLongLong(ts_value);
         } else {
-            ts = long_sum(base_ts, row[C_TS_DELTA]);
+            /* a timestamp must fit int64 (it is stored as one): the batch is corrupt */
+            PyObject *msg = PyUnicode_FromFormat(
+                "base timestamp %lld + timestamp delta %lld of record %zd is outside the int64 range", base_ts,
+                (long long)row[C_TS_DELTA], i);
+            raise_after_scanning_rest(d, total, pos, i, count, msg);
+            Py_XDECREF(msg);
+            Py_XDECREF(off);
+            goto fail; /* rec is in the list with NULL slots, which tuple dealloc skips */
         }
         PyObject *key = bytes_or_none(d, row[C_KEY_POS], row[C_KEY_LEN]);
         PyObject *val = bytes_or_none(d, row[C_VAL_POS], row[C_VAL_LEN]);
@@ -658,10 +728,7 @@ static PyObject *decode_records(PyObject *self, PyObject *args) {
         PyTuple_SET_ITEM(rec, 5, key);
         PyTuple_SET_ITEM(rec, 6, val);
         PyTuple_SET_ITEM(rec, 7, hdrs);
-        if (!off || !ts || !key || !val || !hdrs) {
-            prefer_scan_error(d, total, pos, i, count);
-            goto fail;
-        }
+        if (!off || !ts || !key || !val || !hdrs) goto fail;
     }
     if (pos != total) {
         err.code = E_REMAINING;

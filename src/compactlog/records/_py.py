@@ -19,17 +19,21 @@ Record layout inside a batch's records section (all varints zigzag, protobuf-sty
     headers         [keyLength varint >= 0, key utf-8, valueLength varint (-1 = null), value]
 
 ``scan_records`` fills one row of ``NCOLS`` int64 columns per record (positions are into ``data``).
+Readers decode a header key that is not valid UTF-8 with replacement characters (as Java's
+``new String(bytes, UTF_8)`` does); ``summarize_records`` counts the records that have one, so that
+appends can refuse them. Nothing is sized by a record count before the records are there.
 """
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import google_crc32c
 
 # Column numbers of the scan output, shared with the compiled kernel.
 C_POS, C_END, C_OFFSET_DELTA, C_TS_DELTA, C_KEY_POS, C_KEY_LEN, C_VAL_POS, C_VAL_LEN, C_HDR_POS, C_HDR_COUNT = range(10)
 NCOLS = 10
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 
 def crc32c(data: Any) -> int:
@@ -157,15 +161,8 @@ def _check_count(count: int) -> None:
         raise ValueError(f"invalid record count {count}")
 
 
-def scan_records(data: Any, count: int, out: Any) -> int:
-    """Validate ``count`` records filling ``data`` exactly and write their columns into ``out``.
-
-    ``out`` is a writable int64 array of shape (count, NCOLS). Returns the number of bytes read.
-    """
-    _check_count(count)
-    shape = getattr(out, "shape", None)
-    if shape is None or len(shape) != 2 or shape[0] < count or shape[1] != NCOLS or getattr(out, "dtype", None) != "int64":
-        raise ValueError(f"out must be a writable int64 array of at least {count} rows of {NCOLS} columns")
+def _scan(data: Any, count: int) -> Iterator[tuple[int, ...]]:
+    """Validate ``count`` records filling ``data`` exactly, yielding each one's ``NCOLS`` columns."""
     total = len(data)
     pos = 0
     for i in range(count):
@@ -192,20 +189,24 @@ def scan_records(data: Any, count: int, out: Any) -> int:
             _, _, pos = _read_bytes_field(data, pos, end, "header value", True)
         if pos != end:
             raise ValueError(f"record length {length} does not match its {pos - (end - length)} bytes of content")
-        row = out[i]
-        row[C_POS] = start
-        row[C_END] = end
-        row[C_OFFSET_DELTA] = off_delta
-        row[C_TS_DELTA] = ts_delta
-        row[C_KEY_POS] = key_pos
-        row[C_KEY_LEN] = key_len
-        row[C_VAL_POS] = val_pos
-        row[C_VAL_LEN] = val_len
-        row[C_HDR_POS] = hdr_pos
-        row[C_HDR_COUNT] = hdr_count
+        # in the order of the C_* column numbers
+        yield start, end, off_delta, ts_delta, key_pos, key_len, val_pos, val_len, hdr_pos, hdr_count
     if pos != total:
         raise ValueError(f"{total - pos} bytes still remaining after {count} records")
-    return pos
+
+
+def scan_records(data: Any, count: int, out: Any) -> int:
+    """Validate ``count`` records filling ``data`` exactly and write their columns into ``out``.
+
+    ``out`` is a writable int64 array of shape (count, NCOLS). Returns the number of bytes read.
+    """
+    _check_count(count)
+    shape = getattr(out, "shape", None)
+    if shape is None or len(shape) != 2 or shape[0] < count or shape[1] != NCOLS or getattr(out, "dtype", None) != "int64":
+        raise ValueError(f"out must be a writable int64 array of at least {count} rows of {NCOLS} columns")
+    for i, row in enumerate(_scan(data, count)):
+        out[i] = row
+    return len(data)
 
 
 def scan_many(data: Any, starts: Any, ends: Any, counts: Any, out: Any) -> int:
@@ -287,8 +288,21 @@ def decode_headers(data: Any, pos: int, count: int) -> tuple[tuple[str, bytes | 
     for _ in range(count):
         kp, kl, pos = _read_bytes_field(data, pos, end, "header key", False)
         vp, vl, pos = _read_bytes_field(data, pos, end, "header value", True)
-        out.append((bytes(data[kp : kp + kl]).decode("utf-8"), None if vl < 0 else bytes(data[vp : vp + vl])))
+        key = bytes(data[kp : kp + kl]).decode("utf-8", "replace")
+        out.append((key, None if vl < 0 else bytes(data[vp : vp + vl])))
     return tuple(out)
+
+
+def _header_keys_valid(data: Any, pos: int, count: int, end: int) -> bool:
+    """Are the ``count`` header keys from ``pos`` all strict UTF-8 (no surrogates, no overlong forms)?"""
+    for _ in range(count):
+        kp, kl, pos = _read_bytes_field(data, pos, end, "header key", False)
+        _, _, pos = _read_bytes_field(data, pos, end, "header value", True)
+        try:
+            bytes(data[kp : kp + kl]).decode("utf-8")
+        except UnicodeDecodeError:
+            return False
+    return True
 
 
 def decode_records(
@@ -307,19 +321,22 @@ def decode_records(
     Fields: (topic, partition, offset, timestamp, timestamp_type, key, value, headers). With
     ``timestamp_override`` set (LogAppendTime) every record's timestamp is that value.
     """
-    import numpy as np
-
     _check_count(count)
-    cols = np.empty((count, NCOLS), dtype=np.int64)
-    scan_records(data, count, cols)
+    rows = list(_scan(data, count))  # every record is checked before any is decoded, as in the C kernel
     mv = memoryview(data)
     out = []
-    for row in cols.tolist():
+    for i, row in enumerate(rows):
         kl, vl = row[C_KEY_LEN], row[C_VAL_LEN]
         key = None if kl < 0 else bytes(mv[row[C_KEY_POS] : row[C_KEY_POS] + kl])
         value = None if vl < 0 else bytes(mv[row[C_VAL_POS] : row[C_VAL_POS] + vl])
         headers = decode_headers(mv, row[C_HDR_POS], row[C_HDR_COUNT]) if row[C_HDR_COUNT] else ()
-        ts = timestamp_override if timestamp_override is not None else base_timestamp + row[C_TS_DELTA]
+        if timestamp_override is not None:
+            ts = timestamp_override
+        else:
+            ts = base_timestamp + row[C_TS_DELTA]
+            if not INT64_MIN <= ts <= INT64_MAX:
+                raise ValueError(f"base timestamp {base_timestamp} + timestamp delta {row[C_TS_DELTA]} of record {i} "
+                                 "is outside the int64 range")
         out.append(
             record_type(topic, partition, base_offset + row[C_OFFSET_DELTA], ts, timestamp_type, key, value, headers)
         )
@@ -359,23 +376,25 @@ def partition_for_keys(keys: Sequence[bytes | None], num_partitions: int) -> lis
     return [-1 if k is None else (murmur2(k) & 0x7FFFFFFF) % num_partitions for k in keys]
 
 
-def summarize_records(data: Any, count: int) -> tuple[int, int, int, bool]:
+def summarize_records(data: Any, count: int) -> tuple[int, int, int, bool, int]:
     """Validate like ``scan_records`` and return what append validation needs, without columns:
-    (null keys, min timestamp delta, max timestamp delta, offset deltas exactly 0..count-1)."""
-    import numpy as np
-
+    (null keys, min timestamp delta, max timestamp delta, offset deltas exactly 0..count-1,
+    records with a header key that is not valid UTF-8)."""
     _check_count(count)
-    cols = np.empty((count, NCOLS), dtype=np.int64)
-    scan_records(data, count, cols)
-    if count == 0:
-        return 0, 0, 0, True
-    ts = cols[:, C_TS_DELTA]
-    return (
-        int((cols[:, C_KEY_LEN] < 0).sum()),
-        int(ts.min()),
-        int(ts.max()),
-        bool((cols[:, C_OFFSET_DELTA] == np.arange(count)).all()),
-    )
+    nulls = bad_keys = 0
+    lo = hi = 0
+    sequential = True
+    for i, row in enumerate(_scan(data, count)):
+        nulls += row[C_KEY_LEN] < 0
+        ts = row[C_TS_DELTA]
+        if i == 0 or ts < lo:
+            lo = ts
+        if i == 0 or ts > hi:
+            hi = ts
+        sequential &= row[C_OFFSET_DELTA] == i
+        if row[C_HDR_COUNT] and not _header_keys_valid(data, row[C_HDR_POS], row[C_HDR_COUNT], row[C_END]):
+            bad_keys += 1
+    return nulls, lo, hi, sequential, bad_keys
 
 
 # --- the log cleaner's offset map ------------------------------------------------------------------

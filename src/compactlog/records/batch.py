@@ -54,10 +54,21 @@ _LENGTH = struct.Struct(">qi")
 # length varint, attributes, timestampDelta, offsetDelta, keyLength, valueLength, headerCount: 1 byte each at least
 _MIN_RECORD_SIZE = 7
 _INT64 = struct.Struct(">q")
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 _ATTRS_TO_MAX_TS = struct.Struct(">hiqq")  # attributes, lastOffsetDelta, baseTimestamp, maxTimestamp
 
 Record = namedtuple("Record", "topic partition offset timestamp timestamp_type key value headers")
 Record.__doc__ = "One decoded record, as a consumer sees it. ``headers`` is a tuple of (str, bytes | None)."
+
+
+class BatchSummary(NamedTuple):
+    """What append validation needs from a batch's records, from one kernel pass (``RecordBatch.summarize``)."""
+
+    null_keys: int  # records without a key
+    min_timestamp: int  # absolute (base timestamp + the smallest delta)
+    max_timestamp: int
+    sequential_offsets: bool  # offset deltas are exactly 0..n-1
+    invalid_header_keys: int  # records with a header key that is not valid UTF-8
 
 
 def crc32c(data: Any) -> int:
@@ -66,23 +77,44 @@ def crc32c(data: Any) -> int:
 
 
 class RecordBatch:
-    """A read-only view of one v2 batch in a buffer (no copy until records are asked for)."""
+    """A read-only view of one v2 batch in a buffer (no copy until records are asked for).
+
+    ``origin`` says where the bytes came from: a string such as "t-0/00000000000000000000.log position
+    4096", or any object whose ``str()`` is one (formatted only when an error needs it). Readers set it;
+    errors about the batch then name it: "batch at offset N (<origin>)". Methods that decompress take
+    ``max_size``, the most the records may decompress to (None = ``codecs.DEFAULT_MAX_DECOMPRESSED_BYTES``).
+    """
 
     __slots__ = (
         "buffer", "base_offset", "batch_length", "partition_leader_epoch", "magic", "crc", "attributes",
         "last_offset_delta", "base_timestamp", "max_timestamp", "producer_id", "producer_epoch",
-        "base_sequence", "record_count",
+        "base_sequence", "record_count", "origin",
     )
 
-    def __init__(self, buffer: Any) -> None:
+    def __init__(self, buffer: Any, origin: Any = None) -> None:
+        self.origin = origin
         if len(buffer) < HEADER_SIZE:
-            raise CorruptRecordError(f"batch of {len(buffer)} bytes is shorter than the 61-byte header")
+            at = "" if origin is None else f" ({origin})"
+            raise CorruptRecordError(f"batch of {len(buffer)} bytes{at} is shorter than the 61-byte header")
         self.buffer = buffer
         (
             self.base_offset, self.batch_length, self.partition_leader_epoch, self.magic, self.crc,
             self.attributes, self.last_offset_delta, self.base_timestamp, self.max_timestamp,
             self.producer_id, self.producer_epoch, self.base_sequence, self.record_count,
         ) = HEADER.unpack_from(buffer, 0)
+
+    @property
+    def where(self) -> str:
+        """How errors name the batch: "batch at offset N", with the origin in parentheses when it is known."""
+        at = f"batch at offset {self.base_offset}"
+        return at if self.origin is None else f"{at} ({self.origin})"
+
+    def _timestamp(self, base: int, delta: int) -> int:
+        """base + delta, or CorruptRecordError when the sum leaves the int64 range a timestamp must fit."""
+        ts = base + delta
+        if not INT64_MIN <= ts <= INT64_MAX:
+            raise CorruptRecordError(f"{self.where}: base timestamp {base} + timestamp delta {delta} is outside the int64 range")
+        return ts
 
     # derived header facts -------------------------------------------------------------------
     @property
@@ -102,7 +134,7 @@ class RecordBatch:
         try:
             return codec_from_id(self.attributes & COMPRESSION_MASK)
         except CorruptRecordError as exc:
-            raise CorruptRecordError(f"batch at offset {self.base_offset}: {exc}") from None
+            raise CorruptRecordError(f"{self.where}: {exc}") from None
 
     @property
     def timestamp_type(self) -> int:
@@ -130,7 +162,7 @@ class RecordBatch:
         if not self.attributes & DELETE_HORIZON_BIT:
             return self.base_timestamp
         cols = self.scan()[1]
-        return self.base_timestamp + int(cols[0, kernels.C_TS_DELTA]) if len(cols) else NO_TIMESTAMP
+        return self._timestamp(self.base_timestamp, int(cols[0, kernels.C_TS_DELTA])) if len(cols) else NO_TIMESTAMP
 
     # validation -----------------------------------------------------------------------------
     def compute_crc(self) -> int:
@@ -142,68 +174,77 @@ class RecordBatch:
     def ensure_valid(self) -> None:
         """Kafka's ``ensureValid``: size, magic and CRC; raises CorruptRecordError naming the mismatch."""
         if self.magic != MAGIC:
-            raise CorruptRecordError(f"unsupported batch magic {self.magic} at offset {self.base_offset} (only v2 is supported)")
+            if self.origin is None:
+                raise CorruptRecordError(f"unsupported batch magic {self.magic} at offset {self.base_offset} (only v2 is supported)")
+            raise CorruptRecordError(f"{self.where}: unsupported batch magic {self.magic} (only v2 is supported)")
         if self.size < HEADER_SIZE:
-            raise CorruptRecordError(f"batch at offset {self.base_offset} is {self.size} bytes, less than the 61-byte header")
+            raise CorruptRecordError(f"{self.where} is {self.size} bytes, less than the 61-byte header")
         if len(self.buffer) < self.size:
-            raise CorruptRecordError(
-                f"batch at offset {self.base_offset} declares {self.size} bytes but only {len(self.buffer)} are present"
-            )
+            raise CorruptRecordError(f"{self.where} declares {self.size} bytes but only {len(self.buffer)} are present")
         computed = self.compute_crc()
         if computed != self.crc:
-            raise CorruptRecordError(
-                f"batch at offset {self.base_offset} is corrupt (stored crc = {self.crc}, computed crc = {computed})"
-            )
+            raise CorruptRecordError(f"{self.where} is corrupt (stored crc = {self.crc}, computed crc = {computed})")
 
     # records --------------------------------------------------------------------------------
-    def payload(self) -> Any:
-        """The records section, decompressed (a zero-copy view when uncompressed)."""
+    def payload(self, max_size: int | None = None) -> Any:
+        """The records section, decompressed (a zero-copy view when uncompressed).
+
+        A compressed section that would decompress to more than ``max_size`` bytes is refused.
+        """
         raw = memoryview(self.buffer)[HEADER_SIZE : self.size]
         codec = self.codec
-        return raw if codec is Codec.NONE else decompress(codec, raw)
+        if codec is Codec.NONE:
+            return raw
+        try:
+            return decompress(codec, raw, max_size)
+        except CorruptRecordError as exc:
+            raise CorruptRecordError(f"{self.where}: {exc}") from None
 
-    def _records_payload(self) -> Any:
+    def _records_payload(self, max_size: int | None = None) -> Any:
         """The payload, after checking that ``recordsCount`` is possible for it.
 
         A record takes at least 7 bytes, so a count the payload cannot hold is corruption, caught here
         before anything is sized by it.
         """
-        data = self.payload()
+        data = self.payload(max_size)
         n = self.record_count
         if n < 0:
-            raise CorruptRecordError(f"batch at offset {self.base_offset}: invalid record count {n}")
+            raise CorruptRecordError(f"{self.where}: invalid record count {n}")
         if n > len(data) // _MIN_RECORD_SIZE:
             raise CorruptRecordError(
-                f"batch at offset {self.base_offset}: premature EOF: {n} records cannot fit in "
-                f"{len(data)} bytes of records"
+                f"{self.where}: premature EOF: {n} records cannot fit in {len(data)} bytes of records"
             )
         return data
 
-    def scan(self) -> tuple[bytes, np.ndarray]:
+    def scan(self, max_size: int | None = None) -> tuple[bytes, np.ndarray]:
         """Decompress and validate the records; returns (payload, int64 columns of ``kernels.NCOLS``)."""
-        data = self._records_payload()
+        data = self._records_payload(max_size)
         cols = np.empty((self.record_count, kernels.NCOLS), dtype=np.int64)
         try:
             kernels.scan_records(data, self.record_count, cols)
         except ValueError as exc:
-            raise CorruptRecordError(f"batch at offset {self.base_offset}: {exc}") from None
+            raise CorruptRecordError(f"{self.where}: {exc}") from None
         return data, cols
 
-    def summarize(self) -> tuple[int, int, int, bool]:
-        """Validate the records and return (null keys, min ts, max ts, offset deltas are 0..n-1).
+    def summarize(self, max_size: int | None = None) -> BatchSummary:
+        """Validate the records and return what append validation needs, as a :class:`BatchSummary`.
 
-        Timestamps are absolute (base timestamp + deltas). One kernel call, no per-record objects:
-        this is what append validation needs.
+        Timestamps are absolute (base timestamp + deltas). One kernel call, no per-record objects.
         """
         try:
-            nulls, lo, hi, seq = kernels.summarize_records(self._records_payload(), self.record_count)
+            nulls, lo, hi, seq, bad_keys = kernels.summarize_records(self._records_payload(max_size), self.record_count)
         except ValueError as exc:
-            raise CorruptRecordError(f"batch at offset {self.base_offset}: {exc}") from None
-        return nulls, self.base_timestamp + lo, self.base_timestamp + hi, seq
+            raise CorruptRecordError(f"{self.where}: {exc}") from None
+        base = self.base_timestamp
+        return BatchSummary(nulls, self._timestamp(base, lo), self._timestamp(base, hi), seq, bad_keys)
 
-    def records(self, topic: str | None = None, partition: int = -1) -> list:
-        """Decode every record into :class:`Record` tuples (compiled kernel when available)."""
-        data = self._records_payload()
+    def records(self, topic: str | None = None, partition: int = -1, max_size: int | None = None) -> list:
+        """Decode every record into :class:`Record` tuples (compiled kernel when available).
+
+        A header key that is not valid UTF-8 is decoded with replacement characters, as Java's
+        ``new String(bytes, UTF_8)`` reads it.
+        """
+        data = self._records_payload(max_size)
         override = self.max_timestamp if self.attributes & TIMESTAMP_TYPE_BIT else None
         try:
             return kernels.decode_records(
@@ -211,7 +252,7 @@ class RecordBatch:
                 self.base_offset, self.base_timestamp, override,
             )
         except ValueError as exc:
-            raise CorruptRecordError(f"batch at offset {self.base_offset}: {exc}") from None
+            raise CorruptRecordError(f"{self.where}: {exc}") from None
 
     def __repr__(self) -> str:
         return (

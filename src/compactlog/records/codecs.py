@@ -10,6 +10,12 @@ Kafka compresses the records section of a batch (everything after the 61-byte he
 
 Levels follow KIP-390: ``compression.gzip.level`` 1..9 or -1 (zlib's default, 6),
 ``compression.lz4.level`` 1..17 (default 9), ``compression.zstd.level`` -131072..22 (default 3).
+
+Decompression is bounded: a batch's records may decompress to at most ``max_size`` bytes
+(``DEFAULT_MAX_DECOMPRESSED_BYTES`` unless the caller says otherwise). Whatever a hostile batch declares
+or holds, no codec produces more than that, and none is asked to allocate much more: sizes the stream
+declares (a snappy block's length preamble, an lz4 or zstd frame's content size) are checked before the
+library sees them, and output is pulled in bounded steps.
 """
 
 from __future__ import annotations
@@ -24,7 +30,12 @@ import lz4.block
 import lz4.frame
 import zstandard
 
-from ..errors import CorruptRecordError, UnsupportedCompressionTypeError
+from ..errors import CorruptRecordError, InvalidConfigError, UnsupportedCompressionTypeError
+
+# The most a batch's records may decompress to. Kafka's own bound is implicit (a consumer's fetch and
+# heap sizes); a broker that validates appends needs an explicit one, or one small batch can claim
+# gigabytes. 64 MiB is 64 times Kafka's default max.message.bytes.
+DEFAULT_MAX_DECOMPRESSED_BYTES = 64 * 1024 * 1024
 
 
 class Codec(IntEnum):
@@ -78,8 +89,16 @@ def check_level(codec: Codec, level: int | None) -> int | None:
     lo, hi, default = LEVELS[codec]
     if level == default or lo <= level <= hi:
         return level
-    raise ValueError(f"compression.{codec.config_name}.level must be in [{lo}, {hi}]" +
-                     (" or -1" if codec is Codec.GZIP else "") + f", got {level}")
+    raise InvalidConfigError(f"compression.{codec.config_name}.level must be in [{lo}, {hi}]" +
+                             (" or -1" if codec is Codec.GZIP else "") + f", got {level}")
+
+
+def _too_big(limit: int) -> CorruptRecordError:
+    return CorruptRecordError(f"records decompress to more than {limit} bytes (the limit for one batch)")
+
+
+def _joined(parts: list) -> bytes:
+    return parts[0] if len(parts) == 1 and isinstance(parts[0], bytes) else b"".join(parts)
 
 
 _SNAPPY_MAGIC = b"\x82SNAPPY\x00"
@@ -98,13 +117,34 @@ def _snappy_compress(data: bytes) -> bytes:
     return b"".join(out)
 
 
-def _snappy_decompress(data: bytes) -> bytes:
+def _snappy_raw_length(block: memoryview) -> int:
+    """The uncompressed length a raw snappy block declares in its varint preamble (at most 2**32 - 1)."""
+    n = shift = 0
+    for b in block[:5]:
+        n |= (b & 0x7F) << shift
+        if not b & 0x80:
+            if n > 0xFFFFFFFF:
+                break
+            return n
+        shift += 7
+    raise CorruptRecordError("snappy block has no valid length preamble")
+
+
+def _snappy_raw(block: memoryview, room: int, limit: int) -> bytes:
+    # The library allocates whatever the preamble says before it looks at the data: check it first.
+    if _snappy_raw_length(block) > room:
+        raise _too_big(limit)
+    return bytes(cramjam.snappy.decompress_raw(block))
+
+
+def _snappy_decompress(data: bytes, limit: int) -> bytes:
     mv = memoryview(data)
     if bytes(mv[:8]) != _SNAPPY_MAGIC:
-        return bytes(cramjam.snappy.decompress_raw(mv))
+        return _snappy_raw(mv, limit, limit)
     if len(mv) < len(_SNAPPY_HEADER):
         raise CorruptRecordError("snappy stream ends inside its 16-byte header")
     out = []
+    total = 0
     pos = len(_SNAPPY_HEADER)
     end = len(mv)
     while pos < end:
@@ -119,7 +159,9 @@ def _snappy_decompress(data: bytes) -> bytes:
         pos += 4
         if n < 0 or pos + n > end:
             raise CorruptRecordError(f"snappy block of {n} bytes runs past the end of the batch")
-        out.append(bytes(cramjam.snappy.decompress_raw(mv[pos : pos + n])))
+        block = _snappy_raw(mv[pos : pos + n], limit - total, limit)
+        total += len(block)
+        out.append(block)
         pos += n
     return b"".join(out)
 
@@ -130,16 +172,23 @@ def _gzip_compress(data: bytes, level: int) -> bytes:
     return co.compress(data) + co.flush()
 
 
-def _gzip_decompress(data: bytes) -> bytes:
+def _gzip_decompress(data: bytes, limit: int) -> bytes:
     out = []
+    total = 0
     rest = data
-    while rest:
+    while len(rest):
         d = zlib.decompressobj(16 + zlib.MAX_WBITS)
-        out.append(d.decompress(rest))
+        # One byte more than the room left: getting it means the member is too big. zlib grows its
+        # output as it goes, so a large max_length allocates nothing up front.
+        piece = d.decompress(rest, limit - total + 1)
+        total += len(piece)
+        if total > limit:
+            raise _too_big(limit)
         if not d.eof:
             raise CorruptRecordError("gzip stream is truncated")
+        out.append(piece)
         rest = d.unused_data
-    return b"".join(out)
+    return _joined(out)
 
 
 # Kafka's Lz4BlockOutputStream frame header: magic, FLG 0x60 (version 01, independent blocks, no checksums,
@@ -147,6 +196,7 @@ def _gzip_decompress(data: bytes) -> bytes:
 _LZ4_FRAME_HEADER = bytes.fromhex("04224d18604082")
 _LZ4_BLOCK = 64 * 1024
 _LZ4_UNCOMPRESSED = 0x80000000
+_LZ4_MAGIC = 0x184D2204
 _UINT_LE = struct.Struct("<I")
 
 
@@ -173,10 +223,33 @@ def _lz4_compress(data: bytes, level: int) -> bytes:
     return b"".join(out)
 
 
-def _lz4_decompress(data: bytes) -> bytes:
-    if len(data) >= 5 and data[4] & 0x20 == 0:
+def _lz4_decompress(data: bytes, limit: int) -> bytes:
+    # One frame, as Kafka reads it: bytes after its end mark are not read.
+    mv = memoryview(data)
+    if len(mv) >= 5 and mv[4] & 0x20 == 0:
         raise CorruptRecordError("lz4 frames with linked blocks are not supported (Kafka writes independent blocks)")
-    return lz4.frame.decompress(data)
+    declared = 0  # not stated; FLG bit 3 says an 8-byte content size follows FLG and BD
+    if len(mv) >= 14 and _UINT_LE.unpack_from(mv)[0] == _LZ4_MAGIC and mv[4] & 0x08:
+        declared = int.from_bytes(mv[6:14], "little")
+        if declared > limit:
+            raise _too_big(limit)
+    # The decoder allocates max_length up front, so output is pulled in growing steps.
+    ctx = lz4.frame.create_decompression_context()
+    step = declared + 1 if declared else max(_LZ4_BLOCK, 4 * len(mv))
+    out = []
+    total = pos = 0
+    while True:
+        piece, used, end = lz4.frame.decompress_chunk(ctx, mv[pos:], max_length=min(limit - total + 1, step))
+        pos += used
+        total += len(piece)
+        if total > limit:
+            raise _too_big(limit)
+        out.append(piece)
+        if end:
+            return _joined(out)
+        if not piece and not used:
+            raise CorruptRecordError("lz4 frame is truncated")
+        step *= 2
 
 
 # zstd contexts carry state and must not be used by two threads at once (doing so corrupts output or
@@ -205,19 +278,101 @@ def _zstd_compress(data: bytes, level: int) -> bytes:
     return _zstd_compressor(level).compress(data)
 
 
-def _zstd_decompress(data: bytes) -> bytes:
-    # One frame at a time: a frame that stops before its end is an error (a single decompressobj reading
-    # across frames would return the partial output silently).
-    out = []
-    rest = data
-    dctx = _zstd_decompressor()
-    while len(rest):
-        d = dctx.decompressobj()
-        out.append(d.decompress(rest))
-        if not d.eof:
+_ZSTD_MAGIC = 0xFD2FB528
+_ZSTD_SKIPPABLE = 0x184D2A50  # 0x184D2A50..0x184D2A5F: a skippable frame (no output)
+_ZSTD_BLOCK_MAX = 128 * 1024  # the most one block decompresses to
+_ZSTD_FCS_SIZES = (0, 2, 4, 8)
+_ZSTD_DICT_ID_SIZES = (0, 1, 2, 4)
+
+
+def _zstd_frame(mv: memoryview, pos: int) -> tuple[int, int | None, int | None]:
+    """Walk the frame at ``pos`` (RFC 8878 section 3.1) without decoding it.
+
+    Returns (end, declared content size or None, the most its blocks can decompress to); the bound is
+    None for a skippable frame, which holds no data. A frame whose blocks or checksum run past the data
+    is truncated.
+    """
+    n = len(mv)
+    if n - pos < 4:
+        raise CorruptRecordError("zstd frame is truncated")
+    (magic,) = _UINT_LE.unpack_from(mv, pos)
+    if magic & 0xFFFFFFF0 == _ZSTD_SKIPPABLE:
+        if n - pos < 8:
             raise CorruptRecordError("zstd frame is truncated")
-        rest = d.unused_data
-    return b"".join(out)
+        end = pos + 8 + _UINT_LE.unpack_from(mv, pos + 4)[0]
+        if end > n:
+            raise CorruptRecordError("zstd frame is truncated")
+        return end, None, None
+    if magic != _ZSTD_MAGIC:
+        raise CorruptRecordError(f"zstd frame has an unknown magic number {magic:#010x}")
+    if n - pos < 5:
+        raise CorruptRecordError("zstd frame is truncated")
+    descriptor = mv[pos + 4]
+    if descriptor & 0x08:
+        raise CorruptRecordError("zstd frame header has its reserved bit set")
+    single_segment = descriptor & 0x20
+    fcs_size = 1 if descriptor >> 6 == 0 and single_segment else _ZSTD_FCS_SIZES[descriptor >> 6]
+    header = 5 + (0 if single_segment else 1) + _ZSTD_DICT_ID_SIZES[descriptor & 3] + fcs_size
+    if n - pos < header:
+        raise CorruptRecordError("zstd frame is truncated")
+    declared = None
+    if fcs_size:
+        declared = int.from_bytes(mv[pos + header - fcs_size : pos + header], "little") + (256 if fcs_size == 2 else 0)
+    p = pos + header
+    bound = 0
+    while True:
+        if n - p < 3:
+            raise CorruptRecordError("zstd frame is truncated")
+        block = mv[p] | mv[p + 1] << 8 | mv[p + 2] << 16
+        kind, size = block >> 1 & 3, block >> 3
+        p += 3
+        if kind == 0:  # raw
+            p += size
+            bound += size
+        elif kind == 1:  # RLE: one byte, repeated size times
+            p += 1
+            bound += size
+        elif kind == 2:  # compressed
+            p += size
+            bound += _ZSTD_BLOCK_MAX
+        else:
+            raise CorruptRecordError("zstd block has the reserved type 3")
+        if p > n:
+            raise CorruptRecordError("zstd frame is truncated")
+        if block & 1:  # the last block
+            break
+    if descriptor & 0x04:  # content checksum
+        p += 4
+        if p > n:
+            raise CorruptRecordError("zstd frame is truncated")
+    return p, declared, bound
+
+
+def _zstd_decompress(data: bytes, limit: int) -> bytes:
+    # One frame at a time, each walked first: a frame that stops before its end is an error (a single
+    # decoder reading across frames would return the partial output silently), a declared content size
+    # above the room left is refused unread, and output is read with a bound.
+    mv = memoryview(data)
+    out = []
+    total = 0
+    pos = 0
+    dctx = _zstd_decompressor()
+    while pos < len(mv):
+        end, declared, bound = _zstd_frame(mv, pos)
+        room = limit - total
+        if declared is not None and declared > room:
+            raise _too_big(limit)
+        if bound is not None:
+            # Sized by the blocks, not by the declared size: the decoder checks that one at the frame's end,
+            # which a read that stopped at the declared size would never reach.
+            with dctx.stream_reader(mv[pos:end], read_across_frames=False) as reader:
+                piece = reader.read(min(bound, room) + 1)
+            total += len(piece)
+            if total > limit:
+                raise _too_big(limit)
+            out.append(piece)
+        pos = end
+    return _joined(out)
 
 
 def compress(codec: Codec, data: bytes, level: int | None = None) -> bytes:
@@ -236,18 +391,23 @@ def compress(codec: Codec, data: bytes, level: int | None = None) -> bytes:
     return _zstd_compress(data, lvl)
 
 
-def decompress(codec: Codec, data: bytes) -> bytes:
-    """Decompress a records section; any codec failure is a corrupt record."""
+def decompress(codec: Codec, data: bytes, max_size: int | None = None) -> bytes:
+    """Decompress a records section; any codec failure is a corrupt record.
+
+    The output never exceeds ``max_size`` bytes (None = ``DEFAULT_MAX_DECOMPRESSED_BYTES``): more is a
+    CorruptRecordError saying so, raised before the codec library allocates for it.
+    """
     if codec is Codec.NONE:
         return data
+    limit = DEFAULT_MAX_DECOMPRESSED_BYTES if max_size is None else max_size
     try:
         if codec is Codec.GZIP:
-            return _gzip_decompress(data)
+            return _gzip_decompress(data, limit)
         if codec is Codec.SNAPPY:
-            return _snappy_decompress(data)
+            return _snappy_decompress(data, limit)
         if codec is Codec.LZ4:
-            return _lz4_decompress(data)
-        return _zstd_decompress(data)
+            return _lz4_decompress(data, limit)
+        return _zstd_decompress(data, limit)
     except CorruptRecordError:
         raise
     except Exception as exc:

@@ -32,16 +32,18 @@ class Chunk:
     rows: np.ndarray
 
     @classmethod
-    def scan(cls, batches: list[RecordBatch], verify: bool = False) -> "Chunk":
+    def scan(cls, batches: list[RecordBatch], verify: bool = False, max_size: int | None = None) -> "Chunk":
         """``verify`` checks each batch's CRC-32C first: a rewriter must, or it would re-encode damaged
-        records under a fresh, valid CRC."""
+        records under a fresh, valid CRC. ``max_size`` bounds each batch's decompressed records
+        (None = the codecs' default)."""
         payloads, starts, ends, counts = [], [], [], []
         pos = 0
         for b in batches:
             if verify:
                 b.ensure_valid()
             n = 0 if b.is_control else b.record_count
-            p = b.payload() if n else b""
+            # the count is checked against the payload before the column table is sized by it
+            p = b._records_payload(max_size) if n else b""
             payloads.append(p)
             starts.append(pos)
             pos += len(p)
@@ -57,7 +59,7 @@ class Chunk:
         except ValueError as exc:
             msg = str(exc)
             idx = int(msg.split(":")[0].split()[-1]) if msg.startswith("section") else 0
-            raise CorruptRecordError(f"batch at offset {batches[idx].base_offset}: {msg.split(': ', 1)[-1]}") from None
+            raise CorruptRecordError(f"{batches[idx].where}: {msg.split(': ', 1)[-1]}") from None
         cols[:, kernels.C_OFFSET_DELTA] += np.repeat(np.asarray([b.base_offset for b in batches], dtype=np.int64), counts_a)
         return cls(batches, data, cols, rows)
 
@@ -70,12 +72,28 @@ class Chunk:
         return self.cols[:, kernels.C_OFFSET_DELTA]
 
     def timestamps(self) -> np.ndarray:
-        """Absolute record timestamps (the batch maxTimestamp for LogAppendTime batches)."""
+        """Absolute record timestamps (the batch maxTimestamp for LogAppendTime batches).
+
+        A base timestamp plus delta outside the int64 range is a CorruptRecordError naming the batch.
+        """
         lat = [b.timestamp_type == LOG_APPEND_TIME for b in self.batches]
         base = self.per_row([b.max_timestamp if t else b.base_timestamp for b, t in zip(self.batches, lat)])
+        deltas = self.cols[:, kernels.C_TS_DELTA]
         if any(lat):
-            return base + np.where(self.per_row(lat).astype(bool), 0, self.cols[:, kernels.C_TS_DELTA])
-        return base + self.cols[:, kernels.C_TS_DELTA]
+            deltas = np.where(self.per_row(lat).astype(bool), 0, deltas)
+        with np.errstate(over="ignore"):
+            out = base + deltas
+        # int64 addition wraps: it overflowed exactly where the sum moved against the delta's sign
+        wrapped = ((deltas > 0) & (out < base)) | ((deltas < 0) & (out > base))
+        if wrapped.any():
+            row = int(np.argmax(wrapped))
+            i = int(np.searchsorted(self.rows, row, side="right")) - 1
+            b = self.batches[i]
+            raise CorruptRecordError(
+                f"{b.where}: base timestamp {b.base_timestamp} + timestamp delta {int(deltas[row])} of record "
+                f"{row - int(self.rows[i])} is outside the int64 range"
+            )
+        return out
 
     def timestamp_types(self) -> np.ndarray:
         return self.per_row([b.timestamp_type for b in self.batches])

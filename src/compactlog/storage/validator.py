@@ -143,9 +143,14 @@ def validate_and_assign_offsets(records: bytes, next_offset: int, config, now: i
         raise InvalidRecordError(f"Clients may not set the delete-horizon attribute (append to {where})")
     if batch.attributes & TIMESTAMP_TYPE_BIT:
         raise InvalidTimestampError(f"Invalid timestamp type in the batch for {where}: producers send CreateTime batches")
-    nulls, min_ts, max_ts, deltas_ok = batch.summarize()
+    nulls, min_ts, max_ts, deltas_ok, bad_header_keys = batch.summarize()
     if config.compact and nulls:
         raise InvalidRecordError(f"Compacted topic cannot accept message without key in topic partition {where}.")
+    if bad_header_keys:
+        raise InvalidRecordError(
+            f"{bad_header_keys} record(s) of the batch in the append to {where} have a header key that is not valid "
+            "UTF-8 (Kafka header keys are strings)"
+        )
     log_append = config.message_timestamp_type == "LogAppendTime"
     if not log_append:
         check_timestamps(min_ts, max_ts, batch, now, config, where)
