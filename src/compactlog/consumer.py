@@ -14,7 +14,7 @@ import os
 from typing import Iterator
 
 from .compaction.reader import compacted_batches, earliest_offset
-from .errors import CorruptRecordError, InvalidRequestError, UnknownTopicOrPartitionError
+from .errors import CorruptRecordError, InvalidRequestError, OffsetOutOfRangeError, UnknownTopicOrPartitionError
 from .records.batch import Record
 from .storage import files
 from .storage.manager import read_topics
@@ -61,6 +61,10 @@ class SnapshotConsumer:
                 elif start == "latest":
                     self.positions[p] = snap.log_end_offset
                 else:
+                    lo, hi = (0 if read_compacted else snap.log_start_offset), snap.log_end_offset
+                    if not lo <= int(start) <= hi:
+                        raise OffsetOutOfRangeError(
+                            f"offset {start} is out of range for {topic}-{p} ({snap.log_start_offset}..{hi})")
                     self.positions[p] = int(start)
 
     def _snapshot(self, p: int) -> PartitionSnapshot:

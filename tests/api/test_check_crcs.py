@@ -69,3 +69,15 @@ def test_the_console_consumer_prints_an_error_not_the_corrupt_value(damaged):
     assert out.returncode == 1
     assert out.stdout.splitlines() == ["value-0"]
     assert "Error: t-0: batch at offset 1 is corrupt" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_the_console_consumer_can_opt_out_as_kafkas_does(damaged):
+    for follow in ([], ["--timeout-ms", "200"]):
+        out = subprocess.run([sys.executable, "-m", "compactlog", "consume", "--data-dir", str(damaged), "--topic", "t",
+                              "--from-beginning", "--consumer-property", "check.crcs=false", *follow],
+                             capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.splitlines() == ["value-0", "value-0", "value-2"]
+    bad = subprocess.run([sys.executable, "-m", "compactlog", "consume", "--data-dir", str(damaged), "--topic", "t",
+                          "--consumer-property", "fetch.min.bytes=1"], capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "unknown consumer property fetch.min.bytes" in bad.stderr

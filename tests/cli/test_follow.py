@@ -135,3 +135,14 @@ def test_a_partition_that_fills_every_poll_does_not_starve_the_others(tmp_path):
     consumer = SnapshotConsumer(tmp_path, "t", start="earliest", max_poll_records=10)
     first_two = consumer.poll() + consumer.poll()
     assert b"quiet" in [r.value for r in first_two]
+
+
+def test_following_from_an_offset_beyond_the_end_is_an_error_as_without_following(tmp_path):
+    with compactlog.open(tmp_path) as cl:
+        cl.create_topic("t", 1)
+        cl.produce("t", b"v")
+    for follow in ([], ["--timeout-ms", "100"]):
+        out = subprocess.run([sys.executable, "-m", "compactlog", "consume", "--data-dir", str(tmp_path), "--topic", "t",
+                              "--partition", "0", "--offset", "99", *follow], capture_output=True, text=True, timeout=60)
+        assert out.returncode == 1, (follow, out.stderr)
+        assert "offset 99 is out of range for t-0 (0..1)" in out.stderr

@@ -310,7 +310,7 @@ def test_levels_follow_kip_390(codec, ok, bad):
         assert check_level(codec, level) == level
         assert decompress(codec, compress(codec, COMPRESSIBLE[:20_000], level)) == COMPRESSIBLE[:20_000]
     for level in bad:
-        msg = f"compression.{codec.config_name}.level must be in"
+        msg = rf"Invalid value {level} for configuration compression\.{codec.config_name}\.level: Value must be"  # Kafka's words
         with pytest.raises(InvalidConfigError, match=msg):  # typed, so the CLI prints it as an error
             check_level(codec, level)
         with pytest.raises(InvalidConfigError, match=msg):

@@ -175,14 +175,17 @@ class RecordFormatter:
               help="Read the compacted view (compact-topic): latest record per key below its horizon, then the live log.")
 @click.option("--property", "properties", multiple=True,
               help="print.key, print.value, print.timestamp, print.offset, print.partition, print.headers, key.separator, line.separator, null.literal (alias null.marker).")
+@click.option("--consumer-property", "consumer_properties", multiple=True,
+              help="check.crcs=true|false: verify every batch's CRC (the default, as Kafka's consumer does).")
 @kafka_errors
 def consume(data_dir, server_properties, topic, from_beginning, partition, offset, max_messages, timeout_ms, read_compacted,
-            properties):
+            properties, consumer_properties):
     """Print records up to the current end of the log, or follow it with --timeout-ms (kafka-console-consumer).
 
     Example: compactlog consume --data-dir data --topic prices --from-beginning --property print.key=true
     """
     fmt = RecordFormatter(parse_key_values(properties, "--property"))
+    check_crcs = consumer_settings(parse_key_values(consumer_properties, "--consumer-property"))
     out = sys.stdout.buffer
     start = None
     if offset is not None:
@@ -196,16 +199,26 @@ def consume(data_dir, server_properties, topic, from_beginning, partition, offse
             start = offset
     if timeout_ms is not None:
         follow(data_dir, topic, partition, start if start is not None else "earliest" if from_beginning else "latest",
-               max_messages, timeout_ms, read_compacted, fmt, out)
+               max_messages, timeout_ms, read_compacted, fmt, out, check_crcs)
         return
     with open_data_dir(data_dir, server_properties) as cl:
         for rec in cl.consume(topic, partition, from_beginning=from_beginning, offset=start, max_records=max_messages,
-                              read_compacted=read_compacted):
+                              read_compacted=read_compacted, check_crcs=check_crcs):
             out.write(fmt.format(rec))
     out.flush()
 
 
-def follow(data_dir, topic, partition, start, max_messages, timeout_ms, read_compacted, fmt, out) -> None:
+def consumer_settings(props: dict[str, str]) -> bool:
+    """The consumer configs the console consumer takes (``--consumer-property``): only ``check.crcs``."""
+    unknown = sorted(set(props) - {"check.crcs"})
+    if unknown:
+        raise click.BadParameter(f"unknown consumer property {unknown[0]} (known: check.crcs)",
+                                 param_hint="'--consumer-property'")
+    return bool_property(props, "check.crcs", True)
+
+
+def follow(data_dir, topic, partition, start, max_messages, timeout_ms, read_compacted, fmt, out,
+           check_crcs: bool = True) -> None:
     """Poll read-only snapshots (no lock: the owner keeps appending) until ``timeout_ms`` without a
     record, ``max_messages`` records, or Ctrl-C (which exits 130, once what was read is printed)."""
     import time
@@ -213,7 +226,7 @@ def follow(data_dir, topic, partition, start, max_messages, timeout_ms, read_com
     from ..consumer import SnapshotConsumer
 
     consumer = SnapshotConsumer(data_dir, topic, partition, start=start, read_compacted=read_compacted,
-                                max_poll_records=5000)
+                                max_poll_records=5000, check_crcs=check_crcs)
     left = max_messages
     idle_since = time.monotonic()
     try:

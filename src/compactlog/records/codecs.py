@@ -36,6 +36,14 @@ from ..errors import CorruptRecordError, InvalidConfigError, UnsupportedCompress
 # heap sizes); a broker that validates appends needs an explicit one, or one small batch can claim
 # gigabytes. 64 MiB is 64 times Kafka's default max.message.bytes.
 DEFAULT_MAX_DECOMPRESSED_BYTES = 64 * 1024 * 1024
+_reader_bound = DEFAULT_MAX_DECOMPRESSED_BYTES
+
+
+def allow_reading_up_to(max_size: int) -> None:
+    """Raise this process's bound for reads that name none (never lower it): a process that accepts
+    appends up to ``message.max.decompressed.bytes`` must be able to read back what it accepted."""
+    global _reader_bound
+    _reader_bound = max(_reader_bound, int(max_size))
 
 
 class Codec(IntEnum):
@@ -89,8 +97,12 @@ def check_level(codec: Codec, level: int | None) -> int | None:
     lo, hi, default = LEVELS[codec]
     if level == default or lo <= level <= hi:
         return level
-    raise InvalidConfigError(f"compression.{codec.config_name}.level must be in [{lo}, {hi}]" +
-                             (" or -1" if codec is Codec.GZIP else "") + f", got {level}")
+    # Kafka's validators' words (ConfigDef.Range, and gzip's own "or equal to -1")
+    if codec is Codec.GZIP:
+        rule = f"Value must be between {lo} and {hi} or equal to -1"
+    else:
+        rule = f"Value must be at least {lo}" if level < lo else f"Value must be no more than {hi}"
+    raise InvalidConfigError(f"Invalid value {level} for configuration compression.{codec.config_name}.level: {rule}")
 
 
 def _too_big(limit: int) -> CorruptRecordError:
@@ -394,12 +406,13 @@ def compress(codec: Codec, data: bytes, level: int | None = None) -> bytes:
 def decompress(codec: Codec, data: bytes, max_size: int | None = None) -> bytes:
     """Decompress a records section; any codec failure is a corrupt record.
 
-    The output never exceeds ``max_size`` bytes (None = ``DEFAULT_MAX_DECOMPRESSED_BYTES``): more is a
-    CorruptRecordError saying so, raised before the codec library allocates for it.
+    The output never exceeds ``max_size`` bytes (None = ``DEFAULT_MAX_DECOMPRESSED_BYTES``, or what
+    ``allow_reading_up_to`` raised it to): more is a CorruptRecordError saying so, raised before the
+    codec library allocates for it.
     """
     if codec is Codec.NONE:
         return data
-    limit = DEFAULT_MAX_DECOMPRESSED_BYTES if max_size is None else max_size
+    limit = _reader_bound if max_size is None else max_size
     try:
         if codec is Codec.GZIP:
             return _gzip_decompress(data, limit)

@@ -293,7 +293,12 @@ class BrokerConfig:
 
     @classmethod
     def from_file(cls, path: str | Path, overrides: Mapping[str, Any] | None = None) -> "BrokerConfig":
-        return cls.from_properties(Path(path).read_text(encoding="utf-8"), overrides)
+        """Read a ``server.properties`` file as Java's Properties.load reads one: ISO-8859-1."""
+        try:
+            raw = Path(path).read_bytes()
+        except OSError as exc:
+            raise InvalidConfigError(f"cannot read the broker properties file {path}: {exc.strerror or exc}") from None
+        return cls.from_properties(raw.decode("latin-1"), overrides)
 
     def _check_requirements(self) -> None:
         """Kafka's start-up checks on the effective time settings (KafkaConfig's ``require``s)."""

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..clock import SYSTEM, Time
+from ..records.codecs import allow_reading_up_to
 from ..errors import (
     CompactLogError,
     InvalidPartitionsError,
@@ -124,8 +125,12 @@ class LogManager:
         self.time = time
         self.lock = threading.RLock()
         self.failure = LogDirFailure(self.dir)
+        allow_reading_up_to(self.broker.get("message.max.decompressed.bytes"))
         try:
             self.dir.mkdir(parents=True, exist_ok=True)
+            if any(files.is_segment_file(n) and n.endswith(files.LOG_SUFFIX) for n in os.listdir(self.dir)):
+                raise KafkaStorageError(f"{self.dir} holds segment files: it is a partition directory, not a data "
+                                        f"directory (give the directory that holds the <topic>-<partition> folders)")
             (self.dir / TOPICS_DIR).mkdir(exist_ok=True)
             lock_fd = files.try_lock(self.dir / LOCK_FILE)
         except OSError as exc:
@@ -181,12 +186,15 @@ class LogManager:
             if topic not in self.topics:
                 log.warning("ignoring partition directory %s: no topic metadata for %s", child.name, topic)
                 continue
-            self.logs[parsed] = Log(
-                child, self.log_config(topic), time=self.time,
-                recovery_point=recovery.get(parsed, 0), log_start_offset=starts.get(parsed, 0),
-                clean_shutdown=clean, failure=self.failure, full_recovery=self.full_recovery,
-                gaps_allowed_below=cleaned.get(parsed, None if self.log_config(topic).compact else 0),
-            )
+            try:
+                self.logs[parsed] = Log(
+                    child, self.log_config(topic), time=self.time,
+                    recovery_point=recovery.get(parsed, 0), log_start_offset=starts.get(parsed, 0),
+                    clean_shutdown=clean, failure=self.failure, full_recovery=self.full_recovery,
+                    gaps_allowed_below=cleaned.get(parsed, None if self.log_config(topic).compact else 0),
+                )
+            except OSError as exc:
+                raise KafkaStorageError(f"cannot open partition {child.name} in {self.dir}: {describe(exc)}") from None
         with self.failure.guard(f"opening {self.dir}"):
             for topic, meta in self.topics.items():  # a crash during create may have left some out
                 for p in range(meta["partitions"]):

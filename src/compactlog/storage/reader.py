@@ -77,9 +77,6 @@ def _read(listing: Listing, at: list[int], end: int | None, check_crcs: bool) ->
                 raise CorruptRecordError(f"{seg.directory.name}: {problem} ({seg.file_name} position {position})")
             expected = batch.next_offset
             if batch.last_offset >= at[0]:
-                try:  # TEMPORARY until the records layer's origin slot lands
-                    batch.origin = BatchOrigin(seg, position)
-                except AttributeError:
-                    pass
+                batch.origin = BatchOrigin(seg, position)
                 at[0] = batch.next_offset
                 yield batch

@@ -537,11 +537,11 @@ class LogSegment:
         txn = files.segment_file(self.directory, self.base_offset, files.TXN_INDEX_SUFFIX, self.temp_suffix)
         txn.unlink(missing_ok=True)
 
-    def __del__(self) -> None:
+    def __del__(self, _close=os.close) -> None:  # bound now: at interpreter exit ``os`` may be gone
         fd = getattr(self, "_handle", -1)
         if fd >= 0:
             try:
-                os.close(fd)
+                _close(fd)
             except OSError:
                 pass
 

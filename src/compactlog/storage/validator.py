@@ -8,7 +8,12 @@ structure, keys on compacted topics, timestamps) and then either
   applies when the stored codec equals the target codec and, for compressed batches, the inner offset
   deltas are exactly 0..n-1; or
 * **rebuilt** with the topic's codec and level (``compression.type`` other than ``producer`` and
-  different from the batch's), offsets assigned from the log end offset.
+  different from the batch's), offsets assigned from the log end offset. Records whose inner offsets
+  are already 0..n-1 (every Kafka client writes them so) keep their bytes: only the records section is
+  recompressed. Others are rebuilt record by record, for at most ``MAX_RECORD_BY_RECORD`` records.
+
+Memory stays bounded whatever arrives: the records of a compressed batch inflate to at most the
+broker's ``message.max.decompressed.bytes``, and no path builds an object per record of a big batch.
 
 Record-level checks run on the kernel's column scan with numpy, never in a Python loop per record.
 """
@@ -31,13 +36,17 @@ from ..records.batch import (
     TIMESTAMP_TYPE_BIT,
     BatchInfo,
     RecordBatch,
+    assemble_batch,
     build_batch,
     iter_batches,
     patch_header,
 )
-from ..records.codecs import Codec, codec_from_name
+from ..records.codecs import Codec, codec_from_name, compress
 
 LONG_MAX = 2**63 - 1
+# Records rebuilt one by one (a compressed batch whose inner offsets are not 0..n-1, which no Kafka client
+# writes); each costs a Python object, so a batch of more is refused.
+MAX_RECORD_BY_RECORD = 65536
 
 
 @dataclass(frozen=True)
@@ -143,7 +152,8 @@ def validate_and_assign_offsets(records: bytes, next_offset: int, config, now: i
         raise InvalidRecordError(f"Clients may not set the delete-horizon attribute (append to {where})")
     if batch.attributes & TIMESTAMP_TYPE_BIT:
         raise InvalidTimestampError(f"Invalid timestamp type in the batch for {where}: producers send CreateTime batches")
-    nulls, min_ts, max_ts, deltas_ok, bad_header_keys = batch.summarize()
+    max_size = config.broker.get("message.max.decompressed.bytes")
+    nulls, min_ts, max_ts, deltas_ok, bad_header_keys = batch.summarize(max_size)
     if config.compact and nulls:
         raise InvalidRecordError(f"Compacted topic cannot accept message without key in topic partition {where}.")
     if bad_header_keys:
@@ -168,7 +178,6 @@ def validate_and_assign_offsets(records: bytes, next_offset: int, config, now: i
         return ValidatedAppend((bytes(header), memoryview(records)[HEADER_SIZE:]), next_offset, last, now if log_append else max_ts, last,
                                now if log_append else -1, n, False)
 
-    recs = batch.records()
     info = BatchInfo(
         base_offset=next_offset,
         timestamp_type=LOG_APPEND_TIME if log_append else batch.timestamp_type,
@@ -177,12 +186,26 @@ def validate_and_assign_offsets(records: bytes, next_offset: int, config, now: i
         base_sequence=batch.base_sequence,
         partition_leader_epoch=batch.partition_leader_epoch,
     )
-    rebuilt = build_batch(
-        [r.key for r in recs], [r.value for r in recs], [r.timestamp for r in recs],
-        headers=[r.headers for r in recs] if any(r.headers for r in recs) else None,
-        codec=target, level=_level_for(config, target), info=info,
-        max_timestamp=now if log_append else None,
-    )
+    level = _level_for(config, target)
+    if deltas_ok:  # the records section is right as it is: recompress it, nothing per record
+        body = bytes(batch.payload(max_size))
+        if target is not Codec.NONE:
+            body = compress(target, body, level)
+        attrs = int(target) | (TIMESTAMP_TYPE_BIT if log_append else 0)
+        rebuilt = assemble_batch(info, attrs, n - 1, batch.base_timestamp, now if log_append else max_ts, n, body)
+    else:
+        if n > MAX_RECORD_BY_RECORD:
+            raise InvalidRecordError(
+                f"The batch in the append to {where} holds {n} records whose inner offsets are not 0..{n - 1}; such "
+                f"batches are rebuilt record by record, which compactlog does for at most {MAX_RECORD_BY_RECORD} records"
+            )
+        recs = batch.records(max_size=max_size)
+        rebuilt = build_batch(
+            [r.key for r in recs], [r.value for r in recs], [r.timestamp for r in recs],
+            headers=[r.headers for r in recs] if any(r.headers for r in recs) else None,
+            codec=target, level=level, info=info,
+            max_timestamp=now if log_append else None,
+        )
     if len(rebuilt) > config.max_message_bytes:
         raise RecordTooLargeError(
             f"The record batch size in the append to {where} is {len(rebuilt)} bytes after recompression to "
