@@ -249,3 +249,46 @@ def test_unique_names_do_not_leak_into_a_reopen(tmp_path):
     with compactlog.open(tmp_path) as cl:
         assert not marked.exists()
         assert cl.end_offsets(T) == {0: 0, 1: 0}
+
+
+def test_the_decompression_bound_is_the_broker_setting(tmp_path):
+    from compactlog.errors import CorruptRecordError
+    from compactlog.records import Codec, build_batch
+
+    with compactlog.open(tmp_path, {"message.max.decompressed.bytes": "65536"}) as cl:
+        cl.create_topic(T, 1, {"compression.type": "lz4"})  # appends are rebuilt: the records get decompressed
+        fits = build_batch([b"k"], [b"a" * 60_000], [1], codec=Codec.ZSTD)
+        cl.append_batch(T, 0, fits)
+        bomb = build_batch([b"k"], [b"a" * 70_000], [1], codec=Codec.ZSTD)
+        with pytest.raises(CorruptRecordError, match="decompress to more than 65536 bytes"):
+            cl.append_batch(T, 0, bomb)
+        assert [len(r.value) for r in cl.consume(T, from_beginning=True)] == [60_000]
+
+
+BOMB_CHILD = textwrap.dedent(
+    """
+    import resource, sys
+    import compactlog
+    from compactlog.errors import CorruptRecordError
+    from compactlog.records import Codec, build_batch
+    with open("/proc/self/status") as f:
+        size = next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmSize:"))
+    bomb = build_batch([b"k"] * 64, [b"\\0" * (1 << 24)] * 64, [1] * 64, codec=Codec[sys.argv[2]])  # 1 GiB of zeros
+    cl = compactlog.open(sys.argv[1])
+    cl.create_topic("t", 1, {"compression.type": "gzip", "max.message.bytes": str(len(bomb) + 1000)})
+    resource.setrlimit(resource.RLIMIT_AS, (size + (400 << 20), resource.RLIM_INFINITY))
+    try:
+        cl.append_batch("t", 0, bomb)
+        print("accepted")
+    except CorruptRecordError as exc:
+        print("refused", exc)
+    """
+)
+
+
+@pytest.mark.parametrize("codec", ["ZSTD", "GZIP", "LZ4"])
+def test_a_compression_bomb_is_refused_within_bounded_memory(tmp_path, codec):
+    out = subprocess.run([sys.executable, "-c", BOMB_CHILD, str(tmp_path / codec), codec], capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.startswith("refused") and "decompress to more than" in out.stdout, out.stdout
