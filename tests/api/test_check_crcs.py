@@ -1,5 +1,6 @@
 """One CRC policy: every reader that hands records out verifies each batch (Kafka's consumer default,
-``check.crcs=true``) and names where a corrupt one is; the opt-out returns the bytes as they are."""
+``check.crcs=true``) and names where a corrupt one is; the opt-out returns the bytes as they are.
+(The ``damaged`` fixture is in tests/conftest.py; the Spark source's case is in tests/spark.)"""
 
 from __future__ import annotations
 
@@ -13,23 +14,6 @@ from compactlog.consumer import SnapshotConsumer
 from compactlog.errors import CorruptRecordError
 
 WHERE = r"t-0: batch at offset 1 is corrupt .*\(t-0/00000000000000000000\.log position \d+\)"
-
-
-@pytest.fixture
-def damaged(tmp_path):
-    """Three one-record batches; one byte of the second one's value flipped, with a clean-shutdown marker
-    (so recovery trusts the files, as it does after any clean close)."""
-    with compactlog.open(tmp_path) as cl:
-        cl.create_topic("t", 1)
-        for v in (b"value-0", b"value-1", b"value-2"):
-            cl.produce("t", v, key=b"k")
-        seg = cl.log("t").active_segment.log_path
-    raw = bytearray(seg.read_bytes())
-    at = raw.index(b"value-1")
-    raw[at + 6] ^= 0x01  # "value-1" -> "value-0": a plausible value, which only the CRC tells apart
-    seg.write_bytes(bytes(raw))
-    assert (tmp_path / ".kafka_cleanshutdown").exists()
-    return tmp_path
 
 
 def test_the_api_refuses_a_corrupt_batch_and_names_it(damaged):

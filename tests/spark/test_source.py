@@ -172,18 +172,10 @@ def test_recompress_rejects_a_bad_level_and_touches_nothing(spark, tmp_path):
         assert sorted(p.name for p in (tmp_path / "t-0").iterdir()) == files_before
 
 
-def test_a_corrupt_batch_fails_the_read_naming_it_unless_crcs_are_off(spark, tmp_path):
-    with compactlog.open(tmp_path) as cl:
-        cl.create_topic("t", 1)
-        for v in (b"value-0", b"value-1", b"value-2"):
-            cl.produce("t", v, key=b"k")
-        seg = cl.log("t").active_segment.log_path
-    raw = bytearray(seg.read_bytes())
-    raw[raw.index(b"value-1") + 6] ^= 0x01
-    seg.write_bytes(bytes(raw))
+def test_a_corrupt_batch_fails_the_read_naming_it_unless_crcs_are_off(spark, damaged):
     with pytest.raises(Exception, match=r"t-0: batch at offset 1 is corrupt .*t-0/00000000000000000000\.log position"):
-        load(spark, tmp_path, subscribe="t").collect()
-    rows = load(spark, tmp_path, subscribe="t", **{"kafka.check.crcs": "false"}).collect()
+        load(spark, damaged, subscribe="t").collect()
+    rows = load(spark, damaged, subscribe="t", **{"kafka.check.crcs": "false"}).collect()
     assert [bytes(r.value) for r in sorted(rows, key=lambda r: r.offset)] == [b"value-0", b"value-0", b"value-2"]
     with pytest.raises(Exception, match='kafka.check.crcs" must be true or false'):
-        load(spark, tmp_path, subscribe="t", **{"kafka.check.crcs": "maybe"}).collect()
+        load(spark, damaged, subscribe="t", **{"kafka.check.crcs": "maybe"}).collect()
