@@ -7,6 +7,7 @@ B zero-padded to 20 digits. Temporary suffixes go after the extension (``P.log.c
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import hashlib
 import os
@@ -129,3 +130,22 @@ def try_lock(path: Path, create: bool = True) -> int | None:
         os.close(fd)
         return None
     return fd
+
+
+def write_fully(fd: int, parts, position: int) -> int:
+    """Write ``parts`` at ``position`` in as many ``pwritev`` calls as it takes. A write that stops
+    short (a full disk, a file-size limit) is retried for the rest, so that the OS reports its reason
+    (ENOSPC, EFBIG) as an OSError instead of a bare count."""
+    views = [memoryview(p).cast("B") for p in parts]
+    total = 0
+    while views:
+        n = os.pwritev(fd, views, position + total)
+        if n == 0:
+            raise OSError(errno.EIO, "a write made no progress")
+        total += n
+        while views and n >= len(views[0]):
+            n -= len(views[0])
+            views.pop(0)
+        if views and n:
+            views[0] = views[0][n:]
+    return total

@@ -32,7 +32,8 @@ from pathlib import Path
 from ..clock import Time
 from ..records.batch import BatchInfo, build_batch
 from . import files
-from .segment import MAX_RELATIVE_OFFSET, Damage, LogSegment, SegmentParams
+from .integrity import MAX_RELATIVE_OFFSET, Damage
+from .segment import LogSegment, SegmentParams
 
 log = logging.getLogger(__name__)
 

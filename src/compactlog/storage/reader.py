@@ -19,7 +19,8 @@ from typing import Callable, Iterator, Sequence
 from ..errors import CorruptRecordError, KafkaStorageError
 from ..records.batch import RecordBatch
 from .failure import describe
-from .segment import LogSegment, batch_problem
+from .integrity import batch_problem
+from .segment import LogSegment
 
 # (base offsets in order, segment i opened) of one listing
 Listing = tuple[Sequence[int], Callable[[int], LogSegment]]

@@ -8,7 +8,6 @@ a short forward scan of batch headers; no record is decoded to find a position.
 
 from __future__ import annotations
 
-import errno
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,24 +17,12 @@ from ..clock import SYSTEM, Time
 from ..errors import CorruptRecordError
 from ..records.batch import HEADER_SIZE, HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, RecordBatch, iter_batches
 from . import files
+from .files import write_fully
 from .handles import POOL
 from .index import CorruptIndexError, OffsetIndex, TimeIndex
+from .integrity import MAX_RELATIVE_OFFSET, Damage, batch_problem
 
-MAX_RELATIVE_OFFSET = 2**31 - 1
 READ_CHUNK = 1 << 20  # bytes read at a time when scanning batch headers
-
-
-@dataclass(frozen=True)
-class Damage:
-    """A stretch of a segment that cannot be trusted: where it is and why."""
-
-    file: str  # "<partition dir>/<segment file>"
-    position: int
-    reason: str
-    tail: bool  # nothing valid follows it in its file (a torn write), so recovery may cut it
-
-    def __str__(self) -> str:
-        return f"{self.file} position {self.position}: {self.reason}"
 
 
 @dataclass(frozen=True)
@@ -45,54 +32,6 @@ class Recovery:
     truncated: int
     damage: list[Damage]
     next_offset: int
-
-
-def batch_problem(batch: RecordBatch, segment_base: int, expected_next: int, check_crc: bool = True,
-                  gaps_below: int | None = None) -> str | None:
-    """Why a stored batch cannot be trusted, or None: its size, magic and CRC (Kafka's ``ensureValid``;
-    ``check_crc=False`` skips it, as a consumer with ``check.crcs=false`` does), and its offsets, which
-    must follow the batch before it and fit the segment. The base offset is outside the CRC, so only
-    the offset checks catch a flipped bit there.
-
-    ``gaps_below`` (the cleaner's checkpoint, when known): offsets may jump only where cleaning removed
-    records, so a batch starting beyond ``expected_next`` and beyond it is damaged too.
-    """
-    if check_crc:
-        try:
-            batch.ensure_valid()
-        except CorruptRecordError as exc:
-            return str(exc)
-    if batch.last_offset_delta < 0:
-        return f"batch at offset {batch.base_offset} has a negative lastOffsetDelta {batch.last_offset_delta}"
-    if batch.base_offset < expected_next:
-        return (f"batch offsets {batch.base_offset}..{batch.last_offset} do not follow offset {expected_next - 1}"
-                if expected_next > segment_base else
-                f"batch offsets {batch.base_offset}..{batch.last_offset} are below the segment's base offset {segment_base}")
-    if batch.last_offset - segment_base > MAX_RELATIVE_OFFSET:
-        return f"batch offset {batch.last_offset} is beyond the range of the segment with base offset {segment_base}"
-    if gaps_below is not None and batch.base_offset > max(expected_next, gaps_below):
-        return (f"batch offsets {batch.base_offset}..{batch.last_offset} jump from offset {expected_next - 1} "
-                f"(offsets go missing only where the cleaner removed records, below offset {gaps_below})")
-    return None
-
-
-def write_fully(fd: int, parts, position: int) -> int:
-    """Write ``parts`` at ``position`` in as many ``pwritev`` calls as it takes. A write that stops
-    short (a full disk, a file-size limit) is retried for the rest, so that the OS reports its reason
-    (ENOSPC, EFBIG) as an OSError instead of a bare count."""
-    views = [memoryview(p).cast("B") for p in parts]
-    total = 0
-    while views:
-        n = os.pwritev(fd, views, position + total)
-        if n == 0:
-            raise OSError(errno.EIO, "a write made no progress")
-        total += n
-        while views and n >= len(views[0]):
-            n -= len(views[0])
-            views.pop(0)
-        if views and n:
-            views[0] = views[0][n:]
-    return total
 
 
 @dataclass(frozen=True)

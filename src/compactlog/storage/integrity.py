@@ -1,0 +1,57 @@
+"""When a stored batch can be trusted: the rule recovery, the checked reader and ``verify`` share.
+
+A pure function of the batch, the segment it sits in and the offset the batch before it ended at, so
+the three cannot disagree about what is damage.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import CorruptRecordError
+from ..records.batch import RecordBatch
+
+MAX_RELATIVE_OFFSET = 2**31 - 1  # a segment holds offsets base..base + this (4-byte relative offsets)
+
+
+@dataclass(frozen=True)
+class Damage:
+    """A stretch of a segment that cannot be trusted: where it is and why."""
+
+    file: str  # "<partition dir>/<segment file>"
+    position: int
+    reason: str
+    tail: bool  # nothing valid follows it in its file (a torn write), so recovery may cut it
+
+    def __str__(self) -> str:
+        return f"{self.file} position {self.position}: {self.reason}"
+
+
+
+def batch_problem(batch: RecordBatch, segment_base: int, expected_next: int, check_crc: bool = True,
+                  gaps_below: int | None = None) -> str | None:
+    """Why a stored batch cannot be trusted, or None: its size, magic and CRC (Kafka's ``ensureValid``;
+    ``check_crc=False`` skips it, as a consumer with ``check.crcs=false`` does), and its offsets, which
+    must follow the batch before it and fit the segment. The base offset is outside the CRC, so only
+    the offset checks catch a flipped bit there.
+
+    ``gaps_below`` (the cleaner's checkpoint, when known): offsets may jump only where cleaning removed
+    records, so a batch starting beyond ``expected_next`` and beyond it is damaged too.
+    """
+    if check_crc:
+        try:
+            batch.ensure_valid()
+        except CorruptRecordError as exc:
+            return str(exc)
+    if batch.last_offset_delta < 0:
+        return f"batch at offset {batch.base_offset} has a negative lastOffsetDelta {batch.last_offset_delta}"
+    if batch.base_offset < expected_next:
+        return (f"batch offsets {batch.base_offset}..{batch.last_offset} do not follow offset {expected_next - 1}"
+                if expected_next > segment_base else
+                f"batch offsets {batch.base_offset}..{batch.last_offset} are below the segment's base offset {segment_base}")
+    if batch.last_offset - segment_base > MAX_RELATIVE_OFFSET:
+        return f"batch offset {batch.last_offset} is beyond the range of the segment with base offset {segment_base}"
+    if gaps_below is not None and batch.base_offset > max(expected_next, gaps_below):
+        return (f"batch offsets {batch.base_offset}..{batch.last_offset} jump from offset {expected_next - 1} "
+                f"(offsets go missing only where the cleaner removed records, below offset {gaps_below})")
+    return None
