@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import itertools
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator, Mapping, Sequence
 
@@ -56,10 +56,12 @@ class RecordMetadata:
 
 @dataclass(frozen=True)
 class CleanReport:
-    """What ``clean`` did: segments deleted by retention per partition, and each compaction round."""
+    """What ``clean`` did: segments deleted by retention per partition, each compaction round, and the
+    partitions whose cleaning failed, with why (they stay uncleanable until reopened, as in KIP-346)."""
 
     deleted_segments: dict[tuple[str, int], int]
     compactions: list[CleanResult]
+    failed: dict[tuple[str, int], str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -295,7 +297,8 @@ class CompactLog:
         cleaned = self.cleaner.clean_now(topic, on_io=on_io)
         if cleaned:
             self.manager.checkpoint()
-        return CleanReport(deleted, cleaned)
+        failed = {tp: why for tp, why in self.cleaner.manager.uncleanable.items() if topic is None or tp[0] == topic}
+        return CleanReport(deleted, cleaned, failed)
 
     # Pulsar-style compaction ----------------------------------------------------------------------
     def compact_topic(self, topic: str, partition: int | None = None,

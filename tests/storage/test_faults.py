@@ -292,3 +292,22 @@ def test_a_compression_bomb_is_refused_within_bounded_memory(tmp_path, codec):
                          text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.startswith("refused") and "decompress to more than" in out.stdout, out.stdout
+
+
+def test_a_full_disk_while_cleaning_leaves_the_log_whole_and_is_reported(small_fs):
+    data = small_fs / "data"
+    with compactlog.open(data) as cl:
+        cl.create_topic(T, 1, {"cleanup.policy": "compact", "segment.bytes": "200000", "min.cleanable.dirty.ratio": "0.01"})
+        for i in range(200):  # every key once: the cleaned copy is as big as the log
+            cl.produce_batch(T, [(b"k%d-%d" % (i, j), b"%d" % j * 100) for j in range(20)])
+        before = [(r.offset, r.value) for r in cl.consume(T, from_beginning=True)]
+    free = os.statvfs(small_fs).f_bavail * os.statvfs(small_fs).f_frsize
+    (small_fs / "ballast").write_bytes(b"\0" * (free - 100_000))  # less room than one cleaned segment takes
+    out = subprocess.run([sys.executable, "-m", "compactlog", "clean", "--data-dir", str(data), "--topic", T],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 1
+    assert "t-0: cleaning failed: No space left on device" in out.stderr and "Traceback" not in out.stderr
+    assert not [p for p in (data / "t-0").iterdir() if p.name.endswith((".cleaned", ".swap"))]
+    with compactlog.open(data) as cl:
+        assert [(r.offset, r.value) for r in cl.consume(T, from_beginning=True)] == before
+        assert cl.produce(T, b"after", key=b"k").offset == len(before)

@@ -14,6 +14,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from ..clock import SYSTEM, Time
+from ..errors import CompactLogError
+from ..storage.failure import describe
 from ..storage.log import Log
 from .cleaner import Cleaner, CleanerStats, CleaningAbortedError, IoObserver
 from .manager import CleanerManager, TopicPartition
@@ -130,10 +132,15 @@ class LogCleaner:
             except CleaningAbortedError:
                 log.info("cleaning of %s aborted", lg.name)
                 self.manager.done_cleaning(tp, None)
-            except Exception:
+            except (OSError, CompactLogError) as exc:  # a full disk, a corrupt batch: said in one line
+                reason = describe(exc) if isinstance(exc, OSError) else str(exc)
+                log.error("cleaning of %s failed (%s); it is now uncleanable until restart or deletion", lg.name, reason)
+                self.manager.done_cleaning(tp, chosen.first_dirty_offset)
+                self.manager.mark_uncleanable(tp, reason)
+            except Exception as exc:  # a bug: with its traceback
                 log.exception("cleaning of %s failed; it is now uncleanable until restart or deletion", lg.name)
                 self.manager.done_cleaning(tp, chosen.first_dirty_offset)
-                self.manager.mark_uncleanable(tp)
+                self.manager.mark_uncleanable(tp, f"{type(exc).__name__}: {exc}")
         self._delete_compacted_segments(only)
         return chosen is not None, result
 
@@ -155,9 +162,12 @@ class LogCleaner:
             if self.manager.begin_maintenance(tp):
                 try:
                     lg.delete_old_segments()
-                except Exception:
+                except CompactLogError as exc:
+                    log.error("deleting old segments of %s failed (%s)", lg.name, exc)
+                    self.manager.mark_uncleanable(tp, f"deleting old segments failed: {exc}")
+                except Exception as exc:
                     log.exception("deleting old segments of %s failed", lg.name)
-                    self.manager.mark_uncleanable(tp)
+                    self.manager.mark_uncleanable(tp, f"deleting old segments failed: {type(exc).__name__}: {exc}")
                 finally:
                     self.manager.done_cleaning(tp, None)
 

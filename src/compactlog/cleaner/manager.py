@@ -54,7 +54,7 @@ class CleanerManager:
         self.lock = threading.RLock()
         self.cond = threading.Condition(self.lock)
         self.states: dict[TopicPartition, tuple[str, int]] = {}
-        self.uncleanable: set[TopicPartition] = set()
+        self.uncleanable: dict[TopicPartition, str] = {}  # partition -> why its cleaning failed (KIP-346)
         try:
             self.checkpoints = self.checkpoint_file.read()
         except (OSError, CompactLogError) as exc:  # a hint: cleaning starts over, which is only slower
@@ -106,7 +106,7 @@ class CleanerManager:
         with self.lock:
             self.abort_and_pause(tp)
             self.resume(tp)
-            self.uncleanable.discard(tp)
+            self.uncleanable.pop(tp, None)
             if self.checkpoints.pop(tp, None) is not None:
                 self.checkpoint_file.write(self.checkpoints)
 
@@ -136,9 +136,9 @@ class CleanerManager:
                 self.checkpoints[tp] = offset
                 self.checkpoint_file.write(self.checkpoints)
 
-    def mark_uncleanable(self, tp: TopicPartition) -> None:
+    def mark_uncleanable(self, tp: TopicPartition, reason: str) -> None:
         with self.lock:
-            self.uncleanable.add(tp)
+            self.uncleanable[tp] = reason
 
     # selection ------------------------------------------------------------------------------------
     def to_clean(self, tp: TopicPartition, lg: Log, now: int) -> LogToClean:
@@ -182,9 +182,9 @@ class CleanerManager:
                     continue
                 try:
                     c = self.to_clean(tp, lg, now)
-                except Exception:
+                except Exception as exc:
                     log.exception("cannot compute what to clean of %s-%s; marking it uncleanable", *tp)
-                    self.uncleanable.add(tp)
+                    self.uncleanable[tp] = f"cannot compute what to clean: {exc}"
                     continue
                 if c.checkpoint_reset:
                     self.update_checkpoint(tp, c.first_dirty_offset)

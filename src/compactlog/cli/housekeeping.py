@@ -27,8 +27,13 @@ def clean(data_dir, server_properties, topic):
             click.echo(stats_report(0, f"{r.topic}-{r.partition}", r.first_dirty, r.end_offset, r.stats))
         if report.compactions:
             _summary_table(report)
-        if not report.deleted_segments and not report.compactions:
+        for (t, p), why in sorted(report.failed.items()):
+            click.echo(f"{t}-{p}: cleaning failed: {why}; the partition is uncleanable until the directory is "
+                       f"opened again (the log is unchanged)", err=True)
+        if not report.deleted_segments and not report.compactions and not report.failed:
             click.echo("Nothing to clean: no segment past retention, no compacted log above its dirty ratio.")
+    if report.failed:
+        raise SystemExit(1)
 
 
 def _summary_table(report) -> None:
