@@ -311,3 +311,23 @@ def test_a_full_disk_while_cleaning_leaves_the_log_whole_and_is_reported(small_f
     with compactlog.open(data) as cl:
         assert [(r.offset, r.value) for r in cl.consume(T, from_beginning=True)] == before
         assert cl.produce(T, b"after", key=b"k").offset == len(before)
+
+
+def test_a_full_disk_while_building_the_compacted_view_is_named_and_changes_nothing(small_fs):
+    data = small_fs / "data"
+    with compactlog.open(data) as cl:
+        cl.create_topic(T, 1, {"segment.bytes": "200000"})
+        for i in range(200):
+            cl.produce_batch(T, [(b"k%d-%d" % (i, j), b"%d" % j * 100) for j in range(20)])
+    free = os.statvfs(small_fs).f_bavail * os.statvfs(small_fs).f_frsize
+    (small_fs / "ballast").write_bytes(b"\0" * (free - 100_000))
+    out = subprocess.run([sys.executable, "-m", "compactlog", "compact-topic", "--data-dir", str(data), "--topic", T],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 1 and "Traceback" not in out.stderr
+    assert "compaction of t-0 failed: No space left on device" in out.stderr
+    (small_fs / "ballast").unlink()
+    with compactlog.open(data) as cl:
+        [status] = cl.compaction_status(T)
+        assert status.status == "ERROR" and "No space left on device" in status.error
+        assert sum(1 for _ in cl.consume(T, from_beginning=True, read_compacted=True)) == 4000
+        assert cl.compact_topic(T)[0] is not None  # with room again, a run succeeds

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 
 from ..cleaner.cleaner import IoObserver
 from ..clock import Time
-from ..errors import CompactLogError
+from ..errors import CompactLogError, KafkaStorageError
+from ..storage.failure import describe
 from ..storage.log import Log
 from .compactor import Compactor
 from .state import CompactionState, clear_error, read_error, read_state, record_error, remove_unpublished
@@ -81,12 +82,24 @@ class CompactionService:
             state = Compactor(self.memory, self.load_factor, self.time, self.checkpoint).compact(lg, on_io)
             clear_error(lg.dir)
             return state
+        except OSError as exc:  # a full disk, an I/O error: typed, and said without a traceback
+            failure = KafkaStorageError(f"compaction of {topic}-{partition} failed: {describe(exc)}; "
+                                        f"the live log and the published view are unchanged")
+            self._record_error(lg.dir, started, str(failure))
+            raise failure from exc
         except BaseException as exc:
-            record_error(lg.dir, started, f"{type(exc).__name__}: {exc}")
+            self._record_error(lg.dir, started, f"{type(exc).__name__}: {exc}")
             raise
         finally:
             with self.lock:
                 self.running.discard(tp)
+
+    @staticmethod
+    def _record_error(partition_dir, started: int, error: str) -> None:
+        try:
+            record_error(partition_dir, started, error)
+        except OSError as exc:  # the disk that failed the run may refuse this too: the log keeps it
+            log.error("cannot record the failed compaction in %s (%s): %s", partition_dir, describe(exc), error)
 
     def status(self, topic: str, partition: int) -> CompactionStatus:
         tp = (topic, partition)
@@ -132,7 +145,10 @@ class CompactionService:
         for tp, outcome in self.compact_many(self.due()).items():
             if not isinstance(outcome, BaseException):
                 done.append(tp)
-            elif not isinstance(outcome, CompactionInProgressError):
+            elif isinstance(outcome, CompactLogError):
+                if not isinstance(outcome, CompactionInProgressError):
+                    log.error("compaction of %s-%s failed: %s", *tp, outcome)
+            else:
                 log.error("compaction of %s-%s failed", *tp, exc_info=outcome)
         return done
 
