@@ -255,6 +255,8 @@ class CompactLog:
             else:
                 batches = lg.batches(start, check_crcs=check_crcs)
             for batch in batches:
+                if batch.is_control:  # transaction markers are not records a consumer sees (as in Kafka)
+                    continue
                 for rec in batch.records(topic, p):
                     if rec.offset < start:
                         continue

@@ -17,7 +17,7 @@ from .compaction.reader import compacted_batches, earliest_offset
 from .errors import CorruptRecordError, InvalidRequestError, OffsetOutOfRangeError, UnknownTopicOrPartitionError
 from .records.batch import Record
 from .storage import files
-from .storage.manager import read_topics
+from .storage.topics import read_topics
 from .storage.snapshot import PartitionSnapshot
 
 # A batch that will not decode at the same position for this many polls in a row is corruption, not a
@@ -126,7 +126,7 @@ class SnapshotConsumer:
         # The reader checks each batch's CRC: one the owner is still writing fails it rather than
         # decoding as garbage, and is read again on a later poll.
         for batch in batches:
-            for rec in batch.records(self.topic, p):
+            for rec in () if batch.is_control else batch.records(self.topic, p):  # markers are not records
                 if rec.offset < pos:
                     continue
                 if limit <= 0:

@@ -26,7 +26,8 @@ from .storage import files
 from .storage.checkpoint import OffsetCheckpointFile
 from .storage.config import BrokerConfig, LogConfig
 from .storage.index import CorruptIndexError, OffsetIndex, TimeIndex
-from .storage.manager import TOPICS_DIR, LogManager, parse_topic, require_data_dir
+from .storage.manager import LogManager
+from .storage.topics import TOPICS_DIR, kafka_topics, parse_topic, require_data_dir
 from .storage.segment import LogSegment
 
 ERROR, WARNING = "error", "warning"
@@ -89,12 +90,15 @@ def verify(data_dir: str | os.PathLike[str], topic: str | None = None, on_io: On
     report = VerifyReport()
     add = report.problems.append
     topics: dict[str, dict] = {}
+    unreadable: set[str] = set()
     for entry in sorted((root / TOPICS_DIR).glob("*.json")) if (root / TOPICS_DIR).is_dir() else []:
         try:
             meta = parse_topic(entry)
             topics[meta["name"]] = meta
         except CompactLogError as exc:
+            unreadable.add(entry.name[: -len(".json")])
             add(Problem(f"{TOPICS_DIR}/{entry.name}", None, str(exc), ERROR, "nothing: restore or remove the file"))
+    topics.update(kafka_topics(root, set(topics) | unreadable))  # a Kafka broker's folders have no metadata file
     checkpoints = {}
     for name in (files.RECOVERY_POINT_CHECKPOINT, files.LOG_START_OFFSET_CHECKPOINT, files.CLEANER_OFFSET_CHECKPOINT):
         try:
@@ -109,17 +113,17 @@ def verify(data_dir: str | os.PathLike[str], topic: str | None = None, on_io: On
             continue
         if topic is not None and parsed[0] != topic:
             continue
-        if parsed[0] not in topics:
-            add(Problem(child.name, None, f"no topic metadata ({TOPICS_DIR}/{parsed[0]}.json) names this partition",
-                        WARNING, "nothing: the directory is not opened"))
+        if parsed[0] not in topics:  # its metadata file is unreadable (reported above)
             continue
         dirs[parsed] = child
+    found = set(kafka_topics(root, set()))  # topics known by their folders: a partition may be on another broker
     for name, meta in sorted(topics.items()):
         if topic is not None and name != topic:
             continue
         for p in range(meta["partitions"]):
             if (name, p) not in dirs:
-                add(Problem(files.partition_dir_name(name, p), None, "the partition directory is missing", ERROR,
+                add(Problem(files.partition_dir_name(name, p), None, "the partition directory is missing",
+                            WARNING if name in found and not (root / TOPICS_DIR / f"{name}.json").exists() else ERROR,
                             "created empty"))
     for tp, d in sorted(dirs.items()):
         config = LogConfig(topics[tp[0]].get("config", {}), broker)

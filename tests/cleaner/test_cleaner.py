@@ -298,3 +298,30 @@ def test_a_cleaning_round_reports_the_bytes_it_maps_and_cleans(tmp_path):
     assert stats and {log for log, _, _ in seen} == {"t-0"}
     assert sum(n for _, p, n in seen if p == "mapping") == sum(s.map_bytes_read for s in stats)
     assert sum(n for _, p, n in seen if p == "cleaning") == sum(s.bytes_read for s in stats)
+
+
+@pytest.mark.parametrize("codec", ["none", "zstd"])
+def test_a_rebuilt_batch_starts_at_its_first_kept_records_timestamp_as_kafkas_does(tmp_path, clock, codec):
+    """Kafka's cleaner rebuilds a batch with baseTimestamp = the first kept record's timestamp; each
+    record's absolute timestamp stays. Read back by kafka-python's own parser as well as ours."""
+    from kafka.record.memory_records import MemoryRecords
+
+    from compactlog.records import build_batch
+
+    ts = clock.milliseconds()
+    with open_dir(tmp_path, clock) as cl:
+        cl.create_topic("t", 1, COMPACT)
+        stamps = [ts, ts + 10, ts + 20, ts + 30]
+        cl.append_batch("t", 0, build_batch([b"a", b"b", b"a", b"c"], [b"1", b"2", b"3", b"4"], stamps,
+                                            codec=Codec[codec.upper()]))
+        cl.log("t").roll()
+        cl.produce("t", b"5", key=b"c", timestamp=ts + 40)  # supersedes c@30: the batch loses its first and last
+        cl.log("t").roll()
+        assert cl.clean("t").compactions
+        first = next(cl.log("t").batches(0))
+        assert (first.base_offset, first.last_offset, first.record_count) == (0, 3, 2)
+        assert first.base_timestamp == ts + 10
+        assert [(r.offset, r.key, r.timestamp) for r in first.records()] == [(1, b"b", ts + 10), (2, b"a", ts + 20)]
+        theirs = MemoryRecords(bytes(first.buffer)).next_batch()
+        assert theirs.first_timestamp == ts + 10
+        assert [(r.offset, r.key, r.timestamp) for r in theirs] == [(1, b"b", ts + 10), (2, b"a", ts + 20)]

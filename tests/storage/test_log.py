@@ -285,3 +285,16 @@ def test_index_file_formats_match_kafka(tmp_path, clock):
     traw = (tmp_path / "t-0" / "00000000000000000000.timeindex").read_bytes()
     tentries = [struct.unpack(">qi", traw[i : i + 12]) for i in range(0, len(traw), 12)]
     assert tentries == [(TS + i, i) for i in range(1, 5)]
+
+
+def test_appended_batches_carry_leader_epoch_0_as_a_new_topic_leader_stamps(tmp_path, clock):
+    """Kafka's leader stamps its epoch on every batch it appends, kept in place or rebuilt; the first
+    leader of a new topic has epoch 0 (a producer sends -1)."""
+    lg = open_log(tmp_path, clock)
+    lg.append(batch([b"a"]))
+    rebuilding = Log(tmp_path / "t-1", make_config(compression_type="zstd"), time=clock)
+    rebuilding.append(batch([b"b"]))
+    for log_ in (lg, rebuilding):
+        [b] = list(log_.batches(0))
+        assert b.partition_leader_epoch == 0
+    assert RecordBatch(batch([b"a"])).partition_leader_epoch == -1

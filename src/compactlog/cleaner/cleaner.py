@@ -14,35 +14,22 @@ from __future__ import annotations
 import logging
 import time as _time
 from dataclasses import dataclass, field
-from typing import Callable, Iterable
-
-import numpy as np
+from typing import Callable
 
 from ..clock import SYSTEM, Time
-from ..records import kernels
-from ..records.batch import (
-    COMPRESSION_MASK,
-    DELETE_HORIZON_BIT,
-    LOG_APPEND_TIME,
-    BatchInfo,
-    RecordBatch,
-    assemble_batch,
-    build_empty_batch,
-)
-from ..records.codecs import Codec, compress
+from ..records.batch import RecordBatch
 from ..records.columns import Chunk, chunks
 from ..storage.log import Log
 from ..storage.rewrite import write_cleaned
 from ..storage.segment import LogSegment
 from .grouping import SegmentSize, group_segments_by_size
 from .offset_map import OffsetMap
-from .survival import BatchDecision, batch_decision, record_versions, retained
+from .survival import filter_batches, lookup, map_keys
 from .throttler import Throttler
 
 log = logging.getLogger(__name__)
 
 
-MAP_CHUNK_BYTES = 4 << 20  # batches scanned together while building the map
 READ_BUFFER_BYTES = 262144  # source bytes per append to a cleaned segment (sets its index granularity)
 
 
@@ -184,115 +171,3 @@ class Cleaner:
         """The surviving bytes of each batch of a chunk, the map's answers fed to :func:`filter_batches`."""
         mapped, exact = lookup(self.map, chunk, self.first_dirty, self.strategy)
         return filter_batches(chunk, mapped, exact, self.map.latest_offset, upper_bound, now, delete_retention_ms, stats)
-
-
-def map_keys(m: OffsetMap, batches: Iterable[RecordBatch], start: int, strategy: str,
-             account: Callable[[list[RecordBatch], Chunk], None] = lambda _g, _c: None) -> bool:
-    """Put the keys of ``batches`` (records at or after ``start``) into ``m``; False once it is full.
-
-    On a full map everything before the stopping batch counts as processed (Kafka's ``latestOffset``),
-    so the next round starts there."""
-    for group in chunks(batches, MAP_CHUNK_BYTES):
-        chunk = Chunk.scan(group, verify=True)
-        account(group, chunk)
-        if not m.put_batch(chunk.data, chunk.cols, 0, start, chunk_versions(strategy, chunk)):
-            stop = int(np.searchsorted(chunk.rows, m.stopped_row, side="right")) - 1
-            done = [b.last_offset for b in group[:stop] if b.last_offset >= start]
-            m.latest_offset = max([m.latest_offset, *done[-1:]])
-            return False
-        lasts = [b.last_offset for b in group if b.last_offset >= start]
-        if lasts:
-            m.latest_offset = max(m.latest_offset, lasts[-1])
-    return True
-
-
-def lookup(m: OffsetMap, chunk: Chunk, first_dirty: int, strategy: str) -> tuple[np.ndarray, bool]:
-    """Each row's mapped offset (-1 when unmapped) and whether only the mapped record itself is chosen
-    (a versioned strategy). A record before ``first_dirty`` (kept by an earlier round) that outranks
-    every mapped record of its key (a higher version) stays, and the map now points at it."""
-    cols = chunk.cols
-    mapped, mapped_versions = m.get_batch(chunk.data, cols)
-    if mapped_versions is not None and chunk.batches[0].base_offset < first_dirty:
-        offsets = cols[:, kernels.C_OFFSET_DELTA]
-        versions = chunk_versions(strategy, chunk)
-        has_key = cols[:, kernels.C_KEY_LEN] >= 0
-        wins = has_key & (mapped >= 0) & (offsets < first_dirty) & (versions > mapped_versions)
-        if wins.any():
-            rows = np.flatnonzero(wins)
-            m.set_rows(chunk.data, cols, rows, offsets[rows], versions[rows])
-            mapped[rows] = offsets[rows]
-    return mapped, mapped_versions is not None
-
-
-def chunk_versions(strategy: str, chunk: Chunk) -> np.ndarray | None:
-    """Per-row versions for a ``compaction.strategy`` (None for Kafka's offset rule)."""
-    if strategy == "offset":
-        return None
-    if strategy == "timestamp":
-        return chunk.timestamps()
-    return record_versions(strategy, 0, chunk.cols, chunk.data, kernels.header_versions)
-
-
-def filter_batches(chunk: Chunk, mapped: np.ndarray, exact: bool, latest_mapped_offset: int, upper_bound: int,
-                   now: int, delete_retention_ms: int, stats: CleanerStats) -> list[tuple[bytes, int, int]]:
-    """The surviving bytes of each batch of a chunk: (bytes, max timestamp, last offset) per kept batch.
-
-    ``mapped`` is the chosen offset of each row's key (-1 when unmapped), wherever it came from: the
-    local cleaner's offset map or the Spark job's shuffle. Everything after that is this one function,
-    so both write the same bytes.
-    """
-    cols, batches = chunk.cols, chunk.batches
-    offsets = cols[:, kernels.C_OFFSET_DELTA]
-    has_key = cols[:, kernels.C_KEY_LEN] >= 0
-    tomb = cols[:, kernels.C_VAL_LEN] < 0
-    horizons = chunk.per_row([-1 if b.delete_horizon_ms is None else b.delete_horizon_ms for b in batches])
-    keep = retained(offsets, mapped, has_key, tomb, latest_mapped_offset, horizons, now, exact=exact)
-    stats.invalid_messages += int((~has_key & (offsets <= latest_mapped_offset)).sum())
-    batch_of_row = np.repeat(np.arange(len(batches)), np.diff(chunk.rows))
-    kept = np.bincount(batch_of_row, weights=keep, minlength=len(batches)).astype(np.int64).tolist()
-    kept_tombs = np.bincount(batch_of_row, weights=keep & tomb, minlength=len(batches)).astype(np.int64).tolist()
-    out = []
-    for i, b in enumerate(batches):
-        lo, hi = int(chunk.rows[i]), int(chunk.rows[i + 1])
-        if b.is_control or kept[i] == hi - lo:
-            if b.is_control or b.has_delete_horizon or not kept_tombs[i]:
-                out.append((bytes(b.buffer), b.max_timestamp, b.last_offset))
-                stats.messages_written += b.record_count
-                continue
-        if kept[i] == 0:
-            if batch_decision(b.next_offset, upper_bound, b.is_control) is BatchDecision.RETAIN_EMPTY:
-                out.append((build_empty_batch(b), b.max_timestamp, b.last_offset))
-            continue
-        rows = lo + np.flatnonzero(keep[lo:hi])
-        gains_horizon = not b.has_delete_horizon and kept_tombs[i]
-        data = regather(b, chunk, rows, now + delete_retention_ms if gains_horizon else None)
-        stats.messages_written += kept[i]
-        written = RecordBatch(data)
-        out.append((data, written.max_timestamp, b.last_offset))
-    return out
-
-
-def regather(batch: RecordBatch, chunk: Chunk, rows: np.ndarray, delete_horizon: int | None = None) -> bytes:
-    """Kept records copied byte for byte (their deltas still fit: same base offset and timestamp),
-    recompressed with the batch's codec at its default level.
-
-    With ``delete_horizon`` the batch gains it (KIP-534): it becomes the base timestamp, so every kept
-    record's timestamp delta moves by the difference (absolute timestamps stay) and the rest of each
-    record is still copied as it is."""
-    rows = rows.astype(np.int64)
-    if delete_horizon is None:
-        body = kernels.gather_records(chunk.data, chunk.cols, rows)
-        base_ts, attrs = batch.base_timestamp, batch.attributes & 0xFF
-    else:
-        body = kernels.rebase_records(chunk.data, chunk.cols, rows, batch.base_timestamp - delete_horizon)
-        base_ts, attrs = delete_horizon, (batch.attributes & 0xFF) | DELETE_HORIZON_BIT
-    codec = Codec(batch.attributes & COMPRESSION_MASK)
-    if codec is not Codec.NONE:
-        body = compress(codec, body)
-    if batch.timestamp_type == LOG_APPEND_TIME:
-        max_ts = batch.max_timestamp
-    else:
-        max_ts = batch.base_timestamp + int(chunk.cols[rows, kernels.C_TS_DELTA].max())
-    info = BatchInfo(batch.base_offset, batch.timestamp_type, batch.producer_id, batch.producer_epoch,
-                     batch.base_sequence, batch.partition_leader_epoch, batch.is_transactional, batch.is_control)
-    return assemble_batch(info, attrs, batch.last_offset_delta, base_ts, max_ts, len(rows), body)

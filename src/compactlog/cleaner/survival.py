@@ -1,14 +1,35 @@
-"""Which records and batches survive cleaning: the one definition, shared with the Spark job.
+"""The rewrite rule, in one place: how keys are looked up, which records and batches survive, and the
+bytes they are rewritten as. The log cleaner, the Spark compaction job and the Pulsar-style compactor
+all go through it, so none of them can drift from the others.
 
-Everything here is a pure function of the offset map's answers, the batch, the clock and the topic
-config; the local cleaner feeds it from its in-memory map, the distributed job from a shuffle.
+The rules are pure functions of the offset map's answers, the batch, the clock and the topic config;
+the local cleaner and the compactor feed them from the in-memory offset map, the Spark job from a
+shuffle. Kept records are copied byte for byte around their kept neighbours (a compiled kernel, never a
+Python loop per record), under their original offsets.
 """
 
 from __future__ import annotations
 
 from enum import Enum
+from typing import Callable, Iterable, Protocol
 
 import numpy as np
+
+from ..records import kernels
+from ..records.batch import (
+    COMPRESSION_MASK,
+    DELETE_HORIZON_BIT,
+    LOG_APPEND_TIME,
+    BatchInfo,
+    RecordBatch,
+    assemble_batch,
+    build_empty_batch,
+)
+from ..records.codecs import Codec, compress
+from ..records.columns import Chunk, chunks
+from .offset_map import OffsetMap
+
+MAP_CHUNK_BYTES = 4 << 20  # batches scanned together while building the map
 
 
 class BatchDecision(Enum):
@@ -72,6 +93,148 @@ def record_versions(strategy: str, base_timestamp: int, cols: np.ndarray, data, 
     return out
 
 
-def needs_delete_horizon(has_horizon: bool, kept_tombstones: int) -> bool:
-    """A batch first rewritten with a surviving tombstone gets the KIP-534 horizon (now + delete.retention.ms)."""
-    return not has_horizon and kept_tombstones > 0
+class WriteCounts(Protocol):
+    """What a rewrite counts as it goes (the cleaner's stats have these two)."""
+
+    messages_written: int
+    invalid_messages: int
+
+
+def map_keys(m: OffsetMap, batches: Iterable[RecordBatch], start: int, strategy: str,
+             account: Callable[[list[RecordBatch], Chunk], None] = lambda _g, _c: None) -> bool:
+    """Put the keys of ``batches`` (records at or after ``start``) into ``m``; False once it is full.
+
+    On a full map everything before the stopping batch counts as processed (Kafka's ``latestOffset``),
+    so the next round starts there."""
+    for group in chunks(batches, MAP_CHUNK_BYTES):
+        chunk = Chunk.scan(group, verify=True)
+        account(group, chunk)
+        if not m.put_batch(chunk.data, chunk.cols, 0, start, chunk_versions(strategy, chunk)):
+            stop = int(np.searchsorted(chunk.rows, m.stopped_row, side="right")) - 1
+            done = [b.last_offset for b in group[:stop] if b.last_offset >= start]
+            m.latest_offset = max([m.latest_offset, *done[-1:]])
+            return False
+        lasts = [b.last_offset for b in group if b.last_offset >= start]
+        if lasts:
+            m.latest_offset = max(m.latest_offset, lasts[-1])
+    return True
+
+
+def lookup(m: OffsetMap, chunk: Chunk, first_dirty: int, strategy: str) -> tuple[np.ndarray, bool]:
+    """Each row's mapped offset (-1 when unmapped) and whether only the mapped record itself is chosen
+    (a versioned strategy). A record before ``first_dirty`` (kept by an earlier round) that outranks
+    every mapped record of its key (a higher version) stays, and the map now points at it."""
+    cols = chunk.cols
+    mapped, mapped_versions = m.get_batch(chunk.data, cols)
+    if mapped_versions is not None and chunk.batches[0].base_offset < first_dirty:
+        offsets = cols[:, kernels.C_OFFSET_DELTA]
+        versions = chunk_versions(strategy, chunk)
+        has_key = cols[:, kernels.C_KEY_LEN] >= 0
+        wins = has_key & (mapped >= 0) & (offsets < first_dirty) & (versions > mapped_versions)
+        if wins.any():
+            rows = np.flatnonzero(wins)
+            m.set_rows(chunk.data, cols, rows, offsets[rows], versions[rows])
+            mapped[rows] = offsets[rows]
+    return mapped, mapped_versions is not None
+
+
+def chunk_versions(strategy: str, chunk: Chunk) -> np.ndarray | None:
+    """Per-row versions for a ``compaction.strategy`` (None for Kafka's offset rule)."""
+    if strategy == "offset":
+        return None
+    if strategy == "timestamp":
+        return chunk.timestamps()
+    return record_versions(strategy, 0, chunk.cols, chunk.data, kernels.header_versions)
+
+
+def filter_batches(chunk: Chunk, mapped: np.ndarray, exact: bool, latest_mapped_offset: int, upper_bound: int,
+                   now: int, delete_retention_ms: int, stats: WriteCounts | None = None, *,
+                   keep_control: bool = True) -> list[tuple[bytes, int, int]]:
+    """The surviving bytes of each batch of a chunk: (bytes, max timestamp, last offset) per kept batch.
+
+    ``mapped`` is the chosen offset of each row's key (-1 when unmapped), wherever it came from: the
+    local cleaner's offset map or the Spark job's shuffle. Everything after that is this one function,
+    so both write the same bytes.
+    """
+    cols, batches = chunk.cols, chunk.batches
+    offsets = cols[:, kernels.C_OFFSET_DELTA]
+    has_key = cols[:, kernels.C_KEY_LEN] >= 0
+    tomb = cols[:, kernels.C_VAL_LEN] < 0
+    horizons = chunk.per_row([-1 if b.delete_horizon_ms is None else b.delete_horizon_ms for b in batches])
+    keep = retained(offsets, mapped, has_key, tomb, latest_mapped_offset, horizons, now, exact=exact)
+    return write_survivors(chunk, keep, upper_bound, now + delete_retention_ms, stats, keep_control=keep_control,
+                           invalid=int((~has_key & (offsets <= latest_mapped_offset)).sum()))
+
+
+def write_survivors(chunk: Chunk, keep: np.ndarray, upper_bound: int, new_horizon: int,
+                    stats: WriteCounts | None = None, *, keep_control: bool = True,
+                    invalid: int = 0) -> list[tuple[bytes, int, int]]:
+    """The bytes of each batch of ``chunk`` holding its ``keep`` rows (Kafka's ``filterTo``): a batch kept
+    whole is copied as it is; one that lost records is rebuilt around the rest under the same offsets;
+    an emptied one is dropped, or kept as its 61-byte header when it ends at ``upper_bound`` (Kafka keeps
+    the last offset of the cleaned range readable). A rebuilt batch keeping a tombstone gains the delete
+    horizon ``new_horizon`` (KIP-534) if it has none.
+
+    The Pulsar-style compactor writes its side log through this too, with its own ``keep`` (tombstones
+    never kept), no control batch (``keep_control=False``) and no emptied batch (``upper_bound=-1``)."""
+    batches = chunk.batches
+    tomb = chunk.cols[:, kernels.C_VAL_LEN] < 0
+    batch_of_row = np.repeat(np.arange(len(batches)), np.diff(chunk.rows))
+    kept = np.bincount(batch_of_row, weights=keep, minlength=len(batches)).astype(np.int64).tolist()
+    kept_tombs = np.bincount(batch_of_row, weights=keep & tomb, minlength=len(batches)).astype(np.int64).tolist()
+    out = []
+    written = 0
+    for i, b in enumerate(batches):
+        lo, hi = int(chunk.rows[i]), int(chunk.rows[i + 1])
+        if b.is_control:
+            if keep_control:
+                out.append((bytes(b.buffer), b.max_timestamp, b.last_offset))
+            continue
+        if kept[i] == hi - lo and (b.has_delete_horizon or not kept_tombs[i]):
+            out.append((bytes(b.buffer), b.max_timestamp, b.last_offset))
+            written += b.record_count
+            continue
+        if kept[i] == 0:
+            if batch_decision(b.next_offset, upper_bound, b.is_control) is BatchDecision.RETAIN_EMPTY:
+                out.append((build_empty_batch(b), b.max_timestamp, b.last_offset))
+            continue
+        rows = lo + np.flatnonzero(keep[lo:hi])
+        gains_horizon = not b.has_delete_horizon and kept_tombs[i]
+        data = regather(b, chunk, rows, new_horizon if gains_horizon else None)
+        written += kept[i]
+        out.append((data, RecordBatch(data).max_timestamp, b.last_offset))
+    if stats is not None:
+        stats.messages_written += written
+        stats.invalid_messages += invalid
+    return out
+
+
+def regather(batch: RecordBatch, chunk: Chunk, rows: np.ndarray, delete_horizon: int | None = None) -> bytes:
+    """One batch rebuilt around its kept ``rows``, as Kafka's cleaner rebuilds it: the same base offset,
+    extent, producer fields, leader epoch and codec (at its default level); the base timestamp becomes
+    the first kept record's timestamp, or the delete horizon when the batch has one (KIP-534). Each kept
+    record is copied byte for byte, only its timestamp delta moved to the new base, so absolute
+    timestamps stay as they were."""
+    rows = rows.astype(np.int64)
+    deltas = chunk.cols[rows, kernels.C_TS_DELTA]
+    horizon = batch.delete_horizon_ms if delete_horizon is None else delete_horizon
+    attrs = batch.attributes & 0xFF
+    if horizon is not None:
+        base_ts, attrs = horizon, attrs | DELETE_HORIZON_BIT
+    else:
+        base_ts = batch.base_timestamp + int(deltas[0])  # the first kept record's timestamp
+    shift = batch.base_timestamp - base_ts
+    if shift:
+        body = kernels.rebase_records(chunk.data, chunk.cols, rows, shift)
+    else:
+        body = kernels.gather_records(chunk.data, chunk.cols, rows)
+    codec = Codec(batch.attributes & COMPRESSION_MASK)
+    if codec is not Codec.NONE:
+        body = compress(codec, body)
+    if batch.timestamp_type == LOG_APPEND_TIME:
+        max_ts = batch.max_timestamp
+    else:
+        max_ts = batch.base_timestamp + int(deltas.max())
+    info = BatchInfo(batch.base_offset, batch.timestamp_type, batch.producer_id, batch.producer_epoch,
+                     batch.base_sequence, batch.partition_leader_epoch, batch.is_transactional, batch.is_control)
+    return assemble_batch(info, attrs, batch.last_offset_delta, base_ts, max_ts, len(rows), body)

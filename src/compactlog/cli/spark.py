@@ -51,7 +51,7 @@ def export(data_dir, topic, fmt, output, master):
     from ..errors import UnknownTopicOrPartitionError
     from ..spark.jobs import export_latest
     from ..spark.session import spark_session
-    from ..storage.manager import read_topics
+    from ..storage.topics import read_topics
 
     if topic not in read_topics(data_dir):  # fails before Spark starts; no lock, as the export takes none
         raise UnknownTopicOrPartitionError(f"Topic '{topic}' does not exist.")

@@ -27,9 +27,9 @@ from typing import Callable, Iterator
 
 import numpy as np
 
-from ..cleaner.cleaner import IoObserver, lookup, map_keys, regather
+from ..cleaner.cleaner import IoObserver
 from ..cleaner.offset_map import OffsetMap
-from ..cleaner.survival import retained
+from ..cleaner.survival import lookup, map_keys, retained, write_survivors
 from ..clock import Time
 from ..records import kernels
 from ..records.batch import RecordBatch
@@ -43,21 +43,10 @@ READ_CHUNK_BYTES = 1 << 20
 
 
 def side_log_batches(chunk: Chunk, keep: np.ndarray) -> list[tuple[bytes, int, int]]:
-    """The kept records of each batch of ``chunk`` as (bytes, max timestamp, last offset): whole
-    batches copied, partly kept ones rebuilt byte for byte around their kept records (same base offset
-    and extent), emptied batches and control batches left out."""
-    out = []
-    for i, b in enumerate(chunk.batches):
-        if b.is_control:
-            continue
-        lo, hi = int(chunk.rows[i]), int(chunk.rows[i + 1])
-        k = keep[lo:hi]
-        if k.all():
-            out.append((bytes(b.buffer), b.max_timestamp, b.last_offset))
-        elif k.any():
-            data = regather(b, chunk, lo + np.flatnonzero(k))
-            out.append((data, RecordBatch(data).max_timestamp, b.last_offset))
-    return out
+    """The kept records of each batch of ``chunk`` as (bytes, max timestamp, last offset), written by the
+    cleaner's rule: whole batches copied, partly kept ones rebuilt around their kept records (same base
+    offset and extent), emptied batches and control batches left out."""
+    return write_survivors(chunk, keep, upper_bound=-1, new_horizon=0, keep_control=False)
 
 
 class Compactor:

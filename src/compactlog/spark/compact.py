@@ -10,7 +10,7 @@ time. Here the map is a ``groupBy`` over the dirty section, so one pass covers a
 2. Map (executors + shuffle): keyed records of the dirty sections -> per (partition, key) the chosen
    offset: the highest, or for a versioned ``compaction.strategy`` the highest (version, offset).
 3. Join (shuffle): the keyed records of each segment group meet the chosen offset of their key.
-4. Rewrite (executors): each group's segments are filtered by ``cleaner.cleaner.filter_batches`` -- the
+4. Rewrite (executors): each group's segments are filtered by ``cleaner.survival.filter_batches`` -- the
    very function the local cleaner calls -- and written into ``<base>.log.cleaned`` in the job's
    staging directory (:mod:`.staging`).
 5. Swap (driver): each cleaned segment is moved beside its log and replaces its sources with the log's
@@ -31,7 +31,8 @@ from typing import Callable
 import numpy as np
 import pyarrow as pa
 
-from ..cleaner.cleaner import READ_BUFFER_BYTES, CleanerStats, chunk_versions, filter_batches
+from ..cleaner.cleaner import READ_BUFFER_BYTES, CleanerStats
+from ..cleaner.survival import chunk_versions, filter_batches
 from ..cleaner.grouping import SegmentSize, group_segments_by_size
 from ..cleaner.log_cleaner import CleanResult
 from ..errors import CompactLogError

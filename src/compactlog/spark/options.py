@@ -9,7 +9,7 @@ from typing import Mapping
 
 from ..compaction.reader import earliest_offset
 from ..errors import InvalidConfigError, UnknownTopicOrPartitionError
-from ..storage.manager import read_topics
+from ..storage.topics import read_topics
 
 EARLIEST, LATEST = -2, -1  # Spark's Kafka source uses these in per-partition offset JSON
 

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from ..errors import InvalidRequestError
 from ..storage.files import try_lock
-from ..storage.manager import require_data_dir
+from ..storage.topics import require_data_dir
 
 STAGING_DIR = "__staging"
 DRIVER_LOCK = ".driver"

@@ -28,7 +28,7 @@ from ..records import kernels
 from ..records.batch import LOG_OVERHEAD, build_batch
 from ..records.codecs import Codec, codec_from_name
 from ..storage.config import LogConfig
-from ..storage.manager import read_topics
+from ..storage.topics import read_topics
 from ..storage.validator import LONG_MAX, validate_and_assign_offsets
 from .staging import JobStaging
 

@@ -126,8 +126,8 @@ def load_log(
     clean_temp_files(directory)
     names = sorted(n for n in os.listdir(directory) if files.is_segment_file(n))
     logs = {files.base_offset_of(n) for n in names if n.endswith(files.LOG_SUFFIX)}
-    for n in names:
-        if not n.endswith(files.LOG_SUFFIX) and files.base_offset_of(n) not in logs:
+    for n in names:  # only index files: Kafka keeps others here (producer-state .snapshot files)
+        if n.endswith(files.INDEX_SUFFIXES) and files.base_offset_of(n) not in logs:
             log.info("deleting orphan index file %s", n)
             (directory / n).unlink()
     if gaps_allowed_below is None:

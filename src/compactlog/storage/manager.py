@@ -8,7 +8,7 @@ Layout of a data directory (Kafka's, plus one folder of topic metadata)::
       recovery-point-offset-checkpoint       Kafka's checkpoint text format
       log-start-offset-checkpoint
       cleaner-offset-checkpoint              (written by the log cleaner)
-      __topics/<topic>.json                  topic id, partition count, config overrides
+      __topics/<topic>.json                  topic id, partition count, config overrides (see topics.py)
       <topic>-<partition>/                   segments, partition.metadata
 
 Kafka keeps topic metadata in its controller's log; with no controller here, one small JSON file per
@@ -18,9 +18,7 @@ so ``describe`` shows them as they were set.
 
 from __future__ import annotations
 
-import base64
 import fcntl
-import json
 import logging
 import os
 import shutil
@@ -30,7 +28,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..clock import SYSTEM, Time
-from ..records.codecs import allow_reading_up_to
 from ..errors import (
     CompactLogError,
     InvalidPartitionsError,
@@ -39,17 +36,17 @@ from ..errors import (
     TopicAlreadyExistsError,
     UnknownTopicOrPartitionError,
 )
+from ..records.codecs import allow_reading_up_to
 from . import files
 from .checkpoint import OffsetCheckpointFile
 from .config import BrokerConfig, LogConfig, validate_topic_overrides
 from .failure import LogDirFailure, describe
 from .log import Log
+from .topics import DELETE_SUFFIX, TOPICS_DIR, load_topics, new_topic_id, partition_dirs, partition_metadata_text, write_topic
 
 log = logging.getLogger(__name__)
 
-TOPICS_DIR = "__topics"
 LOCK_FILE = ".lock"
-DELETE_SUFFIX = "-delete"
 
 
 @dataclass(frozen=True)
@@ -67,49 +64,6 @@ class TopicDescription:
     topic_id: str
     partitions: list[PartitionInfo]
     config: LogConfig
-
-
-def require_data_dir(data_dir: str | os.PathLike[str]) -> Path:
-    """Readers and Spark jobs name a directory that is not there instead of creating one."""
-    if not Path(data_dir).is_dir():
-        raise KafkaStorageError(f"data directory {data_dir} does not exist")
-    return Path(data_dir)
-
-
-def parse_topic(path: Path) -> dict:
-    """One ``__topics/<topic>.json``, checked: a file that is not what we write is named, not guessed at
-    (guessing a compacted topic's configs wrong would let retention delete it)."""
-    where = f"{path.parent.name}/{path.name}"
-    try:
-        meta = json.loads(path.read_bytes().decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise KafkaStorageError(f"topic metadata file {where} in {path.parent.parent} is not valid JSON ({exc}); "
-                                f"restore it, or remove it to drop the topic's metadata") from None
-    ok = (isinstance(meta, dict) and meta.get("name") == path.name[: -len(".json")]
-          and isinstance(meta.get("partitions"), int) and not isinstance(meta.get("partitions"), bool)
-          and meta["partitions"] > 0 and isinstance(meta.get("topic_id"), str) and isinstance(meta.get("config", {}), dict)
-          and all(isinstance(k, str) and isinstance(v, str) for k, v in meta.get("config", {}).items()))
-    if not ok:
-        raise KafkaStorageError(f"topic metadata file {where} in {path.parent.parent} does not hold a topic's name, "
-                                f"id, partition count and configs; restore it, or remove it to drop the topic's metadata")
-    files.validate_topic_name(meta["name"])
-    return meta
-
-
-def read_topics(data_dir: str | os.PathLike[str]) -> dict[str, dict]:
-    """Topic metadata of a data directory, read without taking its lock (for readers in other processes)."""
-    require_data_dir(data_dir)
-    out = {}
-    for entry in sorted((Path(data_dir) / TOPICS_DIR).glob("*.json")):
-        try:
-            meta = parse_topic(entry)
-        except FileNotFoundError:  # deleted right now
-            continue
-        except (OSError, CompactLogError) as exc:
-            log.warning("skipping topic metadata %s: %s", entry.name, exc)
-            continue
-        out[meta["name"]] = meta
-    return out
 
 
 class LogManager:
@@ -131,7 +85,6 @@ class LogManager:
             if any(files.is_segment_file(n) and n.endswith(files.LOG_SUFFIX) for n in os.listdir(self.dir)):
                 raise KafkaStorageError(f"{self.dir} holds segment files: it is a partition directory, not a data "
                                         f"directory (give the directory that holds the <topic>-<partition> folders)")
-            (self.dir / TOPICS_DIR).mkdir(exist_ok=True)
             lock_fd = files.try_lock(self.dir / LOCK_FILE)
         except OSError as exc:
             raise KafkaStorageError(f"cannot use {self.dir} as a data directory: {describe(exc)}") from None
@@ -172,20 +125,12 @@ class LogManager:
         recovery = self._read_hint(self.recovery_checkpoint)
         starts = self._read_hint(self.start_checkpoint)
         cleaned = self._read_hint(OffsetCheckpointFile(self.dir / files.CLEANER_OFFSET_CHECKPOINT))
-        for entry in sorted((self.dir / TOPICS_DIR).glob("*.json")):
-            meta = parse_topic(entry)
-            self.topics[meta["name"]] = meta
         for child in sorted(self.dir.iterdir()):
             if child.is_dir() and child.name.endswith(DELETE_SUFFIX):
                 shutil.rmtree(child, ignore_errors=True)
-                continue
-            parsed = files.parse_partition_dir(child.name) if child.is_dir() else None
-            if parsed is None:
-                continue
+        self.topics.update(load_topics(self.dir, strict=True))
+        for parsed, child in sorted(partition_dirs(self.dir).items()):
             topic, partition = parsed
-            if topic not in self.topics:
-                log.warning("ignoring partition directory %s: no topic metadata for %s", child.name, topic)
-                continue
             try:
                 self.logs[parsed] = Log(
                     child, self.log_config(topic), time=self.time,
@@ -196,7 +141,7 @@ class LogManager:
             except OSError as exc:
                 raise KafkaStorageError(f"cannot open partition {child.name} in {self.dir}: {describe(exc)}") from None
         with self.failure.guard(f"opening {self.dir}"):
-            for topic, meta in self.topics.items():  # a crash during create may have left some out
+            for topic, meta in self.topics.items():  # a crash during create (or another broker) left some out
                 for p in range(meta["partitions"]):
                     if (topic, p) not in self.logs:
                         self._create_log(topic, p)
@@ -219,13 +164,13 @@ class LogManager:
         d = self.dir / files.partition_dir_name(topic, partition)
         d.mkdir(exist_ok=True)
         meta = self.topics[topic]
-        files.atomic_write(d / "partition.metadata", f"version: 0\ntopic_id: {meta['topic_id']}\n")
+        files.atomic_write(d / "partition.metadata", partition_metadata_text(meta["topic_id"]))
         lg = Log(d, self.log_config(topic), time=self.time, clean_shutdown=True, failure=self.failure)
         self.logs[(topic, partition)] = lg
         return lg
 
     def _write_topic(self, meta: dict) -> None:
-        files.atomic_write(self.dir / TOPICS_DIR / f"{meta['name']}.json", json.dumps(meta, indent=2, sort_keys=True))
+        write_topic(self.dir, meta)
 
     # topics -------------------------------------------------------------------------------------
     def create_topic(self, name: str, partitions: int | None = None, config: dict[str, str] | None = None) -> TopicDescription:
@@ -255,7 +200,7 @@ class LogManager:
                     f"Cannot create topic '{name}' with {n} partitions: the data directory holds {have} and "
                     f"max.broker.partitions is {limit}."
                 )
-            topic_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+            topic_id = new_topic_id()
             meta = {"name": name, "topic_id": topic_id, "partitions": n, "config": overrides}
             with self.failure.guard(f"creating topic {name}"):
                 try:
@@ -293,8 +238,10 @@ class LogManager:
             for hook in self.on_partition_deleted:
                 for k, _ in doomed:
                     hook(k)
-            (self.dir / TOPICS_DIR / f"{name}.json").unlink()
-            files.fsync_dir(self.dir / TOPICS_DIR)
+            topic_file = self.dir / TOPICS_DIR / f"{name}.json"
+            if topic_file.exists():  # a topic found from a Kafka directory's folders has none
+                topic_file.unlink()
+                files.fsync_dir(self.dir / TOPICS_DIR)
             del self.topics[name]
             for k, lg in doomed:
                 del self.logs[k]

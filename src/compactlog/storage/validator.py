@@ -44,6 +44,9 @@ from ..records.batch import (
 from ..records.codecs import Codec, codec_from_name, compress
 
 LONG_MAX = 2**63 - 1
+# The leader epoch a Kafka leader stamps on every batch it appends: a single node is the first and only
+# leader of every partition, so its epoch stays 0 (Kafka's first leader of a new topic writes 0 as well).
+LEADER_EPOCH = 0
 # Records rebuilt one by one (a compressed batch whose inner offsets are not 0..n-1, which no Kafka client
 # writes); each costs a Python object, so a batch of more is refused.
 MAX_RECORD_BY_RECORD = 65536
@@ -171,7 +174,7 @@ def validate_and_assign_offsets(records: bytes, next_offset: int, config, now: i
     if source == target and (deltas_ok or source is Codec.NONE):
         header = bytearray(memoryview(records)[:HEADER_SIZE])
         patch_header(
-            header, 0, base_offset=last - batch.last_offset_delta,
+            header, 0, base_offset=last - batch.last_offset_delta, partition_leader_epoch=LEADER_EPOCH,
             max_timestamp=now if log_append else max_ts, log_append_time=log_append,
             crc_of=memoryview(records)[ATTRIBUTES_OFFSET:],
         )
@@ -184,7 +187,7 @@ def validate_and_assign_offsets(records: bytes, next_offset: int, config, now: i
         producer_id=batch.producer_id,
         producer_epoch=batch.producer_epoch,
         base_sequence=batch.base_sequence,
-        partition_leader_epoch=batch.partition_leader_epoch,
+        partition_leader_epoch=LEADER_EPOCH,
     )
     level = _level_for(config, target)
     if deltas_ok:  # the records section is right as it is: recompress it, nothing per record
