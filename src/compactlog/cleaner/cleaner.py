@@ -159,12 +159,9 @@ class Cleaner:
 
         dest, written = write_cleaned(lg.dir, sources[0].base_offset, lg.segment_params(), filtered(),
                                       sources[-1].last_modified_ms, self.time)
+        dest.close_handlers()
         stats.bytes_written += written
-        try:
-            lg.replace_segments([dest], sources)
-        except BaseException:
-            dest.delete_files()
-            raise
+        lg.adopt_cleaned(dest.base_offset, [(s.base_offset, s.size) for s in sources])
 
     def filter_chunk(self, chunk: Chunk, upper_bound: int, now: int, delete_retention_ms: int,
                      stats: CleanerStats) -> list[tuple[bytes, int, int]]:

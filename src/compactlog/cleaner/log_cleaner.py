@@ -12,6 +12,7 @@ import logging
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Iterator
 
 from ..clock import SYSTEM, Time
 from ..errors import CompactLogError
@@ -19,6 +20,7 @@ from ..storage.failure import describe
 from ..storage.log import Log
 from .cleaner import Cleaner, CleanerStats, CleaningAbortedError, IoObserver
 from .manager import CleanerManager, TopicPartition
+from .selection import LogToClean
 from .offset_map import OffsetMap
 from .throttler import Throttler
 
@@ -187,6 +189,36 @@ class LogCleaner:
             if r is not None:
                 results.append(r)
         return results
+
+    # cleaning done outside the cleaner's threads (the Spark compaction and recompression jobs) ------
+    def claim_eligible(self, topic: str | None = None) -> list[LogToClean]:
+        """Every log (of ``topic``) the cleaner would clean now, by its own rules, each claimed (in
+        progress) so that no cleaner thread touches it until :meth:`release` is called."""
+        logs = dict(self.logs.logs)
+        only = None if topic is None else {tp for tp in logs if tp[0] == topic}
+        return self.manager.grab_eligible(logs, self.time.milliseconds(), only)
+
+    def was_aborted(self, tp: TopicPartition) -> bool:
+        """Whether a claimed log was asked to stop meanwhile (deleted, truncated, paused)."""
+        return self.manager.is_aborted(tp)
+
+    def release(self, tp: TopicPartition, cleaned_up_to: int | None) -> None:
+        """End a claim: the cleaner's checkpoint moves to ``cleaned_up_to`` (None: the job did not
+        finish, so it stays where it was)."""
+        self.manager.done_cleaning(tp, cleaned_up_to)
+
+    @contextmanager
+    def paused(self, tps: list[TopicPartition]) -> Iterator[None]:
+        """No cleaning of ``tps`` while the block runs (a job rewriting their segments another way)."""
+        done = []
+        try:
+            for tp in tps:
+                self.manager.abort_and_pause(tp)
+                done.append(tp)
+            yield
+        finally:
+            for tp in done:
+                self.manager.resume(tp)
 
     # threads ------------------------------------------------------------------------------------
     def start(self) -> None:

@@ -38,9 +38,7 @@ from ..cleaner.log_cleaner import CleanResult
 from ..errors import CompactLogError
 from ..records import kernels
 from ..records.columns import Chunk, chunks
-from ..storage import files
-from ..storage.rewrite import move_cleaned
-from ..storage.segment import LogSegment, SegmentParams
+from ..storage.segment import SegmentParams
 from .progress import spark_progress
 from .staging import JobStaging
 
@@ -167,13 +165,11 @@ def rewrite_group(task: GroupTask, offsets: np.ndarray, mapped: np.ndarray, stag
 
 def plan_compaction(cl, topic: str | None) -> list[PartitionPlan]:
     """Every eligible compacted log (of ``topic``), marked in progress in the cleaner manager."""
-    manager = cl.cleaner.manager
     logs = dict(cl.manager.logs)
-    only = None if topic is None else {tp for tp in logs if tp[0] == topic}
     now = cl.time.milliseconds()
     plans = []
     gid = 0
-    for c in sorted(manager.grab_eligible(logs, now, only), key=lambda c: c.key):
+    for c in sorted(cl.cleaner.claim_eligible(topic), key=lambda c: c.key):
         lg = logs[c.key]
         cfg = lg.config
         plan = PartitionPlan(c.key[0], c.key[1], c.first_dirty_offset, c.first_uncleanable_offset, cfg.compaction_strategy)
@@ -311,23 +307,13 @@ def _rewrite_frame(spark, plans: list[PartitionPlan], path: str, staging: JobSta
     return rows.groupBy("gid").applyInArrow(run, out_schema)
 
 
-def _discard(plans: list[PartitionPlan], swapped: set[int]) -> None:
-    """A cleaned segment moved beside its log whose swap did not happen goes too."""
-    for p in plans:
-        for g in p.groups:
-            if g.gid not in swapped:
-                d = Path(g.path) / files.partition_dir_name(p.topic, p.partition)
-                for suffix in files.SEGMENT_SUFFIXES:
-                    files.segment_file(d, g.bases[0], suffix, files.CLEANED_SUFFIX).unlink(missing_ok=True)
-
-
 def compact(spark, cl, topic: str | None = None, progress: Callable[[str], None] = print) -> list[CleanResult]:
     """Clean every eligible log (of ``topic``) in one Spark job; returns a CleanResult per partition."""
     if topic is not None:
         cl.manager.partitions_for(topic)  # unknown topic -> UnknownTopicOrPartitionError
     started = _time.monotonic()
     plans = plan_compaction(cl, topic)
-    manager = cl.cleaner.manager
+    cleaner = cl.cleaner
     if not plans:
         progress("nothing to compact: no log is above its min.cleanable.dirty.ratio")
         return []
@@ -351,22 +337,17 @@ def compact(spark, cl, topic: str | None = None, progress: Callable[[str], None]
             lg = cl.log(p.topic, p.partition)
             stats = CleanerStats(start_size=lg.size, started=started, map_done=map_done)
             for g in p.groups:
-                if manager.is_aborted(tp):
+                if cleaner.was_aborted(tp):
                     break
-                live = {s.base_offset: s for s in lg.segments if s is not lg.active_segment}
-                sources = [live.get(b) for b in g.bases]
-                if any(s is None or s.size != size for s, size in zip(sources, g.sizes)):
-                    continue  # changed since planning (retention, truncation): keep the live ones
-                move_cleaned(Path(by_gid[g.gid]["dir"]), lg.dir, g.bases[0])
-                new = LogSegment(lg.dir, g.bases[0], g.params, temp_suffix=files.CLEANED_SUFFIX)
-                lg.replace_segments([new], sources)
+                if not lg.adopt_cleaned(g.bases[0], list(zip(g.bases, g.sizes)), Path(by_gid[g.gid]["dir"])):
+                    continue  # changed since planning (retention, truncation): the live ones stay
                 swapped.add(g.gid)
                 for k in STAT_FIELDS:
                     setattr(stats, k, getattr(stats, k) + by_gid[g.gid][k])
             stats.end_size = lg.size
             stats.ended = _time.monotonic()
-            complete = not manager.is_aborted(tp) and all(g.gid in swapped for g in p.groups)
-            manager.done_cleaning(tp, p.first_uncleanable if complete else None)
+            complete = not cleaner.was_aborted(tp) and all(g.gid in swapped for g in p.groups)
+            cleaner.release(tp, p.first_uncleanable if complete else None)
             finished.add(tp)
             lg.delete_expired_files()
             if complete:
@@ -376,10 +357,9 @@ def compact(spark, cl, topic: str | None = None, progress: Callable[[str], None]
                          f"{stats.bytes_read:,} -> {stats.bytes_written:,} bytes")
     finally:
         staging.remove()  # what was not swapped, and what tasks killed with a failed job left
-        _discard(plans, swapped)
         for p in plans:
             if (p.topic, p.partition) not in finished:
-                manager.done_cleaning((p.topic, p.partition), None)
+                cleaner.release((p.topic, p.partition), None)
     return results
 
 

@@ -15,9 +15,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..records.codecs import Codec, check_level, codec_from_name
-from ..storage import files
-from ..storage.rewrite import move_cleaned
-from ..storage.segment import LogSegment, SegmentParams
+from ..storage.segment import SegmentParams
 from .progress import spark_progress
 from .staging import JobStaging
 
@@ -94,30 +92,16 @@ def recompress_topic(spark, cl, topic: str, compression: str, level: int | None 
         progress(f"{topic}: no closed segments to recompress")
         return []
     progress(f"{topic}: recompressing {len(tasks)} segment(s) to {codec.config_name} on {spark.sparkContext.master}")
-    paused = [(topic, p) for p in range(n)]
-    for tp in paused:
-        cl.cleaner.manager.abort_and_pause(tp)  # no cleaning round may swap these segments meanwhile
     staging = JobStaging.begin(cl.manager.dir)
     try:
-        with spark_progress(spark, "recompression"):
-            results = spark.sparkContext.parallelize(tasks, len(tasks)).map(lambda t: rewrite_segment(t, staging)).collect()
-        for r, t in zip(results, tasks):
-            lg = cl.log(topic, r.partition)
-            live = next((s for s in lg.segments if s.base_offset == r.base_offset), None)
-            if live is None or live.size != t.size or live is lg.active_segment:
-                continue  # the segment changed since planning: keep the live one
-            move_cleaned(Path(r.dir), lg.dir, r.base_offset)
-            lg.replace_segments([LogSegment(lg.dir, r.base_offset, t.params, temp_suffix=files.CLEANED_SUFFIX)], [live])
-    except BaseException:
-        for t in tasks:
-            d = cl.log(topic, t.partition).dir
-            for suffix in files.SEGMENT_SUFFIXES:
-                files.segment_file(d, t.base_offset, suffix, files.CLEANED_SUFFIX).unlink(missing_ok=True)
-        raise
+        with cl.cleaner.paused([(topic, p) for p in range(n)]):  # no cleaning round swaps these meanwhile
+            with spark_progress(spark, "recompression"):
+                results = spark.sparkContext.parallelize(tasks, len(tasks)).map(lambda t: rewrite_segment(t, staging)).collect()
+            for r, t in zip(results, tasks):
+                # a segment changed since planning (or now active) is kept as it is
+                cl.log(topic, r.partition).adopt_cleaned(r.base_offset, [(t.base_offset, t.size)], Path(r.dir))
     finally:
         staging.remove()  # what was not swapped, and what tasks killed with a failed job left
-        for tp in paused:
-            cl.cleaner.manager.resume(tp)
     before = sum(r.bytes_before for r in results)
     after = sum(r.bytes_after for r in results)
     progress(f"{topic}: {before:,} bytes -> {after:,} bytes ({100 * (1 - after / max(before, 1)):.1f}% smaller)")

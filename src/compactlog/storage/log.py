@@ -30,6 +30,7 @@ from .failure import LogDirFailure
 from .loader import load_log
 from .reader import fixed, read_batches
 from .retention import SegmentFacts, segments_to_delete
+from .rewrite import move_cleaned
 from .segment import LogSegment, SegmentParams
 from .validator import ValidatedAppend, validate_and_assign_offsets
 
@@ -336,6 +337,35 @@ class Log:
             for seg in new_sorted:
                 seg.change_suffix(files.SWAP_SUFFIX, "")
             files.fsync_dir(self.dir)
+
+    def adopt_cleaned(self, base_offset: int, replaces: list[tuple[int, int]], written_in: Path | None = None) -> bool:
+        """Swap in a rewritten segment: ``<base_offset>.log.cleaned`` (and its indexes), written beside the
+        log or in ``written_in`` (a staging directory on the same file system), for the live segments
+        ``replaces`` lists as (base offset, size). The one way a cleaning, a Spark compaction or a
+        recompression hands its work to the log.
+
+        If those segments are no longer there unchanged (retention, truncation or another job got there
+        first) nothing is swapped; whatever happens, no ``.cleaned`` file is left behind. Returns whether
+        the segment was swapped in."""
+        with self.lock:
+            live = {s.base_offset: s for s in self.segments if s is not self.active_segment}
+            sources = [live.get(b) for b, _ in replaces]
+            try:
+                if not sources or any(s is None or s.size != size for s, (_, size) in zip(sources, replaces)):
+                    return False
+                if written_in is not None and Path(written_in) != self.dir:
+                    move_cleaned(Path(written_in), self.dir, base_offset)
+                new = LogSegment(self.dir, base_offset, self.segment_params(), self.time, temp_suffix=files.CLEANED_SUFFIX)
+                try:
+                    self.replace_segments([new], sources)
+                except BaseException:
+                    new.close_handlers()
+                    raise
+                return True
+            finally:
+                for d in {self.dir, Path(written_in) if written_in is not None else self.dir}:
+                    for suffix in files.SEGMENT_SUFFIXES:
+                        files.segment_file(d, base_offset, suffix, files.CLEANED_SUFFIX).unlink(missing_ok=True)
 
     def truncate_to(self, offset: int) -> bool:
         """Remove every record at or after ``offset``; returns whether anything was removed."""
