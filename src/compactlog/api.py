@@ -250,8 +250,7 @@ class CompactLog:
             else:
                 start = self._start_offset(lg, from_beginning, offset, timestamp, read_compacted)
             if read_compacted:
-                batches = compacted_batches(lg.dir, lg.batches, lg.log_start_offset, start, lg.log_end_offset,
-                                            check_crcs=check_crcs)
+                batches = compacted_batches(lg, start, lg.log_end_offset, check_crcs=check_crcs)
             else:
                 batches = lg.batches(start, check_crcs=check_crcs)
             for batch in batches:

@@ -118,8 +118,7 @@ class SnapshotConsumer:
     def _records(self, snap: PartitionSnapshot, end: int, p: int, limit: int) -> Iterator[Record]:
         pos = self.positions[p]
         if self.read_compacted:
-            batches = compacted_batches(snap.directory, snap.batches, snap.log_start_offset, pos, end,
-                                        check_crcs=self.check_crcs)
+            batches = compacted_batches(snap, pos, end, check_crcs=self.check_crcs)
         else:
             pos = max(pos, snap.log_start_offset)
             batches = snap.batches(pos, end, check_crcs=self.check_crcs)

@@ -127,3 +127,21 @@ def test_a_listing_taken_before_a_swap_reads_on_after_it(tmp_path):
     assert offsets == sorted(set(offsets)) and offsets[-1] == 499  # in order, nothing twice, to the end
     assert all(v == b"v%d" % o for o, v in got)  # old bytes from the segment it held, new ones after
     assert kept <= set(offsets)  # nothing the cleaner kept was skipped
+
+
+def test_a_snapshot_starts_where_the_owner_moved_the_log_start(tmp_path):
+    """A reader in another process sees the checkpointed log start offset (DeleteRecords moved it inside a
+    segment), as the owner's Log does; a checkpoint beyond the log end is not believed."""
+    from compactlog.consumer import SnapshotConsumer
+
+    with compactlog.open(tmp_path) as cl:
+        cl.create_topic("t", 1)
+        cl.produce_batch("t", [(None, b"v%d" % i) for i in range(100)], batch_bytes=300)
+        cl.log("t").increment_log_start_offset(37)
+        cl.flush()
+        with PartitionSnapshot.open(tmp_path, "t", 0) as snap:
+            assert (snap.log_start_offset, snap.log_end_offset) == (37, 100)
+        assert [r.offset for r in SnapshotConsumer(tmp_path, "t", start="earliest").poll()][:1] == [37]
+    (tmp_path / "log-start-offset-checkpoint").write_text("0\n1\nt 0 500\n")
+    with PartitionSnapshot.open(tmp_path, "t", 0) as snap:
+        assert snap.log_start_offset == 0

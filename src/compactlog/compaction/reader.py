@@ -8,10 +8,10 @@ the log start offset, if retention has removed live records beyond it).
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Iterator
 
 from ..records.batch import RecordBatch
+from ..storage.reader import PartitionView
 from ..storage.snapshot import PartitionSnapshot
 from .state import read_state, side_log_dir
 
@@ -22,17 +22,18 @@ def earliest_offset(log_start_offset: int, read_compacted: bool) -> int:
     return 0 if read_compacted else log_start_offset
 
 
-def compacted_batches(partition_dir: Path, live_batches, log_start_offset: int, start: int,
-                      end: int | None = None, attempts: int = 5, check_crcs: bool = True) -> Iterator[RecordBatch]:
-    """Batches of the compacted view holding offsets in [start, end). ``live_batches(lo, hi)`` reads
-    the live log (a Log or a read-only snapshot); both are read by the checked reader."""
+def compacted_batches(live: PartitionView, start: int, end: int | None = None, attempts: int = 5,
+                      check_crcs: bool = True) -> Iterator[RecordBatch]:
+    """Batches of the compacted view holding offsets in [start, end). ``live`` is the live log, the
+    owner's Log or another process's snapshot; both the side log and it are read by the checked reader."""
+    log_start_offset = live.log_start_offset
     for attempt in range(attempts):
-        state = read_state(partition_dir)
+        state = read_state(live.dir)
         if state is None:
-            yield from live_batches(max(start, log_start_offset), end, check_crcs=check_crcs)
+            yield from live.batches(max(start, log_start_offset), end, check_crcs=check_crcs)
             return
         try:
-            side = PartitionSnapshot.of_directory(side_log_dir(partition_dir, state.side_log), eager=True)
+            side = PartitionSnapshot.of_directory(side_log_dir(live.dir, state.side_log), eager=True)
             break
         except FileNotFoundError:  # replaced by a newer run between reading the state and opening
             if attempt == attempts - 1:
@@ -42,4 +43,4 @@ def compacted_batches(partition_dir: Path, live_batches, log_start_offset: int, 
         if start < hi:
             yield from side.batches(start, hi, check_crcs=check_crcs)
     if end is None or end > state.horizon:
-        yield from live_batches(max(start, state.horizon, log_start_offset), end, check_crcs=check_crcs)
+        yield from live.batches(max(start, state.horizon, log_start_offset), end, check_crcs=check_crcs)

@@ -66,8 +66,7 @@ def read_partition(path: str, topic: str, partition: int, start: int, end: int, 
         if read_compacted:
             from ..compaction.reader import compacted_batches
 
-            batches = compacted_batches(snap.directory, snap.batches, snap.log_start_offset, start, end,
-                                        check_crcs=check_crcs)
+            batches = compacted_batches(snap, start, end, check_crcs=check_crcs)
         else:
             batches = snap.batches(start, end, check_crcs=check_crcs)
         for group in chunks(batches, chunk_bytes):

@@ -14,7 +14,8 @@ from the offset it had reached, as a Kafka consumer fetching by offset does.
 from __future__ import annotations
 
 import bisect
-from typing import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Callable, Iterator, Protocol, Sequence
 
 from ..errors import CorruptRecordError, KafkaStorageError
 from ..records.batch import RecordBatch
@@ -24,6 +25,23 @@ from .segment import LogSegment
 
 # (base offsets in order, segment i opened) of one listing
 Listing = tuple[Sequence[int], Callable[[int], LogSegment]]
+
+
+class PartitionView(Protocol):
+    """What a reader needs of a partition, whoever holds it: the owner's ``Log`` or another process's
+    read-only ``PartitionSnapshot``. The log start offset is the checkpointed one (records below it were
+    deleted by retention or DeleteRecords, even when their segment is still there)."""
+
+    @property
+    def dir(self) -> Path: ...
+
+    @property
+    def log_start_offset(self) -> int: ...
+
+    @property
+    def log_end_offset(self) -> int: ...
+
+    def batches(self, start: int = 0, end: int | None = None, *, check_crcs: bool = True) -> Iterator[RecordBatch]: ...
 
 
 class BatchOrigin:

@@ -16,9 +16,10 @@ import time
 from pathlib import Path
 from typing import Iterator
 
-from ..errors import UnknownTopicOrPartitionError
+from ..errors import CompactLogError, UnknownTopicOrPartitionError
 from ..records.batch import RecordBatch
 from . import files
+from .checkpoint import OffsetCheckpointFile
 from .reader import Listing, read_batches
 from .segment import LogSegment
 
@@ -139,8 +140,24 @@ class PartitionSnapshot:
         raise FileNotFoundError(f"the segments of {self.directory} keep changing")
 
     @property
+    def dir(self) -> Path:
+        return self.directory
+
+    @property
     def log_start_offset(self) -> int:
-        return self._listing_[0][0] if self._listing_ else 0
+        """The first segment's base offset, or the owner's checkpointed log start offset when it is
+        beyond that (DeleteRecords or retention moved it inside a segment), as the owner's Log has it."""
+        first = self._listing_[0][0] if self._listing_ else 0
+        parsed = files.parse_partition_dir(self.directory.name)
+        if parsed is None:  # a side log, not a partition
+            return first
+        try:
+            checkpointed = OffsetCheckpointFile(self.directory.parent / files.LOG_START_OFFSET_CHECKPOINT).read().get(parsed)
+        except (OSError, CompactLogError):
+            return first
+        if checkpointed is None or checkpointed <= first or checkpointed > self.log_end_offset:
+            return first
+        return checkpointed
 
     def batches(self, start: int = 0, end: int | None = None, *, check_crcs: bool = True) -> Iterator[RecordBatch]:
         """Whole batches holding offsets in [start, end), in order, each checked (see ``reader.py``)."""
