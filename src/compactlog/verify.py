@@ -27,7 +27,7 @@ from .storage.checkpoint import OffsetCheckpointFile
 from .storage.config import BrokerConfig, LogConfig
 from .storage.index import CorruptIndexError, OffsetIndex, TimeIndex
 from .storage.manager import LogManager
-from .storage.topics import TOPICS_DIR, kafka_topics, parse_topic, require_data_dir
+from .storage.topics import kafka_topics, parse_topic, require_data_dir
 from .storage.segment import LogSegment
 
 ERROR, WARNING = "error", "warning"
@@ -91,13 +91,13 @@ def verify(data_dir: str | os.PathLike[str], topic: str | None = None, on_io: On
     add = report.problems.append
     topics: dict[str, dict] = {}
     unreadable: set[str] = set()
-    for entry in sorted((root / TOPICS_DIR).glob("*.json")) if (root / TOPICS_DIR).is_dir() else []:
+    for entry in sorted((root / files.TOPICS_DIR).glob("*.json")) if (root / files.TOPICS_DIR).is_dir() else []:
         try:
             meta = parse_topic(entry)
             topics[meta["name"]] = meta
         except CompactLogError as exc:
             unreadable.add(entry.name[: -len(".json")])
-            add(Problem(f"{TOPICS_DIR}/{entry.name}", None, str(exc), ERROR, "nothing: restore or remove the file"))
+            add(Problem(f"{files.TOPICS_DIR}/{entry.name}", None, str(exc), ERROR, "nothing: restore or remove the file"))
     topics.update(kafka_topics(root, set(topics) | unreadable))  # a Kafka broker's folders have no metadata file
     checkpoints = {}
     for name in (files.RECOVERY_POINT_CHECKPOINT, files.LOG_START_OFFSET_CHECKPOINT, files.CLEANER_OFFSET_CHECKPOINT):
@@ -109,7 +109,7 @@ def verify(data_dir: str | os.PathLike[str], topic: str | None = None, on_io: On
     dirs = {}
     for child in sorted(root.iterdir()):
         parsed = files.parse_partition_dir(child.name) if child.is_dir() else None
-        if parsed is None or child.name.endswith("-delete"):
+        if parsed is None or child.name.endswith(files.DELETE_SUFFIX):
             continue
         if topic is not None and parsed[0] != topic:
             continue
@@ -123,7 +123,7 @@ def verify(data_dir: str | os.PathLike[str], topic: str | None = None, on_io: On
         for p in range(meta["partitions"]):
             if (name, p) not in dirs:
                 add(Problem(files.partition_dir_name(name, p), None, "the partition directory is missing",
-                            WARNING if name in found and not (root / TOPICS_DIR / f"{name}.json").exists() else ERROR,
+                            WARNING if name in found and not (root / files.TOPICS_DIR / f"{name}.json").exists() else ERROR,
                             "created empty"))
     for tp, d in sorted(dirs.items()):
         config = LogConfig(topics[tp[0]].get("config", {}), broker)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from ..storage import files
 from .common import CompactLogGroup, check_compression_level, kafka_errors
 
 
@@ -27,7 +28,7 @@ def overwrites_data_dir(output: str, data_dir: str) -> bool:
         return False
     top = data / out.relative_to(data).parts[0]
     partition_like = re.fullmatch(r".+-[0-9]+(\..+)?", top.name) is not None
-    return top.name == "__topics" or top.is_file() or (top.is_dir() and (partition_like or any(top.glob("*.log"))))
+    return top.name == files.TOPICS_DIR or top.is_file() or (top.is_dir() and (partition_like or any(top.glob("*.log"))))
 
 
 @click.group("spark", cls=CompactLogGroup)

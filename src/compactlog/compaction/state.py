@@ -17,9 +17,9 @@ from pathlib import Path
 
 from ..storage import files
 
-STATE_FILE = "compaction-state"
-ERROR_FILE = "compaction-error"  # the last run's failure, until a run succeeds
-SIDE_LOG_PREFIX = "compacted."
+STATE_FILE = files.COMPACTION_STATE_FILE
+ERROR_FILE = files.COMPACTION_ERROR_FILE  # the last run's failure, until a run succeeds
+SIDE_LOG_PREFIX = files.SIDE_LOG_PREFIX
 _SIDE_LOG = re.compile(r"^compacted\.(\d+)$")
 
 

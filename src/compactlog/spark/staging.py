@@ -26,10 +26,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import InvalidRequestError
+from ..storage import files
 from ..storage.files import try_lock
 from ..storage.topics import require_data_dir
 
-STAGING_DIR = "__staging"
+STAGING_DIR = files.STAGING_DIR
 DRIVER_LOCK = ".driver"
 _held: dict[str, int] = {}  # driver side: the descriptors holding the locks of this process's live jobs
 

@@ -2,7 +2,9 @@
 
 A segment with base offset B is ``P.log``, ``P.index``, ``P.timeindex`` (and ``P.txnindex``) where P is
 B zero-padded to 20 digits. Temporary suffixes go after the extension (``P.log.cleaned``,
-``P.log.swap``, ``P.log.deleted``). A partition lives in ``<topic>-<partition>``.
+``P.log.swap``, ``P.log.deleted``). A partition lives in ``<topic>-<partition>``. Every other name a
+data directory holds (checkpoints, markers, our metadata and staging folders) is here too, and nowhere
+else.
 """
 
 from __future__ import annotations
@@ -26,10 +28,21 @@ CLEANED_SUFFIX = ".cleaned"
 SWAP_SUFFIX = ".swap"
 DELETED_SUFFIX = ".deleted"
 
+# In a data directory (Kafka's names where Kafka has the file)
+LOCK_FILE = ".lock"
+TOPICS_DIR = "__topics"  # ours: topic metadata, one <topic>.json each (Kafka keeps it in its controller)
+STAGING_DIR = "__staging"  # ours: Spark jobs' staging directories
+DELETE_SUFFIX = "-delete"  # a partition directory being removed: <topic>-<partition>.<unique>-delete
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
 CLEANER_OFFSET_CHECKPOINT = "cleaner-offset-checkpoint"
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
+
+# In a partition directory
+PARTITION_METADATA = "partition.metadata"
+COMPACTION_STATE_FILE = "compaction-state"  # ours: the published compacted view (Pulsar-style)
+COMPACTION_ERROR_FILE = "compaction-error"  # ours: the last compaction run's failure
+SIDE_LOG_PREFIX = "compacted."  # ours: compacted.<id>/, a compacted view's side log
 
 MAX_TOPIC_NAME_LENGTH = 249
 MAX_FILE_NAME = 255  # bytes in one path component (ext4, xfs, tmpfs)

@@ -42,11 +42,10 @@ from .checkpoint import OffsetCheckpointFile
 from .config import BrokerConfig, LogConfig, validate_topic_overrides
 from .failure import LogDirFailure, describe
 from .log import Log
-from .topics import DELETE_SUFFIX, TOPICS_DIR, load_topics, new_topic_id, partition_dirs, partition_metadata_text, write_topic
+from .topics import load_topics, new_topic_id, partition_dirs, partition_metadata_text, write_topic
 
 log = logging.getLogger(__name__)
 
-LOCK_FILE = ".lock"
 
 
 @dataclass(frozen=True)
@@ -85,7 +84,7 @@ class LogManager:
             if any(files.is_segment_file(n) and n.endswith(files.LOG_SUFFIX) for n in os.listdir(self.dir)):
                 raise KafkaStorageError(f"{self.dir} holds segment files: it is a partition directory, not a data "
                                         f"directory (give the directory that holds the <topic>-<partition> folders)")
-            lock_fd = files.try_lock(self.dir / LOCK_FILE)
+            lock_fd = files.try_lock(self.dir / files.LOCK_FILE)
         except OSError as exc:
             raise KafkaStorageError(f"cannot use {self.dir} as a data directory: {describe(exc)}") from None
         if lock_fd is None:
@@ -126,7 +125,7 @@ class LogManager:
         starts = self._read_hint(self.start_checkpoint)
         cleaned = self._read_hint(OffsetCheckpointFile(self.dir / files.CLEANER_OFFSET_CHECKPOINT))
         for child in sorted(self.dir.iterdir()):
-            if child.is_dir() and child.name.endswith(DELETE_SUFFIX):
+            if child.is_dir() and child.name.endswith(files.DELETE_SUFFIX):
                 shutil.rmtree(child, ignore_errors=True)
         self.topics.update(load_topics(self.dir, strict=True))
         for parsed, child in sorted(partition_dirs(self.dir).items()):
@@ -164,7 +163,7 @@ class LogManager:
         d = self.dir / files.partition_dir_name(topic, partition)
         d.mkdir(exist_ok=True)
         meta = self.topics[topic]
-        files.atomic_write(d / "partition.metadata", partition_metadata_text(meta["topic_id"]))
+        files.atomic_write(d / files.PARTITION_METADATA, partition_metadata_text(meta["topic_id"]))
         lg = Log(d, self.log_config(topic), time=self.time, clean_shutdown=True, failure=self.failure)
         self.logs[(topic, partition)] = lg
         return lg
@@ -215,7 +214,7 @@ class LogManager:
 
     def _remove_half_made(self, name: str) -> None:
         self.topics.pop(name, None)
-        (self.dir / TOPICS_DIR / f"{name}.json").unlink(missing_ok=True)
+        (self.dir / files.TOPICS_DIR / f"{name}.json").unlink(missing_ok=True)
         for k in [k for k in self.logs if k[0] == name]:
             lg = self.logs.pop(k)
             for seg in lg.segments:
@@ -238,14 +237,14 @@ class LogManager:
             for hook in self.on_partition_deleted:
                 for k, _ in doomed:
                     hook(k)
-            topic_file = self.dir / TOPICS_DIR / f"{name}.json"
+            topic_file = self.dir / files.TOPICS_DIR / f"{name}.json"
             if topic_file.exists():  # a topic found from a Kafka directory's folders has none
                 topic_file.unlink()
-                files.fsync_dir(self.dir / TOPICS_DIR)
+                files.fsync_dir(self.dir / files.TOPICS_DIR)
             del self.topics[name]
             for k, lg in doomed:
                 del self.logs[k]
-                marked = lg.dir.with_name(files.delete_dir_name(lg.dir.name, uuid.uuid4().hex, DELETE_SUFFIX))
+                marked = lg.dir.with_name(files.delete_dir_name(lg.dir.name, uuid.uuid4().hex, files.DELETE_SUFFIX))
                 for seg in lg.segments:
                     seg.close_handlers()
                 lg.delete_expired_files(force=True)

@@ -25,9 +25,6 @@ from . import files
 
 log = logging.getLogger(__name__)
 
-TOPICS_DIR = "__topics"
-PARTITION_METADATA = "partition.metadata"
-DELETE_SUFFIX = "-delete"
 
 # What Kafka's broker forces on its internal topics (offsets.topic.segment.bytes and
 # transaction.state.log.segment.bytes default to 100 MiB; both are compacted).
@@ -51,7 +48,7 @@ def partition_metadata_text(topic_id: str) -> str:
 def read_topic_id(partition_dir: Path) -> str | None:
     """The topic id in a partition folder's ``partition.metadata``, or None without a readable one."""
     try:
-        text = (partition_dir / PARTITION_METADATA).read_bytes().decode("utf-8")
+        text = (partition_dir / files.PARTITION_METADATA).read_bytes().decode("utf-8")
     except (OSError, UnicodeDecodeError):
         return None
     m = _TOPIC_ID.search(text)
@@ -79,15 +76,15 @@ def parse_topic(path: Path) -> dict:
 
 
 def write_topic(data_dir: Path, meta: dict) -> None:
-    (data_dir / TOPICS_DIR).mkdir(exist_ok=True)
-    files.atomic_write(data_dir / TOPICS_DIR / f"{meta['name']}.json", json.dumps(meta, indent=2, sort_keys=True))
+    (data_dir / files.TOPICS_DIR).mkdir(exist_ok=True)
+    files.atomic_write(data_dir / files.TOPICS_DIR / f"{meta['name']}.json", json.dumps(meta, indent=2, sort_keys=True))
 
 
 def partition_dirs(data_dir: Path) -> dict[tuple[str, int], Path]:
     """Every ``<topic>-<partition>`` folder of a data directory (not those marked for deletion)."""
     out = {}
     for child in data_dir.iterdir():
-        if child.name.endswith(DELETE_SUFFIX) or not child.is_dir():
+        if child.name.endswith(files.DELETE_SUFFIX) or not child.is_dir():
             continue
         parsed = files.parse_partition_dir(child.name)
         if parsed is not None:
@@ -121,7 +118,7 @@ def load_topics(data_dir: Path, strict: bool) -> dict[str, dict]:
     have none. ``strict`` (the directory's owner): a metadata file that cannot be read is an error;
     otherwise (readers in other processes) it is skipped with a warning."""
     out: dict[str, dict] = {}
-    topics_dir = data_dir / TOPICS_DIR
+    topics_dir = data_dir / files.TOPICS_DIR
     for entry in sorted(topics_dir.glob("*.json")) if topics_dir.is_dir() else []:
         try:
             meta = parse_topic(entry)
