@@ -5,7 +5,10 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
 
+
+@pytest.mark.spark  # the walkthrough ends with a Spark compaction and export
 def test_walkthrough_runs_and_ends_with_the_latest_price_per_product(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "compactlog", "demo", "--data-dir", str(tmp_path / "demo")],
                           capture_output=True, text=True, timeout=600)

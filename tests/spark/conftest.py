@@ -16,3 +16,11 @@ def spark():
     session = spark_session("local[2]", "compactlog-tests", {"spark.sql.shuffle.partitions": "4"})
     yield session
     session.stop()
+
+
+def pytest_collection_modifyitems(config, items):
+    """Every test here needs Spark: mark it, so that a run can leave them out with -m "not spark"."""
+    here = os.path.dirname(__file__)
+    for item in items:
+        if str(item.fspath).startswith(here):
+            item.add_marker(pytest.mark.spark)
