@@ -145,3 +145,20 @@ def test_a_snapshot_starts_where_the_owner_moved_the_log_start(tmp_path):
     (tmp_path / "log-start-offset-checkpoint").write_text("0\n1\nt 0 500\n")
     with PartitionSnapshot.open(tmp_path, "t", 0) as snap:
         assert snap.log_start_offset == 0
+
+
+def test_index_entries_of_the_active_segment_reach_the_files_at_once(tmp_path):
+    """Another process reading the directory sees the owner's index entries while the owner runs, not
+    only after a flush or close (each entry is written to the file as it is made, as Kafka's memory-mapped
+    indexes make it visible)."""
+    with compactlog.open(tmp_path) as cl:
+        cl.create_topic("t", 1, {"index.interval.bytes": "100"})
+        cl.produce_batch("t", [(b"k%d" % i, b"v" * 100) for i in range(300)], batch_bytes=150)
+        active = cl.log("t").active_segment
+        assert active.offset_index.entries > 50
+        assert active.offset_index.path.stat().st_size == active.offset_index.entries * 8
+        assert active.time_index.path.stat().st_size == active.time_index.entries * 12
+        with PartitionSnapshot.open(tmp_path, "t", 0) as snap:
+            seg = snap.segment(0)
+            assert seg.offset_index.entries == active.offset_index.entries
+            assert next(snap.batches(250)).last_offset >= 250
