@@ -179,3 +179,12 @@ def test_a_corrupt_batch_fails_the_read_naming_it_unless_crcs_are_off(spark, dam
     assert [bytes(r.value) for r in sorted(rows, key=lambda r: r.offset)] == [b"value-0", b"value-0", b"value-2"]
     with pytest.raises(Exception, match='kafka.check.crcs" must be true or false'):
         load(spark, damaged, subscribe="t", **{"kafka.check.crcs": "maybe"}).collect()
+
+
+def test_a_kafka_log_directory_loads_into_spark(spark, kafka_dir):
+    """A directory laid out by Kafka's rules (no topic metadata of ours) reads as any other."""
+    path, made = kafka_dir
+    rows = load(spark, path, subscribe="prices,__consumer_offsets").collect()
+    got = {t: sorted((r.partition, r.offset, bytes(r.key), bytes(r.value)) for r in rows if r.topic == t)
+           for t in ("prices", "__consumer_offsets")}
+    assert got == {t: sorted(made["expected"][t]) for t in got}

@@ -78,6 +78,11 @@ class PartitionSnapshot:
         files.validate_topic_name(topic)
         d = Path(data_dir) / files.partition_dir_name(topic, partition)
         if not d.is_dir():
+            from .topics import read_topics
+
+            meta = read_topics(data_dir).get(topic) if Path(data_dir).is_dir() else None
+            if meta is not None and 0 <= partition < meta["partitions"]:
+                return cls(d, [])  # a partition of a Kafka broker's directory held by another broker: empty
             raise UnknownTopicOrPartitionError(f"Partition {topic}-{partition} does not exist in {data_dir}.")
         return cls.of_directory(d)
 
