@@ -34,8 +34,8 @@ static inline uint64_t load_le64(const uint8_t *p) {
 #define GIL_RELEASE_MIN_SCAN 4096
 #define GIL_RELEASE_MIN_CRC 65536
 
-#define NCOLS 10
-enum { C_POS, C_END, C_OFFSET_DELTA, C_TS_DELTA, C_KEY_POS, C_KEY_LEN, C_VAL_POS, C_VAL_LEN, C_HDR_POS, C_HDR_COUNT };
+/* NCOLS, the C_* column numbers, POSITION_COLUMNS_INIT and SLOT: written by setup.py from layout.py */
+#include "_layout.h"
 
 /* ------------------------------------------------------------------------------------------------
  * Errors are recorded without the GIL and turned into ValueError afterwards, with the twin's words.
@@ -359,13 +359,10 @@ scan:;
             bad = i;
             break;
         }
+        static const int shifted[NPOSITION_COLUMNS] = POSITION_COLUMNS_INIT;
         for (int64_t r = 0; r < counts[i]; r++) {
             int64_t *rr = out + (row + r) * NCOLS;
-            rr[C_POS] += starts[i];
-            rr[C_END] += starts[i];
-            rr[C_KEY_POS] += starts[i];
-            rr[C_VAL_POS] += starts[i];
-            rr[C_HDR_POS] += starts[i];
+            for (int k = 0; k < NPOSITION_COLUMNS; k++) rr[shifted[k]] += starts[i];
         }
         row += (Py_ssize_t)counts[i];
     }
@@ -1290,7 +1287,6 @@ static PyObject *partition_for_keys(PyObject *self, PyObject *args) {
  * MurmurHash3 x64-128 instead of Kafka's MD5: same width, so the same (negligible) collision odds,
  * several times faster.
  */
-#define SLOT 24
 
 static inline uint64_t rotl64(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
 static inline uint64_t fmix64(uint64_t k) {
@@ -1629,7 +1625,36 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_native", "Compiled record kernels.", -1, methods};
 
+/* LAYOUT (every column number and NCOLS, SLOT) and POSITION_COLUMNS, as this module was compiled. */
+static int add_layout(PyObject *m) {
+    static const struct { const char *name; int value; } columns[] = LAYOUT_COLUMNS;
+    static const int shifted[NPOSITION_COLUMNS] = POSITION_COLUMNS_INIT;
+    PyObject *layout = PyDict_New(), *pos = PyTuple_New(NPOSITION_COLUMNS);
+    int ok = layout && pos;
+    for (size_t i = 0; ok && i < sizeof columns / sizeof columns[0]; i++) {
+        PyObject *v = PyLong_FromLong(columns[i].value);
+        ok = v && PyDict_SetItemString(layout, columns[i].name, v) == 0;
+        Py_XDECREF(v);
+    }
+    for (int k = 0; ok && k < NPOSITION_COLUMNS; k++) {
+        PyObject *v = PyLong_FromLong(shifted[k]);
+        ok = v != NULL;
+        if (ok) PyTuple_SET_ITEM(pos, k, v);
+    }
+    PyObject *ncols = ok ? PyLong_FromLong(NCOLS) : NULL, *slot = ok ? PyLong_FromLong(SLOT) : NULL;
+    ok = ok && ncols && slot && PyDict_SetItemString(layout, "NCOLS", ncols) == 0 &&
+         PyDict_SetItemString(layout, "SLOT", slot) == 0;
+    Py_XDECREF(ncols);
+    Py_XDECREF(slot);
+    ok = ok && PyModule_AddObjectRef(m, "LAYOUT", layout) == 0 && PyModule_AddObjectRef(m, "POSITION_COLUMNS", pos) == 0;
+    Py_XDECREF(layout);
+    Py_XDECREF(pos);
+    return ok ? 0 : -1;
+}
+
 PyMODINIT_FUNC PyInit__native(void) {
     crc_init();
-    return PyModule_Create(&module);
+    PyObject *m = PyModule_Create(&module);
+    if (m && add_layout(m) < 0) Py_CLEAR(m);
+    return m;
 }

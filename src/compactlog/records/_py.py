@@ -18,7 +18,8 @@ Record layout inside a batch's records section (all varints zigzag, protobuf-sty
     headerCount     varint   >= 0
     headers         [keyLength varint >= 0, key utf-8, valueLength varint (-1 = null), value]
 
-``scan_records`` fills one row of ``NCOLS`` int64 columns per record (positions are into ``data``).
+``scan_records`` fills one row of ``NCOLS`` int64 columns per record (positions are into ``data``); the
+column numbers are those of ``layout.py``.
 Readers decode a header key that is not valid UTF-8 with replacement characters (as Java's
 ``new String(bytes, UTF_8)`` does); ``summarize_records`` counts the records that have one, so that
 appends can refuse them. Nothing is sized by a record count before the records are there.
@@ -30,9 +31,22 @@ from typing import Any, Iterator, Sequence
 
 import google_crc32c
 
-# Column numbers of the scan output, shared with the compiled kernel.
-C_POS, C_END, C_OFFSET_DELTA, C_TS_DELTA, C_KEY_POS, C_KEY_LEN, C_VAL_POS, C_VAL_LEN, C_HDR_POS, C_HDR_COUNT = range(10)
-NCOLS = 10
+from .layout import (
+    C_END,
+    C_HDR_COUNT,
+    C_HDR_POS,
+    C_KEY_LEN,
+    C_KEY_POS,
+    C_OFFSET_DELTA,
+    C_POS,
+    C_TS_DELTA,
+    C_VAL_LEN,
+    C_VAL_POS,
+    NCOLS,
+    POSITION_COLUMNS,
+    SLOT,
+)
+
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 
@@ -161,7 +175,7 @@ def _check_count(count: int) -> None:
         raise ValueError(f"invalid record count {count}")
 
 
-def _scan(data: Any, count: int) -> Iterator[tuple[int, ...]]:
+def _scan(data: Any, count: int) -> Iterator[list[int]]:
     """Validate ``count`` records filling ``data`` exactly, yielding each one's ``NCOLS`` columns."""
     total = len(data)
     pos = 0
@@ -189,8 +203,11 @@ def _scan(data: Any, count: int) -> Iterator[tuple[int, ...]]:
             _, _, pos = _read_bytes_field(data, pos, end, "header value", True)
         if pos != end:
             raise ValueError(f"record length {length} does not match its {pos - (end - length)} bytes of content")
-        # in the order of the C_* column numbers
-        yield start, end, off_delta, ts_delta, key_pos, key_len, val_pos, val_len, hdr_pos, hdr_count
+        row = [0] * NCOLS  # filled by column name: layout.py alone says where each one goes
+        row[C_POS], row[C_END], row[C_OFFSET_DELTA], row[C_TS_DELTA] = start, end, off_delta, ts_delta
+        row[C_KEY_POS], row[C_KEY_LEN], row[C_VAL_POS], row[C_VAL_LEN] = key_pos, key_len, val_pos, val_len
+        row[C_HDR_POS], row[C_HDR_COUNT] = hdr_pos, hdr_count
+        yield row
     if pos != total:
         raise ValueError(f"{total - pos} bytes still remaining after {count} records")
 
@@ -227,7 +244,7 @@ def scan_many(data: Any, starts: Any, ends: Any, counts: Any, out: Any) -> int:
             scan_records(mv[s:e], n, part)
         except ValueError as exc:
             raise ValueError(f"section {i}: {exc}") from None
-        for c in (C_POS, C_END, C_KEY_POS, C_VAL_POS, C_HDR_POS):
+        for c in POSITION_COLUMNS:
             part[:, c] += s
         out[row : row + n] = part
         row += n
@@ -399,7 +416,6 @@ def summarize_records(data: Any, count: int) -> tuple[int, int, int, bool, int]:
 
 # --- the log cleaner's offset map ------------------------------------------------------------------
 _M64 = 0xFFFFFFFFFFFFFFFF
-SLOT = 24  # 16-byte key hash + int64 offset
 
 
 def _rotl(x: int, r: int) -> int:

@@ -1,7 +1,7 @@
 """Binds the record kernels: the compiled ones when built, else the Python twin.
 
 Set ``COMPACTLOG_NO_EXTENSIONS=1`` to force the twin (the test suite runs once each way).
-``NATIVE`` tells which one is in use.
+``NATIVE`` tells which one is in use. The column numbers of both come from ``layout.py``.
 """
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ from __future__ import annotations
 import os
 
 from . import _py
-from ._py import (  # noqa: F401  (column numbers are part of the kernel contract)
+from ._py import decode_headers  # noqa: F401  (the twin's; header decoding is not a hot path)
+from .layout import (  # noqa: F401  (column numbers are part of the kernel contract)
     C_END,
     C_HDR_COUNT,
     C_HDR_POS,
@@ -20,8 +21,9 @@ from ._py import (  # noqa: F401  (column numbers are part of the kernel contrac
     C_TS_DELTA,
     C_VAL_LEN,
     C_VAL_POS,
+    LAYOUT,
     NCOLS,
-    decode_headers,
+    POSITION_COLUMNS,
 )
 
 # Every kernel, by name: bound to the compiled module when it is built, else to the Python twin.
@@ -34,9 +36,16 @@ KERNELS = (
 _impl = _py
 if not os.environ.get("COMPACTLOG_NO_EXTENSIONS"):
     try:
-        from . import _native as _impl  # type: ignore[attr-defined, no-redef]
+        from . import _native
     except ImportError:  # not built: the twin serves
-        _impl = _py
+        pass
+    else:
+        built = getattr(_native, "LAYOUT", None), getattr(_native, "POSITION_COLUMNS", None)
+        if built != (LAYOUT, POSITION_COLUMNS):
+            # a build older than layout.py would read every column table wrongly: refuse it, loudly
+            raise ImportError(f"the compiled record kernels were built with another column layout "
+                              f"({built[0]}, not {LAYOUT}): rebuild them (pip install -e .)")
+        _impl = _native  # type: ignore[assignment]
 NATIVE = _impl is not _py
 
 encode_records = _impl.encode_records
