@@ -1,4 +1,4 @@
-"""The contract both kernel implementations share: the column layout.
+"""The contract both kernel implementations share: the column layout, named results and KernelError.
 
 Runs in both passes of the suite; where the compiled module is built it is checked even in the twin
 pass (its names and layout do not depend on which one is bound).
@@ -7,12 +7,14 @@ pass (its names and layout do not depend on which one is bound).
 from __future__ import annotations
 
 import importlib.util
+import pickle
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from compactlog.records import _py, kernels, layout
+from compactlog.records.results import BinaryColumn, KernelError, MapPut, RecordsSummary
 
 RECORDS_DIR = Path(kernels.__file__).parent
 IMPLS = [pytest.param(_py, id="twin")]
@@ -82,3 +84,89 @@ def test_both_implementations_fill_each_column_by_its_name(impl):
     shift = np.zeros(layout.NCOLS, dtype=np.int64)
     shift[list(layout.POSITION_COLUMNS)] = pad
     assert (many - cols).tolist() == [shift.tolist()] * 2
+
+
+# --- named results ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("impl", IMPLS)
+def test_several_values_come_back_as_named_results(impl):
+    data = kernels.encode_records([b"a", None, b"c"], [b"1", b"2", None], [10, 7, 12], 10, None,
+                                  [(), ((b"\xff", None),), ()])
+    cols = scan(impl, data, 3)
+    summary = impl.summarize_records(data, 3)
+    assert type(summary) is RecordsSummary
+    assert summary == RecordsSummary(null_keys=1, min_ts_delta=-3, max_ts_delta=2, sequential_offsets=True,
+                                     invalid_header_keys=1)
+    column = impl.gather_column(data, cols, layout.C_KEY_POS, layout.C_KEY_LEN)
+    assert type(column) is BinaryColumn
+    assert column.values == b"ac" and column.null_count == 1 and column.validity == bytes([0b101])
+    assert np.frombuffer(column.offsets, dtype=np.int32).tolist() == [0, 1, 1, 2]
+    slots = 8
+    table = np.zeros(slots * layout.SLOT, dtype=np.uint8)
+    put = impl.offset_map_put(table, slots, 1, 0, data, cols, 100, 0, 0)
+    assert type(put) is MapPut
+    assert put == MapPut(size=1, next_row=2, full=True, probes=1, last_put=100, puts=1)
+
+
+@needs_built
+def test_both_implementations_give_equal_named_results():
+    data = kernels.encode_records([b"k%d" % i for i in range(50)], [b"v"] * 50, list(range(50)), 0, None, None)
+    cols = scan(_py, data, 50)
+    assert _native.summarize_records(data, 50) == _py.summarize_records(data, 50)
+    for pos, length in ((layout.C_KEY_POS, layout.C_KEY_LEN), (layout.C_VAL_POS, layout.C_VAL_LEN)):
+        assert _native.gather_column(data, cols, pos, length) == _py.gather_column(data, cols, pos, length)
+    tables = [np.zeros(64 * layout.SLOT, dtype=np.uint8) for _ in range(2)]
+    puts = [impl.offset_map_put(t, 64, 40, 0, data, cols, 0, 0, 0) for impl, t in zip((_native, _py), tables)]
+    assert puts[0] == puts[1] and puts[0].full and puts[0].next_row == 40
+    assert tables[0].tobytes() == tables[1].tobytes()
+
+
+# --- KernelError ----------------------------------------------------------------------------------------
+BAD_SECOND = golden() + b"\x00"  # section 1 below: two good records, then a byte too many
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_a_bad_section_of_scan_many_is_named_by_the_error_not_its_text(impl):
+    data = golden() + BAD_SECOND
+    g = len(golden())
+    with pytest.raises(KernelError) as exc:
+        impl.scan_many(data, np.array([0, g]), np.array([g, len(data)]), np.array([2, 2]),
+                       np.empty((4, layout.NCOLS), dtype=np.int64))
+    assert type(exc.value) is KernelError
+    assert exc.value.section == 1
+    assert exc.value.reason == "1 bytes still remaining after 2 records"
+    assert str(exc.value) == "section 1: 1 bytes still remaining after 2 records"
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_records_that_do_not_parse_raise_kernel_error_without_a_section(impl):
+    calls = (
+        lambda: scan(impl, BAD_SECOND, 2),
+        lambda: impl.summarize_records(BAD_SECOND, 2),
+        lambda: impl.decode_records(tuple, None, 0, 0, BAD_SECOND, 2, 0, 0, None),
+        lambda: impl.summarize_records(b"", -1),
+    )
+    for call in calls:
+        with pytest.raises(KernelError) as exc:
+            call()
+        assert exc.value.section is None and str(exc.value) == exc.value.reason
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_a_timestamp_outside_int64_is_a_kernel_error(impl):
+    data = kernels.encode_records([None], [None], [5], 0, None, None)
+    with pytest.raises(KernelError, match="outside the int64 range"):
+        impl.decode_records(tuple, None, 0, 0, data, 1, 0, 2**63 - 1, None)
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_a_callers_mistake_stays_a_plain_value_error(impl):
+    """Buffers that do not fit are the caller's bug, not bad records: no KernelError to be caught as one."""
+    with pytest.raises(ValueError) as exc:
+        impl.scan_many(golden(), np.array([0]), np.array([999]), np.array([2]), np.empty((2, layout.NCOLS), np.int64))
+    assert type(exc.value) is ValueError and str(exc.value) == "section 0 does not fit the buffers"
+
+
+def test_a_kernel_error_survives_pickling():
+    for err in (KernelError("invalid record length 0"), KernelError("invalid record length 0", 3)):
+        back = pickle.loads(pickle.dumps(err))
+        assert (type(back), str(back), back.reason, back.section) == (KernelError, str(err), err.reason, err.section)

@@ -1,7 +1,9 @@
 """Binds the record kernels: the compiled ones when built, else the Python twin.
 
 Set ``COMPACTLOG_NO_EXTENSIONS=1`` to force the twin (the test suite runs once each way).
-``NATIVE`` tells which one is in use. The column numbers of both come from ``layout.py``.
+``NATIVE`` tells which one is in use. Both return the named results of ``results.py`` and raise
+``KernelError`` for records that do not parse; the column numbers of their tables come from
+``layout.py``.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from .layout import (  # noqa: F401  (column numbers are part of the kernel cont
     NCOLS,
     POSITION_COLUMNS,
 )
+from .results import BinaryColumn, KernelError, MapPut, RecordsSummary  # noqa: F401
 
 # Every kernel, by name: bound to the compiled module when it is built, else to the Python twin.
 KERNELS = (
