@@ -1,4 +1,5 @@
-"""The contract both kernel implementations share: the column layout, named results and KernelError.
+"""The contract both kernel implementations share: names, signatures, column layout, named results and
+KernelError.
 
 Runs in both passes of the suite; where the compiled module is built it is checked even in the twin
 pass (its names and layout do not depend on which one is bound).
@@ -6,7 +7,10 @@ pass (its names and layout do not depend on which one is bound).
 
 from __future__ import annotations
 
+import ast
 import importlib.util
+import inspect
+import os
 import pickle
 from pathlib import Path
 
@@ -14,6 +18,7 @@ import numpy as np
 import pytest
 
 from compactlog.records import _py, kernels, layout
+from compactlog.records._protocols import KERNELS, RecordKernels
 from compactlog.records.results import BinaryColumn, KernelError, MapPut, RecordsSummary
 
 RECORDS_DIR = Path(kernels.__file__).parent
@@ -35,6 +40,55 @@ def scan(impl, data: bytes, count: int) -> np.ndarray:
     cols = np.empty((count, kernels.NCOLS), dtype=np.int64)
     impl.scan_records(data, count, cols)
     return cols
+
+
+# --- names and signatures -----------------------------------------------------------------------------
+def test_kernels_is_every_member_of_the_protocol_and_only_those():
+    assert KERNELS == kernels.KERNELS
+    assert len(KERNELS) == len(set(KERNELS)) == 16
+    for name in KERNELS:  # kernels.py binds each one to the implementation in use
+        assert getattr(kernels, name) is getattr(kernels._impl, name)
+
+
+@needs_built
+def test_the_compiled_module_and_the_twin_expose_the_same_kernels():
+    compiled = {name for name, value in vars(_native).items() if callable(value) and not name.startswith("_")}
+    assert compiled == set(KERNELS)
+    assert all(inspect.isfunction(getattr(_py, name)) for name in KERNELS)
+    assert isinstance(_native, RecordKernels) and isinstance(_py, RecordKernels)
+
+
+def _stub_functions() -> dict[str, ast.FunctionDef]:
+    tree = ast.parse((RECORDS_DIR / "_native.pyi").read_text())
+    return {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
+
+
+def test_the_stub_the_protocol_and_the_twin_agree_on_every_signature():
+    """Same kernels, same number of arguments and of optional ones; the stub and the protocol take
+    them positionally, as the compiled functions do."""
+    stub = _stub_functions()
+    assert set(stub) == set(KERNELS)
+    for name in KERNELS:
+        proto = list(inspect.signature(getattr(RecordKernels, name)).parameters.values())[1:]  # without self
+        twin = list(inspect.signature(getattr(_py, name)).parameters.values())
+        args = stub[name].args
+        assert not args.args and not args.kwonlyargs and args.vararg is None, name
+        assert all(p.kind is p.POSITIONAL_ONLY for p in proto), name
+        shapes = {
+            "protocol": (len(proto), sum(p.default is not p.empty for p in proto)),
+            "twin": (len(twin), sum(p.default is not p.empty for p in twin)),
+            "stub": (len(args.posonlyargs), len(args.defaults)),
+        }
+        assert len(set(shapes.values())) == 1, (name, shapes)
+        assert stub[name].returns is not None, name
+
+
+def test_native_is_what_the_environment_asked_for():
+    if os.environ.get("COMPACTLOG_NO_EXTENSIONS"):
+        assert kernels.NATIVE is False and kernels._impl is _py
+    else:  # a build that exists but does not import is a failure here, not a quiet fall back
+        assert kernels.NATIVE is (_native is not None)
+        assert kernels._impl is (_native if _native is not None else _py)
 
 
 # --- the column layout ----------------------------------------------------------------------------------
@@ -170,3 +224,14 @@ def test_a_kernel_error_survives_pickling():
     for err in (KernelError("invalid record length 0"), KernelError("invalid record length 0", 3)):
         back = pickle.loads(pickle.dumps(err))
         assert (type(back), str(back), back.reason, back.section) == (KernelError, str(err), err.reason, err.section)
+
+
+def test_a_type_checker_holds_both_modules_to_the_protocol(tmp_path):
+    """kernels.py binds ``_py`` and ``_native`` (through its stub) to a ``RecordKernels`` variable: mypy
+    fails there if either one's signatures or result types drift from the protocol."""
+    if os.environ.get("COMPACTLOG_NO_EXTENSIONS"):
+        pytest.skip("a static check: the other pass of the suite runs it")
+    api = pytest.importorskip("mypy.api", reason="mypy is not installed")
+    files = [str(RECORDS_DIR / name) for name in ("kernels.py", "_native.pyi")]
+    out, err, status = api.run(["--follow-imports=silent", "--cache-dir", str(tmp_path), "--no-error-summary", *files])
+    assert status == 0, out + err

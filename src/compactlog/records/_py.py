@@ -1,10 +1,11 @@
 """Pure-Python twin of the record kernels in ``_native.c``.
 
-Both implementations answer the same calls with the same results (the named ones of ``results.py``)
-and the same error texts (records that do not parse raise ``KernelError``); the test suite runs once
-against each (``COMPACTLOG_NO_EXTENSIONS=1`` selects this one). This twin is the readable statement of
-the record layout; the compiled one is what makes per-record work fast, because a Python loop over
-records tops out near 0.25 M records/s (see the design notes).
+Both implementations answer the calls of ``RecordKernels`` (``_protocols.py``) with the same results
+(the named ones of ``results.py``) and the same error texts (records that do not parse raise
+``KernelError``); the test suite runs once against each (``COMPACTLOG_NO_EXTENSIONS=1`` selects this
+one). This twin is the readable statement of the record layout; the compiled one is what makes
+per-record work fast, because a Python loop over records tops out near 0.25 M records/s (see the
+design notes).
 
 Record layout inside a batch's records section (all varints zigzag, protobuf-style)::
 
@@ -92,12 +93,12 @@ def read_varint(data: Any, pos: int, end: int, max_bytes: int) -> tuple[int, int
 
 
 def encode_records(
-    keys: Sequence[bytes | None],
-    values: Sequence[bytes | None],
+    keys: Sequence[Any],
+    values: Sequence[Any],
     timestamps: Sequence[int],
     base_timestamp: int,
     offset_deltas: Sequence[int] | None,
-    headers: Sequence[Sequence[tuple[str | bytes, bytes | None]]] | Sequence[tuple[str | bytes, bytes | None]] | None,
+    headers: Sequence[Sequence[tuple[Any, Any]]] | Sequence[tuple[Any, Any]] | None,
     header_offsets: Sequence[int] | None = None,
 ) -> bytes:
     """Encode records into an uncompressed records section.
@@ -362,7 +363,7 @@ def decode_records(
     return out
 
 
-def murmur2(data: bytes) -> int:
+def murmur2(data: Any) -> int:
     """Kafka's murmur2 (seed 0x9747b28c) as a signed 32-bit int: the default partitioner's hash."""
     m, r = 0x5BD1E995, 24
     length = len(data)
@@ -388,7 +389,7 @@ def murmur2(data: bytes) -> int:
     return h - (1 << 32) if h & 0x80000000 else h
 
 
-def partition_for_keys(keys: Sequence[bytes | None], num_partitions: int) -> list[int]:
+def partition_for_keys(keys: Sequence[Any], num_partitions: int) -> list[int]:
     """Kafka's default partition per key: ``(murmur2(key) & 0x7fffffff) % n``; -1 for a null key."""
     if num_partitions <= 0:
         raise ValueError(f"num_partitions must be positive, got {num_partitions}")
