@@ -125,7 +125,7 @@ class CompactLog:
     # produce ------------------------------------------------------------------------------------
     def partition_for(self, topic: str, key: bytes | None) -> int:
         """Kafka's default partitioner: murmur2 of the key; a keyless record goes to the topic's sticky
-        partition (KIP-794: chosen at random, changed after a batch.size of records went to it)."""
+        partition (KIP-794: chosen at random, changed once batch.size bytes went to it)."""
         if key is None:
             return self._partitioner(topic).sticky_partition()
         return kernels.partition_for_keys([key], self.manager.partitions_for(topic))[0]

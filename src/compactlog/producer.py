@@ -71,16 +71,17 @@ def _varint_sizes(v: np.ndarray) -> np.ndarray:
     return n
 
 
-def record_sizes(key_lengths: np.ndarray, value_lengths: np.ndarray, header_bytes: np.ndarray | None = None,
+def record_sizes(key_lengths: np.ndarray, value_lengths: np.ndarray, header_sizes: np.ndarray | None = None,
                  header_counts: np.ndarray | None = None, timestamps: np.ndarray | None = None) -> np.ndarray:
     """Each record's size in a v2 batch (Kafka's ``DefaultRecord.sizeInBytes``), from lengths (-1 for a
-    null key or value), the encoded bytes of each record's headers (see :func:`header_bytes`) and its
+    null key or value), the encoded bytes of each record's headers (summed from :func:`header_bytes`) and its
     timestamp. Exact but for two deltas known only once a batch is cut: the offset delta is counted as
     two bytes (exact from 64 to 8191 records into a batch) and the timestamp delta against the first
     record given."""
     klen = np.asarray(key_lengths, dtype=np.int64)
     vlen = np.asarray(value_lengths, dtype=np.int64)
-    body = 1 + 2 + _varint_sizes(klen) + np.maximum(klen, 0) + _varint_sizes(vlen) + np.maximum(vlen, 0)
+    attributes, offset_delta = 1, 2
+    body = attributes + offset_delta + _varint_sizes(klen) + np.maximum(klen, 0) + _varint_sizes(vlen) + np.maximum(vlen, 0)
     if timestamps is None or not len(timestamps):
         body += 1
     else:
@@ -89,7 +90,7 @@ def record_sizes(key_lengths: np.ndarray, value_lengths: np.ndarray, header_byte
     if header_counts is None:
         body += 1
     else:
-        body += _varint_sizes(np.asarray(header_counts, dtype=np.int64)) + header_bytes
+        body += _varint_sizes(np.asarray(header_counts, dtype=np.int64)) + header_sizes
     return _varint_sizes(body) + body
 
 
