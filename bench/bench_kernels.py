@@ -82,10 +82,43 @@ def bench_impl(name: str, impl: Any, n: int, runs: int) -> None:
             impl.rebase_records(data, out, rows, -86_400_000)  # a horizon one day after the base
 
     t_reb = best_of(runs, rebase) * 2  # half the records: per kept record
+
+    def summarize() -> None:  # append validation: one call per batch, a small named result back
+        for data, (keys, _, _) in zip(encoded, batches):
+            impl.summarize_records(data, len(keys))
+
+    t_sum = best_of(runs, summarize)
+    chunk = b"".join(encoded)
+    counts = np.asarray([len(b[0]) for b in batches], dtype=np.int64)
+    ends = np.cumsum([len(d) for d in encoded], dtype=np.int64)
+    starts = ends - np.asarray([len(d) for d in encoded], dtype=np.int64)
+    table = np.empty((n, _py.NCOLS), dtype=np.int64)
+
+    def scan_many() -> None:  # the cleaner's and the Spark reader's chunked scan (one call for all)
+        impl.scan_many(chunk, starts, ends, counts, table)
+
+    t_many = best_of(runs, scan_many)
+
+    def gather() -> None:  # the Spark reader's key and value columns, per batch-sized table
+        for data, out in zip(encoded, outs):
+            impl.gather_column(data, out, _py.C_KEY_POS, _py.C_KEY_LEN)
+            impl.gather_column(data, out, _py.C_VAL_POS, _py.C_VAL_LEN)
+
+    t_gat = best_of(runs, gather) / 2  # two columns: per column of records
+    slots = 2 * n
+    map_table = np.zeros(slots * _py.SLOT, dtype=np.uint8)
+
+    def put() -> None:  # the cleaner's offset map, one call per batch (keys already in the map after run 1)
+        size = 0
+        for base, (data, out) in enumerate(zip(encoded, outs)):
+            size = impl.offset_map_put(map_table, slots, n, size, data, out, base * 1000, 0, 0)[0]
+
+    t_put = best_of(runs, put)
     size = sum(len(d) for d in encoded)
     print(f"{name:>6}: {n:>9,} records in {len(batches):,} batches of ~{size // len(batches):,} bytes")
-    for what, t in (("encode", t_enc), ("scan", t_scan), ("decode", t_dec), ("rebase", t_reb)):
-        print(f"        {what:<7} {n / t / 1e6:8.2f} M records/s  ({size / t / 1e9:6.2f} GB/s)")
+    for what, t in (("encode", t_enc), ("scan", t_scan), ("decode", t_dec), ("rebase", t_reb), ("summary", t_sum),
+                    ("scan_many", t_many), ("gather", t_gat), ("map_put", t_put)):
+        print(f"        {what:<9} {n / t / 1e6:8.2f} M records/s  ({size / t / 1e9:6.2f} GB/s)")
 
 
 def bench_crc(size: int, runs: int) -> None:

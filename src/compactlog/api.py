@@ -16,8 +16,8 @@ Each method is one call into the storage layer; the CLI commands are thin shells
 
 from __future__ import annotations
 
-import itertools
 import os
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator, Mapping, Sequence
@@ -31,15 +31,13 @@ from .compaction.reader import compacted_batches, earliest_offset
 from .compaction.service import CompactionService, CompactionStatus
 from .compaction.state import CompactionState
 from .errors import InvalidRecordError, InvalidRequestError, InvalidTimestampError, UnknownTopicOrPartitionError
+from .producer import DEFAULT_BATCH_BYTES, BuiltInPartitioner, ProducerPlan, header_bytes, lengths, record_sizes
 from .records import kernels
 from .records.batch import NO_TIMESTAMP, Record, build_batch
-from .records.codecs import check_level, codec_from_name
 from .storage.config import BrokerConfig, LogConfig
 from .storage.log import Log
 from .storage.manager import LogManager, TopicDescription
 from .storage.validator import ValidatedAppend
-
-DEFAULT_BATCH_BYTES = 16384  # the Java producer's batch.size
 
 Headers = Sequence[tuple[str, bytes | None]]
 
@@ -93,7 +91,7 @@ class CompactLog:
         self.manager = LogManager(data_dir, broker, time)
         self.cleaner = LogCleaner(self.manager, time)
         self.compaction = CompactionService(self.manager, time)
-        self._round_robin = itertools.count()
+        self._partitioners: dict[str, BuiltInPartitioner] = {}
         if background:
             self.manager.start_background()
             self.cleaner.start()
@@ -126,11 +124,23 @@ class CompactLog:
 
     # produce ------------------------------------------------------------------------------------
     def partition_for(self, topic: str, key: bytes | None) -> int:
-        """Kafka's default partitioner: murmur2 of the key; keyless records go round-robin."""
-        n = self.manager.partitions_for(topic)
+        """Kafka's default partitioner: murmur2 of the key; a keyless record goes to the topic's sticky
+        partition (KIP-794: chosen at random, changed once batch.size bytes went to it)."""
         if key is None:
-            return next(self._round_robin) % n
-        return kernels.partition_for_keys([key], n)[0]
+            return self._partitioner(topic).sticky_partition()
+        return kernels.partition_for_keys([key], self.manager.partitions_for(topic))[0]
+
+    def _partitioner(self, topic: str) -> BuiltInPartitioner:
+        """The topic's partitioner, kept from call to call as a long-lived producer keeps it."""
+        n = self.manager.partitions_for(topic)
+        part = self._partitioners.get(topic)
+        if part is None or part.partitions != n:
+            part = self._partitioners[topic] = BuiltInPartitioner(n)
+        return part
+
+    def _plan(self, topic: str, compression: str, level: int | None, batch_bytes: int) -> ProducerPlan:
+        part = self._partitioner(topic)
+        return ProducerPlan.of(topic, self.manager.get_log(topic, 0).config, part, compression, level, batch_bytes)
 
     def _check_partition(self, topic: str, partition: int) -> None:
         n = self.manager.partitions_for(topic)
@@ -142,24 +152,35 @@ class CompactLog:
     def produce(self, topic: str, value: bytes | None, key: bytes | None = None, *, partition: int | None = None,
                 timestamp: int | None = None, headers: Headers | None = None, compression: str = "none",
                 level: int | None = None) -> RecordMetadata:
-        """Append one record (one batch of one record, as a producer with linger.ms=0 sends it)."""
+        """Append one record (one batch of one record, as a producer with linger.ms=0 sends it).
+
+        The batch is built in the codec the topic stores (see :mod:`compactlog.producer`); a record
+        that cannot fit the topic's ``max.message.bytes`` or ``segment.bytes`` raises
+        ``RecordTooLargeError`` or ``RecordBatchTooLargeError``."""
         _check_record(key, value, headers, timestamp)
-        p = self.partition_for(topic, key) if partition is None else partition
-        self._check_partition(topic, p)
-        codec = codec_from_name(compression)
-        check_level(codec, level)
+        if partition is not None:
+            self._check_partition(topic, partition)
+        plan = self._plan(topic, compression, level, DEFAULT_BATCH_BYTES)
+        hs = [headers] if headers else None
+        sizes = _record_sizes([key], [value], hs)
+        p = int(plan.partition([key], sizes)[0]) if partition is None else partition
         ts = self.time.milliseconds() if timestamp is None else timestamp
-        batch = build_batch([key], [value], [ts], headers=[headers] if headers else None, codec=codec, level=level)
+        (batch,) = plan.batches(p, sizes, lambda s, e: build_batch([key], [value], [ts], headers=hs, codec=plan.codec,
+                                                                   level=plan.level))
         v = self.manager.get_log(topic, p).append(batch)
         return RecordMetadata(topic, p, v.first_offset, v.max_timestamp if v.log_append_time >= 0 else ts)
 
     def produce_batch(self, topic: str, records: Iterable[tuple], *, partition: int | None = None,
                       compression: str = "none", level: int | None = None, timestamp: int | None = None,
                       batch_bytes: int = DEFAULT_BATCH_BYTES) -> list[AppendResult]:
-        """Append many records, split by partition and into batches of about ``batch_bytes``.
+        """Append many records, split by partition and into batches of up to ``batch_bytes``.
 
         ``records`` holds (key, value) or (key, value, headers) tuples. Keys pick partitions with
-        murmur2 unless ``partition`` is given. Returns one result per partition written.
+        murmur2 unless ``partition`` is given; keyless records go to the sticky partition. No batch is
+        larger than the topic's ``max.message.bytes`` or ``segment.bytes``; every batch is built
+        before any is appended, so a record too large for them (``RecordTooLargeError``,
+        ``RecordBatchTooLargeError``) leaves the topic as it was. Returns one result per partition
+        written.
         """
         rows = list(records)
         if not rows:
@@ -171,45 +192,40 @@ class CompactLog:
         for i, r in enumerate(rows):
             if not isinstance(r, (tuple, list)) or not 2 <= len(r) <= 3:
                 raise InvalidRecordError(f"record {i} must be a (key, value) or (key, value, headers) tuple, got {r!r:.80}")
-        codec = codec_from_name(compression)
-        check_level(codec, level)
-        n = self.manager.partitions_for(topic)
+        if partition is not None:
+            self._check_partition(topic, partition)
+        plan = self._plan(topic, compression, level, batch_bytes)
         keys = [r[0] for r in rows]
         values = [r[1] for r in rows]
         headers = [r[2] if len(r) > 2 else () for r in rows] if any(len(r) > 2 and r[2] for r in rows) else None
-        if partition is not None:
-            self._check_partition(topic, partition)
-            parts = np.full(len(rows), partition, dtype=np.int64)
-        else:
-            parts = np.asarray(kernels.partition_for_keys(keys, n), dtype=np.int64)
-            keyless = parts < 0
-            if keyless.any():
-                parts[keyless] = next(self._round_robin) % n  # sticky for this call, as Kafka's producer does
         ts = self.time.milliseconds() if timestamp is None else timestamp
-        sizes = np.fromiter(map(_size, values), dtype=np.int64, count=len(values)) + \
-            np.fromiter(map(_size, keys), dtype=np.int64, count=len(keys)) + 8
+        with _naming(rows):
+            sizes = _record_sizes(keys, values, headers)
+            if partition is not None:
+                parts = np.full(len(rows), partition, dtype=np.int64)
+            else:
+                parts = plan.partition(keys, sizes)
+            planned = []  # every batch built before the first is appended
+            whole = len(np.unique(parts)) == 1
+            for p in np.unique(parts).tolist():
+                idx = np.arange(len(rows)) if whole else np.flatnonzero(parts == p)
+                ks, vs = (keys, values) if whole else (_pick(keys, idx), _pick(values, idx))
+                hs = None if headers is None else headers if whole else _pick(headers, idx)
+
+                def build(s: int, e: int, ks=ks, vs=vs, hs=hs) -> bytes:
+                    return build_batch(ks[s:e], vs[s:e], [ts] * (e - s), headers=None if hs is None else hs[s:e],
+                                       codec=plan.codec, level=plan.level)
+
+                planned.append((p, list(plan.batches(p, sizes[idx], build, idx.tolist()))))
         results = []
-        for p in np.unique(parts).tolist():
-            idx = np.flatnonzero(parts == p)
+        for p, batches in planned:
             lg = self.manager.get_log(topic, p)
             first = last = -1
-            nbatches = 0
-            for chunk in _chunks(idx, sizes, batch_bytes):
-                ks = [keys[i] for i in chunk] if len(idx) != len(rows) else keys[chunk[0] : chunk[-1] + 1]
-                vs = [values[i] for i in chunk] if len(idx) != len(rows) else values[chunk[0] : chunk[-1] + 1]
-                hs = None if headers is None else [headers[i] for i in chunk]
-                try:
-                    built = build_batch(ks, vs, [ts] * len(ks), headers=hs, codec=codec, level=level)
-                except (TypeError, ValueError, UnicodeError):
-                    for i in chunk:  # name the record (only on this path: checking each one first costs)
-                        r = rows[i]
-                        _check_record(r[0], r[1], r[2] if len(r) > 2 else None, None, f"record {i}: ")
-                    raise
-                v = lg.append(built)
+            for batch in batches:
+                v = lg.append(batch)
                 first = v.first_offset if first < 0 else first
                 last = v.last_offset
-                nbatches += 1
-            results.append(AppendResult(p, first, last, nbatches))
+            results.append(AppendResult(p, first, last, len(batches)))
         return results
 
     def append_batch(self, topic: str, partition: int, batch: bytes) -> ValidatedAppend:
@@ -363,21 +379,34 @@ def _check_record(key, value, headers, timestamp, where: str = "") -> None:
                 raise InvalidRecordError(f"{where}header key {h[0]!r:.40} cannot be encoded as UTF-8") from None
 
 
-def _size(b: bytes | None) -> int:
-    return 0 if b is None else len(b)
+@contextmanager
+def _naming(rows: list):
+    """Turn a TypeError from sizing or building batches into the typed error naming the first bad
+    record (only then: checking every record first costs)."""
+    try:
+        yield
+    except (TypeError, ValueError, UnicodeError):
+        for i, r in enumerate(rows):
+            _check_record(r[0], r[1], r[2] if len(r) > 2 else None, None, f"record {i}: ")
+        raise
 
 
-def _chunks(idx: np.ndarray, sizes: np.ndarray, batch_bytes: int) -> Iterator[list[int]]:
-    """Split record indexes into runs of about ``batch_bytes`` (at least one record each)."""
-    cum = np.cumsum(sizes[idx])
-    start = 0
-    total = len(idx)
-    while start < total:
-        base = cum[start - 1] if start else 0
-        end = int(np.searchsorted(cum, base + batch_bytes, side="right"))
-        end = max(end, start + 1)
-        yield idx[start:end].tolist()
-        start = end
+def _pick(items: list, idx: np.ndarray) -> list:
+    return [items[i] for i in idx.tolist()]
+
+
+def _record_sizes(keys: list, values: list, headers: list | None) -> np.ndarray:
+    """The records' sizes in a batch, for the producer plan (headers sized only when there are some)."""
+    if headers is None:
+        return record_sizes(lengths(keys), lengths(values))
+    counts = np.fromiter(map(len, headers), dtype=np.int64, count=len(headers))
+    flat = [h for hs in headers for h in hs]
+    hkeys = lengths([k.encode("utf-8") if isinstance(k, str) else k for k, _ in flat])
+    per_header = header_bytes(hkeys, lengths([v for _, v in flat]))
+    total = np.zeros(len(flat) + 1, dtype=np.int64)
+    np.cumsum(per_header, out=total[1:])
+    ends = np.cumsum(counts)
+    return record_sizes(lengths(keys), lengths(values), total[ends] - total[ends - counts], counts)
 
 
 __all__ = ["AppendResult", "CleanReport", "CompactLog", "RecordMetadata", "open", "NO_TIMESTAMP"]

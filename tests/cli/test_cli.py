@@ -97,6 +97,29 @@ def test_bad_input_is_a_clear_error_and_stores_nothing(run, args, stdin, message
     assert run("consume", "--data-dir", "DATA", "--topic", "t", "--from-beginning").output == ""
 
 
+def test_produce_cuts_batches_to_fit_a_topic_with_small_segments(run, tmp_path):
+    """The console producer's 16 KB batches would all be refused by segment.bytes=1000; it knows the
+    topic's limits and cuts batches that fit them, and a line too large for any batch is refused whole."""
+    run("topics", "--data-dir", "DATA", "--create", "--topic", "t", "--config", "segment.bytes=1000")
+    lines = "".join(f"k{i}:{i:03d}{'x' * 95}\n" for i in range(100))  # 10 KB
+    run("produce", "--data-dir", "DATA", "--topic", "t", "--property", "parse.key=true", "--property", "key.separator=:",
+        "--compression-codec", "lz4", input=lines)
+    out = run("consume", "--data-dir", "DATA", "--topic", "t", "--from-beginning", "--property", "print.key=true",
+              "--property", "key.separator=:").output
+    assert out == lines
+    segments = sorted((tmp_path / "data" / "t-0").glob("*.log"))
+    assert len(segments) > 1
+    out = run("dump-log", "--files", ",".join(map(str, segments))).output
+    sizes = [int(line.split(" size: ")[1].split()[0]) for line in out.splitlines() if line.startswith("baseOffset:")]
+    assert len(sizes) > 10 and max(sizes) <= 1000
+    res = run("produce", "--data-dir", "DATA", "--topic", "t", input="a\n" + "b" * 2000 + "\nc\n", ok=False)
+    assert res.exit_code == 1 and res.output == (
+        "Error: Message batch size is 2070 bytes in append to partition t-0 which exceeds the maximum configured "
+        "segment size of 1000. Record 1 alone makes a batch that large.\n")
+    out = run("consume", "--data-dir", "DATA", "--topic", "t", "--from-beginning").output
+    assert out == "".join(line.split(":", 1)[1] + "\n" for line in lines.splitlines())  # nothing of the refused input
+
+
 def test_console_script_is_installed():
     out = subprocess.run([sys.executable, "-m", "compactlog", "--help"], capture_output=True, text=True, check=True).stdout
     for cmd in ("topics", "configs", "produce", "consume", "dump-log", "clean", "demo"):

@@ -188,3 +188,34 @@ def test_a_timestamp_that_aged_past_the_window_while_staged_is_refused(topic):
     with pytest.raises(InvalidTimestampError, match="before the allowed window"):
         append_staged(opts, [str(path)])
     assert records(topic) == []
+
+
+def test_batches_fit_a_topic_with_small_segments_and_a_row_too_large_fails_its_task(tmp_path):
+    """Tasks cut with the producer plan, which knows the topic's segment.bytes: 16 KB batches would pass
+    the tasks' checks and then be refused by the log at commit."""
+    from compactlog.errors import RecordBatchTooLargeError
+
+    with compactlog.open(tmp_path) as cl:
+        cl.create_topic("small", 1, {"segment.bytes": "1000"})
+    rb = pa.record_batch({"key": [f"k{i}" for i in range(100)], "value": [f"{i:03d}" + "x" * 97 for i in range(100)]})
+    assert write(tmp_path, [rb], topic="small") == 100
+    with compactlog.open(tmp_path) as cl:
+        sizes = [b.size for seg in cl.log("small").segments for _, b in seg.batches(0)]
+    assert len(sizes) > 10 and max(sizes) <= 1000
+    assert [r.value for r in records(tmp_path, "small")] == rb.column("value").cast(pa.binary()).to_pylist()
+    big = pa.record_batch({"key": ["a", "b"], "value": ["x", "y" * 2000]})
+    with pytest.raises(RecordBatchTooLargeError, match="exceeds the maximum configured segment size of 1000"):
+        stage_batches(options(tmp_path, "small"), iter([big]))
+    assert not list((tmp_path / "__staging").rglob("*.batches"))
+    assert len(records(tmp_path, "small")) == 100
+
+
+def test_keyless_rows_stick_to_one_partition_across_arrow_batches(topic):
+    """One task is one producer: its keyless rows fill the sticky partition until batch.size bytes went
+    to it (Kafka's KIP-794 partitioner), whatever Arrow batches they come in."""
+    small = [pa.record_batch({"value": [f"{i}-{j}" for j in range(3)]}) for i in range(10)]
+    write(topic, small)
+    assert len({r.partition for r in records(topic)}) == 1
+    big = [pa.record_batch({"value": ["x" * 100] * 1000}) for _ in range(4)]  # 450 KB: about 14 stays
+    write(topic, big)
+    assert len({r.partition for r in records(topic)}) > 1

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import click
 
 from ..errors import InvalidRecordError
+from ..producer import DEFAULT_BATCH_BYTES
 from .common import (
     bool_property,
     check_compression_level,
@@ -92,11 +93,16 @@ class LineReaderProps:
 @click.option("--compression-codec", type=click.Choice(CODECS), default="none", help="Producer-side codec.")
 @click.option("--compression-level", type=int, default=None,
               help="Producer-side codec level: gzip 1-9 (or -1), lz4 1-17, zstd -131072..22.")
-@click.option("--batch-size", type=click.IntRange(min=0), default=16384, show_default=True,
-              help="Bytes per batch (Kafka's batch.size; 0: one record per batch).")
+@click.option("--batch-size", type=click.IntRange(min=0), default=DEFAULT_BATCH_BYTES, show_default=True,
+              help="Bytes per batch (Kafka's batch.size; 0: one record per batch). Batches also fit the topic's "
+                   "max.message.bytes and segment.bytes.")
 @kafka_errors
 def produce(data_dir, server_properties, topic, properties, compression_codec, compression_level, batch_size):
     """Read records from standard input, one per line (kafka-console-producer).
+
+    Records are batched by the producer plan the API uses (compactlog.producer): keys pick partitions by
+    murmur2, keyless records stick to a partition for a batch.size of bytes, and no batch exceeds what
+    the topic takes. Every batch is built before any is appended.
 
     Example: printf 'p3:10\\n' | compactlog produce --data-dir data --topic prices --property parse.key=true --property key.separator=:
     """

@@ -34,11 +34,44 @@ static inline uint64_t load_le64(const uint8_t *p) {
 #define GIL_RELEASE_MIN_SCAN 4096
 #define GIL_RELEASE_MIN_CRC 65536
 
-#define NCOLS 10
-enum { C_POS, C_END, C_OFFSET_DELTA, C_TS_DELTA, C_KEY_POS, C_KEY_LEN, C_VAL_POS, C_VAL_LEN, C_HDR_POS, C_HDR_COUNT };
+/* NCOLS, the C_* column numbers, POSITION_COLUMNS_INIT and SLOT: written by setup.py from layout.py */
+#include "_layout.h"
+
+/* Classes defined once in results.py, which the module imports when it loads: the named results and
+ * KernelError, the ValueError for records that do not parse (with the section scan_many was in). */
+static PyObject *KernelError, *RecordsSummary, *BinaryColumn, *MapPut;
+
+/* Raise KernelError(reason) or, with section >= 0, KernelError(reason, section); steals reason. */
+static PyObject *raise_kernel_error(PyObject *reason, Py_ssize_t section) {
+    if (!reason) return NULL;
+    PyObject *exc = section < 0 ? PyObject_CallOneArg(KernelError, reason)
+                                : PyObject_CallFunction(KernelError, "On", reason, section);
+    Py_DECREF(reason);
+    if (exc) {
+        PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
+        Py_DECREF(exc);
+    }
+    return NULL;
+}
+
+/* A named result: a new instance of the NamedTuple class `type` holding the n items (stolen; a NULL
+ * item, from a failed allocation, fails the whole). Built in place, as tuple.__new__ would build it. */
+static PyObject *named(PyObject *type, Py_ssize_t n, PyObject *const *items) {
+    PyObject *res = NULL;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (!items[i]) goto done;
+    res = ((PyTypeObject *)type)->tp_alloc((PyTypeObject *)type, n);
+    if (res) {
+        for (Py_ssize_t i = 0; i < n; i++) PyTuple_SET_ITEM(res, i, items[i]);
+        return res;
+    }
+done:
+    for (Py_ssize_t i = 0; i < n; i++) Py_XDECREF(items[i]);
+    return res;
+}
 
 /* ------------------------------------------------------------------------------------------------
- * Errors are recorded without the GIL and turned into ValueError afterwards, with the twin's words.
+ * Errors are recorded without the GIL and turned into KernelError afterwards, with the twin's words.
  */
 enum {
     E_NONE, E_VARINT_EOF, E_VARINT_LONG, E_EXPECTED_RECORDS, E_RECORD_LEN, E_RECORD_PAST_BATCH,
@@ -51,25 +84,26 @@ typedef struct {
     const char *what;
 } scan_err;
 
-static PyObject *raise_scan_error(const scan_err *e) {
+static PyObject *scan_error_text(const scan_err *e) {
     switch (e->code) {
-    case E_VARINT_EOF: return PyErr_Format(PyExc_ValueError, "premature EOF while reading a varint");
-    case E_VARINT_LONG: return PyErr_Format(PyExc_ValueError, "varint is longer than %lld bytes", e->a);
-    case E_EXPECTED_RECORDS:
-        return PyErr_Format(PyExc_ValueError, "premature EOF: expected %lld records, found %lld", e->a, e->b);
-    case E_RECORD_LEN: return PyErr_Format(PyExc_ValueError, "invalid record length %lld", e->a);
-    case E_RECORD_PAST_BATCH:
-        return PyErr_Format(PyExc_ValueError, "premature EOF: record of %lld bytes runs past the batch", e->a);
-    case E_FIELD_LEN: return PyErr_Format(PyExc_ValueError, "invalid %s length %lld", e->what, e->a);
+    case E_VARINT_EOF: return PyUnicode_FromString("premature EOF while reading a varint");
+    case E_VARINT_LONG: return PyUnicode_FromFormat("varint is longer than %lld bytes", e->a);
+    case E_EXPECTED_RECORDS: return PyUnicode_FromFormat("premature EOF: expected %lld records, found %lld", e->a, e->b);
+    case E_RECORD_LEN: return PyUnicode_FromFormat("invalid record length %lld", e->a);
+    case E_RECORD_PAST_BATCH: return PyUnicode_FromFormat("premature EOF: record of %lld bytes runs past the batch", e->a);
+    case E_FIELD_LEN: return PyUnicode_FromFormat("invalid %s length %lld", e->what, e->a);
     case E_FIELD_PAST_RECORD:
-        return PyErr_Format(PyExc_ValueError, "premature EOF: %s of %lld bytes runs past the record", e->what, e->a);
-    case E_HEADER_COUNT: return PyErr_Format(PyExc_ValueError, "invalid header count %lld", e->a);
+        return PyUnicode_FromFormat("premature EOF: %s of %lld bytes runs past the record", e->what, e->a);
+    case E_HEADER_COUNT: return PyUnicode_FromFormat("invalid header count %lld", e->a);
     case E_LEN_MISMATCH:
-        return PyErr_Format(PyExc_ValueError, "record length %lld does not match its %lld bytes of content", e->a, e->b);
-    case E_REMAINING:
-        return PyErr_Format(PyExc_ValueError, "%lld bytes still remaining after %lld records", e->a, e->b);
-    default: return PyErr_Format(PyExc_ValueError, "malformed records");
+        return PyUnicode_FromFormat("record length %lld does not match its %lld bytes of content", e->a, e->b);
+    case E_REMAINING: return PyUnicode_FromFormat("%lld bytes still remaining after %lld records", e->a, e->b);
+    default: return PyUnicode_FromString("malformed records");
     }
+}
+
+static PyObject *raise_scan_error(const scan_err *e) {
+    return raise_kernel_error(scan_error_text(e), -1);
 }
 
 /* Zigzag varint reader; returns the new position or -1 with err set. */
@@ -285,7 +319,7 @@ static int get_out_table(PyObject *obj, Py_buffer *v, Py_ssize_t count) {
 }
 
 static PyObject *bad_count(Py_ssize_t count) {
-    return PyErr_Format(PyExc_ValueError, "invalid record count %zd", count);
+    return raise_kernel_error(PyUnicode_FromFormat("invalid record count %zd", count), -1);
 }
 
 /* scan_records(data, count, out) -> bytes read */
@@ -359,13 +393,10 @@ scan:;
             bad = i;
             break;
         }
+        static const int shifted[NPOSITION_COLUMNS] = POSITION_COLUMNS_INIT;
         for (int64_t r = 0; r < counts[i]; r++) {
             int64_t *rr = out + (row + r) * NCOLS;
-            rr[C_POS] += starts[i];
-            rr[C_END] += starts[i];
-            rr[C_KEY_POS] += starts[i];
-            rr[C_VAL_POS] += starts[i];
-            rr[C_HDR_POS] += starts[i];
+            for (int k = 0; k < NPOSITION_COLUMNS; k++) rr[shifted[k]] += starts[i];
         }
         row += (Py_ssize_t)counts[i];
     }
@@ -373,18 +404,7 @@ scan:;
     for (int i = 0; i < 5; i++) PyBuffer_Release(&b[i]);
     if (bad >= 0) {
         if (err.code == E_NONE) return PyErr_Format(PyExc_ValueError, "section %zd does not fit the buffers", bad);
-        raise_scan_error(&err);
-        /* prefix the section number so the caller can name the batch */
-        PyObject *et, *ev, *tb;
-        PyErr_Fetch(&et, &ev, &tb);
-        PyErr_NormalizeException(&et, &ev, &tb);
-        PyObject *msg = ev ? PyUnicode_FromFormat("section %zd: %S", bad, ev) : NULL;
-        Py_XDECREF(et); Py_XDECREF(ev); Py_XDECREF(tb);
-        if (msg) {
-            PyErr_SetObject(PyExc_ValueError, msg);
-            Py_DECREF(msg);
-        }
-        return NULL;
+        return raise_kernel_error(scan_error_text(&err), bad); /* the section names the caller's batch */
     }
     return PyLong_FromSsize_t(row);
 }
@@ -528,7 +548,9 @@ static PyObject *gather_column(PyObject *self, PyObject *args) {
         }
     }
     o[n] = at;
-    res = Py_BuildValue("(OOOn)", offsets, values, validity, nulls);
+    PyObject *items[4] = {offsets, values, validity, PyLong_FromSsize_t(nulls)};
+    offsets = values = validity = NULL; /* now the result's, or freed with it */
+    res = named(BinaryColumn, 4, items);
 done:
     Py_XDECREF(offsets);
     Py_XDECREF(values);
@@ -574,8 +596,9 @@ static PyObject *summarize_records(PyObject *self, PyObject *args) {
     }
     PyBuffer_Release(&data);
     if (err.code) return raise_scan_error(&err);
-    return Py_BuildValue("(LLLOL)", (long long)nulls, (long long)lo, (long long)hi, sequential ? Py_True : Py_False,
-                         (long long)bad_keys);
+    PyObject *items[5] = {PyLong_FromLongLong(nulls), PyLong_FromLongLong(lo), PyLong_FromLongLong(hi),
+                          PyBool_FromLong(sequential), PyLong_FromLongLong(bad_keys)};
+    return named(RecordsSummary, 5, items);
 }
 
 /* ------------------------------------------------------------------------------------------------
@@ -647,7 +670,7 @@ static void raise_after_scanning_rest(const uint8_t *d, Py_ssize_t total, Py_ssi
         err.b = count;
     }
     if (err.code) raise_scan_error(&err);
-    else if (msg) PyErr_SetObject(PyExc_ValueError, msg);
+    else if (msg) raise_kernel_error(Py_NewRef(msg), -1);
 }
 
 static PyObject *decode_records(PyObject *self, PyObject *args) {
@@ -1290,7 +1313,6 @@ static PyObject *partition_for_keys(PyObject *self, PyObject *args) {
  * MurmurHash3 x64-128 instead of Kafka's MD5: same width, so the same (negligible) collision odds,
  * several times faster.
  */
-#define SLOT 24
 
 static inline uint64_t rotl64(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
 static inline uint64_t fmix64(uint64_t k) {
@@ -1442,8 +1464,9 @@ static PyObject *offset_map_put(PyObject *self, PyObject *args) {
     Py_END_ALLOW_THREADS
     release_buffers(nb, b);
     if (bad >= 0) return row_outside(bad);
-    return Py_BuildValue("(LnOLLL)", size, row, full ? Py_True : Py_False, (long long)probes, (long long)last_put,
-                         (long long)puts);
+    PyObject *items[6] = {PyLong_FromLongLong(size), PyLong_FromSsize_t(row), PyBool_FromLong(full),
+                          PyLong_FromLongLong(probes), PyLong_FromLongLong(last_put), PyLong_FromLongLong(puts)};
+    return named(MapPut, 6, items);
 }
 
 /* offset_map_get(table, slots, data, cols, out[, versions, out_versions]) -> None: out[i] = mapped offset of
@@ -1629,7 +1652,73 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_native", "Compiled record kernels.", -1, methods};
 
+/* Take a class from results.py; a NamedTuple must have the number of fields this module fills. */
+static PyObject *result_class(PyObject *results, const char *name, Py_ssize_t fields) {
+    PyObject *cls = PyObject_GetAttrString(results, name);
+    if (!cls) return NULL;
+    if (fields < 0 ? !PyType_Check(cls) || !PyType_IsSubtype((PyTypeObject *)cls, (PyTypeObject *)PyExc_ValueError)
+                   : !PyType_Check(cls) || !PyType_IsSubtype((PyTypeObject *)cls, &PyTuple_Type)) {
+        PyErr_Format(PyExc_ImportError, "results.%s is not what the compiled kernels expect", name);
+        Py_DECREF(cls);
+        return NULL;
+    }
+    if (fields >= 0) {
+        PyObject *f = PyObject_GetAttrString(cls, "_fields");
+        Py_ssize_t n = f ? PyObject_Length(f) : -1;
+        Py_XDECREF(f);
+        if (n != fields) {
+            if (!PyErr_Occurred())
+                PyErr_Format(PyExc_ImportError, "results.%s has %zd fields, the compiled kernels fill %zd: rebuild them",
+                             name, n, fields);
+            Py_DECREF(cls);
+            return NULL;
+        }
+    }
+    return cls;
+}
+
+/* LAYOUT (every column number and NCOLS, SLOT) and POSITION_COLUMNS, as this module was compiled. */
+static int add_layout(PyObject *m) {
+    static const struct { const char *name; int value; } columns[] = LAYOUT_COLUMNS;
+    static const int shifted[NPOSITION_COLUMNS] = POSITION_COLUMNS_INIT;
+    PyObject *layout = PyDict_New(), *pos = PyTuple_New(NPOSITION_COLUMNS);
+    int ok = layout && pos;
+    for (size_t i = 0; ok && i < sizeof columns / sizeof columns[0]; i++) {
+        PyObject *v = PyLong_FromLong(columns[i].value);
+        ok = v && PyDict_SetItemString(layout, columns[i].name, v) == 0;
+        Py_XDECREF(v);
+    }
+    for (int k = 0; ok && k < NPOSITION_COLUMNS; k++) {
+        PyObject *v = PyLong_FromLong(shifted[k]);
+        ok = v != NULL;
+        if (ok) PyTuple_SET_ITEM(pos, k, v);
+    }
+    PyObject *ncols = ok ? PyLong_FromLong(NCOLS) : NULL, *slot = ok ? PyLong_FromLong(SLOT) : NULL;
+    ok = ok && ncols && slot && PyDict_SetItemString(layout, "NCOLS", ncols) == 0 &&
+         PyDict_SetItemString(layout, "SLOT", slot) == 0;
+    Py_XDECREF(ncols);
+    Py_XDECREF(slot);
+    ok = ok && PyModule_AddObjectRef(m, "LAYOUT", layout) == 0 && PyModule_AddObjectRef(m, "POSITION_COLUMNS", pos) == 0;
+    Py_XDECREF(layout);
+    Py_XDECREF(pos);
+    return ok ? 0 : -1;
+}
+
 PyMODINIT_FUNC PyInit__native(void) {
     crc_init();
-    return PyModule_Create(&module);
+    PyObject *results = PyImport_ImportModule("compactlog.records.results");
+    if (!results) return NULL;
+    Py_CLEAR(KernelError);
+    Py_CLEAR(RecordsSummary);
+    Py_CLEAR(BinaryColumn);
+    Py_CLEAR(MapPut);
+    KernelError = result_class(results, "KernelError", -1);
+    RecordsSummary = KernelError ? result_class(results, "RecordsSummary", 5) : NULL;
+    BinaryColumn = RecordsSummary ? result_class(results, "BinaryColumn", 4) : NULL;
+    MapPut = BinaryColumn ? result_class(results, "MapPut", 6) : NULL;
+    Py_DECREF(results);
+    if (!MapPut) return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (m && add_layout(m) < 0) Py_CLEAR(m);
+    return m;
 }

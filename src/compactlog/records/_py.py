@@ -1,9 +1,11 @@
 """Pure-Python twin of the record kernels in ``_native.c``.
 
-Both implementations answer the same three calls with the same results and the same error texts;
-the test suite runs once against each (``COMPACTLOG_NO_EXTENSIONS=1`` selects this one). This twin is
-the readable statement of the record layout; the compiled one is what makes per-record work fast,
-because a Python loop over records tops out near 0.25 M records/s (see the design notes).
+Both implementations answer the calls of ``RecordKernels`` (``_protocols.py``) with the same results
+(the named ones of ``results.py``) and the same error texts (records that do not parse raise
+``KernelError``); the test suite runs once against each (``COMPACTLOG_NO_EXTENSIONS=1`` selects this
+one). This twin is the readable statement of the record layout; the compiled one is what makes
+per-record work fast, because a Python loop over records tops out near 0.25 M records/s (see the
+design notes).
 
 Record layout inside a batch's records section (all varints zigzag, protobuf-style)::
 
@@ -18,7 +20,8 @@ Record layout inside a batch's records section (all varints zigzag, protobuf-sty
     headerCount     varint   >= 0
     headers         [keyLength varint >= 0, key utf-8, valueLength varint (-1 = null), value]
 
-``scan_records`` fills one row of ``NCOLS`` int64 columns per record (positions are into ``data``).
+``scan_records`` fills one row of ``NCOLS`` int64 columns per record (positions are into ``data``); the
+column numbers are those of ``layout.py``.
 Readers decode a header key that is not valid UTF-8 with replacement characters (as Java's
 ``new String(bytes, UTF_8)`` does); ``summarize_records`` counts the records that have one, so that
 appends can refuse them. Nothing is sized by a record count before the records are there.
@@ -30,9 +33,23 @@ from typing import Any, Iterator, Sequence
 
 import google_crc32c
 
-# Column numbers of the scan output, shared with the compiled kernel.
-C_POS, C_END, C_OFFSET_DELTA, C_TS_DELTA, C_KEY_POS, C_KEY_LEN, C_VAL_POS, C_VAL_LEN, C_HDR_POS, C_HDR_COUNT = range(10)
-NCOLS = 10
+from .layout import (
+    C_END,
+    C_HDR_COUNT,
+    C_HDR_POS,
+    C_KEY_LEN,
+    C_KEY_POS,
+    C_OFFSET_DELTA,
+    C_POS,
+    C_TS_DELTA,
+    C_VAL_LEN,
+    C_VAL_POS,
+    NCOLS,
+    POSITION_COLUMNS,
+    SLOT,
+)
+from .results import BinaryColumn, KernelError, MapPut, RecordsSummary
+
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 
@@ -61,7 +78,7 @@ def read_varint(data: Any, pos: int, end: int, max_bytes: int) -> tuple[int, int
     i = 0
     while True:
         if pos >= end:
-            raise ValueError("premature EOF while reading a varint")
+            raise KernelError("premature EOF while reading a varint")
         b = data[pos]
         pos += 1
         z |= (b & 0x7F) << shift
@@ -69,19 +86,19 @@ def read_varint(data: Any, pos: int, end: int, max_bytes: int) -> tuple[int, int
         if not b & 0x80:
             break
         if i >= max_bytes:
-            raise ValueError(f"varint is longer than {max_bytes} bytes")
+            raise KernelError(f"varint is longer than {max_bytes} bytes")
         shift += 7
     z &= 0xFFFFFFFFFFFFFFFF  # a 10th byte's high bits fall off, as in Kafka's readVarlong and the C kernel
     return (z >> 1) ^ -(z & 1), pos
 
 
 def encode_records(
-    keys: Sequence[bytes | None],
-    values: Sequence[bytes | None],
+    keys: Sequence[Any],
+    values: Sequence[Any],
     timestamps: Sequence[int],
     base_timestamp: int,
     offset_deltas: Sequence[int] | None,
-    headers: Sequence[Sequence[tuple[str | bytes, bytes | None]]] | Sequence[tuple[str | bytes, bytes | None]] | None,
+    headers: Sequence[Sequence[tuple[Any, Any]]] | Sequence[tuple[Any, Any]] | None,
     header_offsets: Sequence[int] | None = None,
 ) -> bytes:
     """Encode records into an uncompressed records section.
@@ -150,31 +167,31 @@ def _read_bytes_field(data: Any, pos: int, end: int, what: str, nullable: bool) 
     if length < 0:
         if length == -1 and nullable:
             return pos, -1, pos
-        raise ValueError(f"invalid {what} length {length}")
+        raise KernelError(f"invalid {what} length {length}")
     if pos + length > end:
-        raise ValueError(f"premature EOF: {what} of {length} bytes runs past the record")
+        raise KernelError(f"premature EOF: {what} of {length} bytes runs past the record")
     return pos, length, pos + length
 
 
 def _check_count(count: int) -> None:
     if count < 0:
-        raise ValueError(f"invalid record count {count}")
+        raise KernelError(f"invalid record count {count}")
 
 
-def _scan(data: Any, count: int) -> Iterator[tuple[int, ...]]:
+def _scan(data: Any, count: int) -> Iterator[list[int]]:
     """Validate ``count`` records filling ``data`` exactly, yielding each one's ``NCOLS`` columns."""
     total = len(data)
     pos = 0
     for i in range(count):
         if pos >= total:
-            raise ValueError(f"premature EOF: expected {count} records, found {i}")
+            raise KernelError(f"premature EOF: expected {count} records, found {i}")
         start = pos
         length, pos = read_varint(data, pos, total, 5)
         if length <= 0:
-            raise ValueError(f"invalid record length {length}")
+            raise KernelError(f"invalid record length {length}")
         end = pos + length
         if end > total:
-            raise ValueError(f"premature EOF: record of {length} bytes runs past the batch")
+            raise KernelError(f"premature EOF: record of {length} bytes runs past the batch")
         pos += 1  # attributes
         ts_delta, pos = read_varint(data, pos, end, 10)
         off_delta, pos = read_varint(data, pos, end, 5)
@@ -182,17 +199,20 @@ def _scan(data: Any, count: int) -> Iterator[tuple[int, ...]]:
         val_pos, val_len, pos = _read_bytes_field(data, pos, end, "value", True)
         hdr_count, pos = read_varint(data, pos, end, 5)
         if hdr_count < 0:
-            raise ValueError(f"invalid header count {hdr_count}")
+            raise KernelError(f"invalid header count {hdr_count}")
         hdr_pos = pos
         for _ in range(hdr_count):
             _, _, pos = _read_bytes_field(data, pos, end, "header key", False)
             _, _, pos = _read_bytes_field(data, pos, end, "header value", True)
         if pos != end:
-            raise ValueError(f"record length {length} does not match its {pos - (end - length)} bytes of content")
-        # in the order of the C_* column numbers
-        yield start, end, off_delta, ts_delta, key_pos, key_len, val_pos, val_len, hdr_pos, hdr_count
+            raise KernelError(f"record length {length} does not match its {pos - (end - length)} bytes of content")
+        row = [0] * NCOLS  # filled by column name: layout.py alone says where each one goes
+        row[C_POS], row[C_END], row[C_OFFSET_DELTA], row[C_TS_DELTA] = start, end, off_delta, ts_delta
+        row[C_KEY_POS], row[C_KEY_LEN], row[C_VAL_POS], row[C_VAL_LEN] = key_pos, key_len, val_pos, val_len
+        row[C_HDR_POS], row[C_HDR_COUNT] = hdr_pos, hdr_count
+        yield row
     if pos != total:
-        raise ValueError(f"{total - pos} bytes still remaining after {count} records")
+        raise KernelError(f"{total - pos} bytes still remaining after {count} records")
 
 
 def scan_records(data: Any, count: int, out: Any) -> int:
@@ -225,9 +245,9 @@ def scan_many(data: Any, starts: Any, ends: Any, counts: Any, out: Any) -> int:
         part = np.empty((n, NCOLS), dtype=np.int64)
         try:
             scan_records(mv[s:e], n, part)
-        except ValueError as exc:
-            raise ValueError(f"section {i}: {exc}") from None
-        for c in (C_POS, C_END, C_KEY_POS, C_VAL_POS, C_HDR_POS):
+        except KernelError as exc:
+            raise KernelError(exc.reason, i) from None  # the section names the caller's batch
+        for c in POSITION_COLUMNS:
             part[:, c] += s
         out[row : row + n] = part
         row += n
@@ -264,7 +284,7 @@ def rebase_records(data: Any, cols: Any, rows: Any, ts_shift: int) -> bytes:
         out += body
     return bytes(out)
 
-def gather_column(data: Any, cols: Any, pos_col: int, len_col: int) -> tuple[bytes, bytes, bytes | None, int]:
+def gather_column(data: Any, cols: Any, pos_col: int, len_col: int) -> BinaryColumn:
     """One binary column in Arrow's layout: int32 offsets, contiguous values, validity bitmap (None if
     nothing is null), null count."""
     import numpy as np
@@ -278,7 +298,7 @@ def gather_column(data: Any, cols: Any, pos_col: int, len_col: int) -> tuple[byt
     values = b"".join(bytes(mv[p : p + l]) for p, l in zip(cols[:, pos_col].tolist(), lens.tolist()) if l >= 0)
     nulls = int((lens < 0).sum())
     validity = np.packbits(lens >= 0, bitorder="little").tobytes() if nulls else None
-    return offsets.tobytes(), values, validity, nulls
+    return BinaryColumn(offsets.tobytes(), values, validity, nulls)
 
 
 def decode_headers(data: Any, pos: int, count: int) -> tuple[tuple[str, bytes | None], ...]:
@@ -335,15 +355,15 @@ def decode_records(
         else:
             ts = base_timestamp + row[C_TS_DELTA]
             if not INT64_MIN <= ts <= INT64_MAX:
-                raise ValueError(f"base timestamp {base_timestamp} + timestamp delta {row[C_TS_DELTA]} of record {i} "
-                                 "is outside the int64 range")
+                raise KernelError(f"base timestamp {base_timestamp} + timestamp delta {row[C_TS_DELTA]} of record {i} "
+                                  "is outside the int64 range")
         out.append(
             record_type(topic, partition, base_offset + row[C_OFFSET_DELTA], ts, timestamp_type, key, value, headers)
         )
     return out
 
 
-def murmur2(data: bytes) -> int:
+def murmur2(data: Any) -> int:
     """Kafka's murmur2 (seed 0x9747b28c) as a signed 32-bit int: the default partitioner's hash."""
     m, r = 0x5BD1E995, 24
     length = len(data)
@@ -369,17 +389,15 @@ def murmur2(data: bytes) -> int:
     return h - (1 << 32) if h & 0x80000000 else h
 
 
-def partition_for_keys(keys: Sequence[bytes | None], num_partitions: int) -> list[int]:
+def partition_for_keys(keys: Sequence[Any], num_partitions: int) -> list[int]:
     """Kafka's default partition per key: ``(murmur2(key) & 0x7fffffff) % n``; -1 for a null key."""
     if num_partitions <= 0:
         raise ValueError(f"num_partitions must be positive, got {num_partitions}")
     return [-1 if k is None else (murmur2(k) & 0x7FFFFFFF) % num_partitions for k in keys]
 
 
-def summarize_records(data: Any, count: int) -> tuple[int, int, int, bool, int]:
-    """Validate like ``scan_records`` and return what append validation needs, without columns:
-    (null keys, min timestamp delta, max timestamp delta, offset deltas exactly 0..count-1,
-    records with a header key that is not valid UTF-8)."""
+def summarize_records(data: Any, count: int) -> RecordsSummary:
+    """Validate like ``scan_records`` and return what append validation needs, without columns."""
     _check_count(count)
     nulls = bad_keys = 0
     lo = hi = 0
@@ -394,12 +412,11 @@ def summarize_records(data: Any, count: int) -> tuple[int, int, int, bool, int]:
         sequential &= row[C_OFFSET_DELTA] == i
         if row[C_HDR_COUNT] and not _header_keys_valid(data, row[C_HDR_POS], row[C_HDR_COUNT], row[C_END]):
             bad_keys += 1
-    return nulls, lo, hi, sequential, bad_keys
+    return RecordsSummary(nulls, lo, hi, sequential, bad_keys)
 
 
 # --- the log cleaner's offset map ------------------------------------------------------------------
 _M64 = 0xFFFFFFFFFFFFFFFF
-SLOT = 24  # 16-byte key hash + int64 offset
 
 
 def _rotl(x: int, r: int) -> int:
@@ -468,7 +485,7 @@ def _find(table: Any, slots: int, h: bytes) -> tuple[int, bool, int]:
 
 def offset_map_put(table: Any, slots: int, max_entries: int, size: int, data: Any, cols: Any, base_offset: int,
                    start_row: int, min_offset: int, versions: Any = None,
-                   row_versions: Any = None) -> tuple[int, int, bool, int]:
+                   row_versions: Any = None) -> MapPut:
     """Put keyed records' offsets from ``start_row`` on until the map is full; see ``_native.c``.
 
     With ``versions`` (one int64 per slot) and ``row_versions`` the map keeps, per key, the record with
@@ -504,7 +521,7 @@ def offset_map_put(table: Any, slots: int, max_entries: int, size: int, data: An
                 size += 1
             tv[s + 16 : s + 24] = off.to_bytes(8, "little", signed=True)
         row += 1
-    return size, row, full, probes, last_put, puts
+    return MapPut(size, row, full, probes, last_put, puts)
 
 
 def offset_map_get(table: Any, slots: int, data: Any, cols: Any, out: Any, versions: Any = None,

@@ -232,11 +232,12 @@ class RecordBatch:
         Timestamps are absolute (base timestamp + deltas). One kernel call, no per-record objects.
         """
         try:
-            nulls, lo, hi, seq, bad_keys = kernels.summarize_records(self._records_payload(max_size), self.record_count)
+            s = kernels.summarize_records(self._records_payload(max_size), self.record_count)
         except ValueError as exc:
             raise CorruptRecordError(f"{self.where}: {exc}") from None
         base = self.base_timestamp
-        return BatchSummary(nulls, self._timestamp(base, lo), self._timestamp(base, hi), seq, bad_keys)
+        return BatchSummary(s.null_keys, self._timestamp(base, s.min_ts_delta), self._timestamp(base, s.max_ts_delta),
+                            s.sequential_offsets, s.invalid_header_keys)
 
     def records(self, topic: str | None = None, partition: int = -1, max_size: int | None = None) -> list:
         """Decode every record into :class:`Record` tuples (compiled kernel when available).

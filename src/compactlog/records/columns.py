@@ -56,10 +56,8 @@ class Chunk:
         cols = np.empty((int(rows[-1]), kernels.NCOLS), dtype=np.int64)
         try:
             kernels.scan_many(data, np.asarray(starts, dtype=np.int64), np.asarray(ends, dtype=np.int64), counts_a, cols)
-        except ValueError as exc:
-            msg = str(exc)
-            idx = int(msg.split(":")[0].split()[-1]) if msg.startswith("section") else 0
-            raise CorruptRecordError(f"{batches[idx].where}: {msg.split(': ', 1)[-1]}") from None
+        except kernels.KernelError as exc:  # section i is batch i
+            raise CorruptRecordError(f"{batches[exc.section or 0].where}: {exc.reason}") from None
         cols[:, kernels.C_OFFSET_DELTA] += np.repeat(np.asarray([b.base_offset for b in batches], dtype=np.int64), counts_a)
         return cls(batches, data, cols, rows)
 

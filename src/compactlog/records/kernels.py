@@ -1,7 +1,9 @@
 """Binds the record kernels: the compiled ones when built, else the Python twin.
 
 Set ``COMPACTLOG_NO_EXTENSIONS=1`` to force the twin (the test suite runs once each way).
-``NATIVE`` tells which one is in use.
+``NATIVE`` tells which one is in use. Both are held to ``RecordKernels`` (``_protocols.py``), return
+the named results of ``results.py`` and raise ``KernelError`` for records that do not parse; the
+column numbers of their tables come from ``layout.py``.
 """
 
 from __future__ import annotations
@@ -9,7 +11,9 @@ from __future__ import annotations
 import os
 
 from . import _py
-from ._py import (  # noqa: F401  (column numbers are part of the kernel contract)
+from ._protocols import KERNELS, RecordKernels  # noqa: F401  (KERNELS: every kernel's name)
+from ._py import decode_headers  # noqa: F401  (the twin's; header decoding is not a hot path)
+from .layout import (  # noqa: F401  (column numbers are part of the kernel contract)
     C_END,
     C_HDR_COUNT,
     C_HDR_POS,
@@ -20,23 +24,25 @@ from ._py import (  # noqa: F401  (column numbers are part of the kernel contrac
     C_TS_DELTA,
     C_VAL_LEN,
     C_VAL_POS,
+    LAYOUT,
     NCOLS,
-    decode_headers,
+    POSITION_COLUMNS,
 )
+from .results import BinaryColumn, KernelError, MapPut, RecordsSummary  # noqa: F401
 
-# Every kernel, by name: bound to the compiled module when it is built, else to the Python twin.
-KERNELS = (
-    "encode_records", "scan_records", "scan_many", "decode_records", "summarize_records", "gather_records", "gather_column",
-    "crc32c", "murmur2", "partition_for_keys", "key_hash", "offset_map_put", "offset_map_get", "offset_map_set",
-    "header_versions",
-)
-
-_impl = _py
+_impl: RecordKernels = _py
 if not os.environ.get("COMPACTLOG_NO_EXTENSIONS"):
     try:
-        from . import _native as _impl  # type: ignore[attr-defined, no-redef]
+        from . import _native
     except ImportError:  # not built: the twin serves
-        _impl = _py
+        pass
+    else:
+        built = getattr(_native, "LAYOUT", None), getattr(_native, "POSITION_COLUMNS", None)
+        if built != (LAYOUT, POSITION_COLUMNS):
+            # a build older than layout.py would read every column table wrongly: refuse it, loudly
+            raise ImportError(f"the compiled record kernels were built with another column layout "
+                              f"({built[0]}, not {LAYOUT}): rebuild them (pip install -e .)")
+        _impl = _native
 NATIVE = _impl is not _py
 
 encode_records = _impl.encode_records

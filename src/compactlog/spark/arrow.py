@@ -19,10 +19,11 @@ HEADER_TYPE = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())])
 
 
 def _binary(chunk: Chunk, pos_col: int, len_col: int, rows: np.ndarray | None) -> pa.Array:
-    offsets, values, validity, nulls = kernels.gather_column(chunk.data, chunk.cols if rows is None else chunk.cols[rows], pos_col, len_col)
-    n = len(offsets) // 4 - 1
-    return pa.Array.from_buffers(pa.binary(), n, [None if validity is None else pa.py_buffer(validity),
-                                                   pa.py_buffer(offsets), pa.py_buffer(values)], null_count=nulls)
+    col = kernels.gather_column(chunk.data, chunk.cols if rows is None else chunk.cols[rows], pos_col, len_col)
+    n = len(col.offsets) // 4 - 1
+    return pa.Array.from_buffers(pa.binary(), n, [None if col.validity is None else pa.py_buffer(col.validity),
+                                                   pa.py_buffer(col.offsets), pa.py_buffer(col.values)],
+                                 null_count=col.null_count)
 
 
 def chunk_to_arrow(chunk: Chunk, topic: str, partition: int, start: int, end: int, include_headers: bool) -> pa.RecordBatch | None:

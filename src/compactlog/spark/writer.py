@@ -1,7 +1,9 @@
 """Appending DataFrames to a topic: tasks build and compress batches, the driver appends them.
 
-A task turns its rows into ~16 KB batches per partition (the topic's ``compression.type``, or none
-when it is ``producer``), validates each against the topic's rules (so a bad row fails its task, on the
+A task routes its rows and cuts them into batches of up to ``kafka.batch.size`` bytes per partition with
+the producer plan the API uses (:mod:`compactlog.producer`: murmur2 or sticky partitions, the topic's
+``compression.type`` or none when it is ``producer``, no batch beyond ``max.message.bytes`` or
+``segment.bytes``), validates each against the topic's rules (so a bad row fails its task, on the
 executors, in parallel) and stages them in the job's staging directory (:mod:`.staging`) with the
 fingerprint of the config it validated under. At commit the driver opens the data directory and checks
 every staged batch before appending any (a batch validated under the current config passes on its
@@ -24,15 +26,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import InvalidRequestError, UnknownTopicOrPartitionError
-from ..records import kernels
+from ..producer import DEFAULT_BATCH_BYTES, BuiltInPartitioner, ProducerPlan, header_bytes, record_sizes
 from ..records.batch import LOG_OVERHEAD, build_batch
-from ..records.codecs import Codec, codec_from_name
 from ..storage.config import LogConfig
 from ..storage.topics import read_topics
 from ..storage.validator import LONG_MAX, validate_and_assign_offsets
 from .staging import JobStaging
 
-BATCH_BYTES = 16384
+BATCH_BYTES = DEFAULT_BATCH_BYTES
 FINGERPRINT_BYTES = 8  # LogConfig.fingerprint of the config a task validated a batch under
 _PART = struct.Struct(">i")
 
@@ -86,6 +87,7 @@ class _Headers:
     pairs: np.ndarray  # object: (str, bytes | None)
     starts: np.ndarray  # int64
     lengths: np.ndarray  # int64
+    row_bytes: np.ndarray  # int64: the encoded bytes of each row's headers
 
     def take(self, rows: np.ndarray) -> tuple[list, list[int]]:
         """The flat pairs and the n + 1 offsets of ``rows``, for ``build_batch(header_offsets=...)``."""
@@ -104,7 +106,14 @@ def _headers(col) -> _Headers | None:
     lengths = np.where(col.is_null().to_numpy(zero_copy_only=False), 0, np.diff(offsets))
     lo, hi = int(offsets[0]), int(offsets[-1])
     keys, values = col.values.slice(lo, hi - lo).flatten()
-    return _Headers(_objects(list(zip(keys.to_pylist(), _bytes_column(values).to_pylist()))), offsets[:-1] - lo, lengths)
+    values = _bytes_column(values)
+    per_pair = header_bytes(pc.binary_length(keys).to_numpy(zero_copy_only=False),
+                            pc.fill_null(pc.binary_length(values), -1).to_numpy(zero_copy_only=False))
+    total = np.zeros(len(per_pair) + 1, dtype=np.int64)
+    np.cumsum(per_pair, out=total[1:])
+    starts = offsets[:-1] - lo
+    return _Headers(_objects(list(zip(keys.to_pylist(), values.to_pylist()))), starts, lengths,
+                    total[starts + lengths] - total[starts])
 
 
 @dataclass
@@ -113,7 +122,7 @@ class _Rows:
 
     keys: np.ndarray  # object: bytes | None
     values: np.ndarray  # object: bytes | None
-    sizes: np.ndarray  # int64: key + value bytes, for cutting ~16 KB batches
+    sizes: np.ndarray  # int64: each record's size in a batch (producer.record_sizes)
     timestamps: np.ndarray  # int64 milliseconds
     headers: _Headers | None
     topics: pa.Array | None  # None: every row goes to the writer's topic option
@@ -127,10 +136,13 @@ class _Rows:
         value = _bytes_column(value)
         key = _column(rb, "key")
         key = pa.nulls(rb.num_rows, pa.binary()) if key is None else _bytes_column(key)
-        sizes = (pc.fill_null(pc.binary_length(key), 0).to_numpy(zero_copy_only=False).astype(np.int64)
-                 + pc.fill_null(pc.binary_length(value), 0).to_numpy(zero_copy_only=False))
-        return cls(_objects(key.to_pylist()), _objects(value.to_pylist()), sizes,
-                   _timestamps(_column(rb, "timestamp"), rb.num_rows, now_ms), _headers(_column(rb, "headers")),
+        timestamps = _timestamps(_column(rb, "timestamp"), rb.num_rows, now_ms)
+        headers = _headers(_column(rb, "headers"))
+        sizes = record_sizes(pc.fill_null(pc.binary_length(key), -1).to_numpy(zero_copy_only=False),
+                             pc.fill_null(pc.binary_length(value), -1).to_numpy(zero_copy_only=False),
+                             None if headers is None else headers.row_bytes,
+                             None if headers is None else headers.lengths, timestamps)
+        return cls(_objects(key.to_pylist()), _objects(value.to_pylist()), sizes, timestamps, headers,
                    _column(rb, "topic") if with_topic_column else None, _explicit(_column(rb, "partition"), rb.num_rows))
 
 
@@ -154,46 +166,22 @@ def _explicit(col, n: int) -> np.ndarray:
     return np.where(col.is_null().to_numpy(zero_copy_only=False), -1, given)
 
 
-def _batch_bounds(sizes: np.ndarray, batch_bytes: int) -> np.ndarray:
-    """Where to cut rows into batches of about ``batch_bytes`` (each at least one row, as Kafka's
-    producer sends a record larger than ``batch.size`` alone; 0 means one row per batch)."""
-    if batch_bytes == 0:
-        return np.arange(1, len(sizes))
-    ends = np.cumsum(sizes + 24)
-    cuts = np.searchsorted(ends, np.arange(batch_bytes, int(ends[-1]), batch_bytes), side="right")
-    return np.unique(np.clip(cuts, 1, len(sizes) - 1)) if len(sizes) > 1 else np.empty(0, dtype=np.int64)
+def _plan_for(topic: str, meta: dict | None, data_dir: str, batch_bytes: int) -> ProducerPlan:
+    """How a task writes to ``topic``: the producer plan under the topic's config. Its partitioner
+    lives as long as the task, which is one producer."""
+    if meta is None:
+        raise UnknownTopicOrPartitionError(f"Topic '{topic}' does not exist in {data_dir}.")
+    return ProducerPlan.of(topic, LogConfig(meta.get("config", {})), BuiltInPartitioner(meta["partitions"]),
+                           batch_bytes=batch_bytes)
 
 
-@dataclass(frozen=True)
-class _Target:
-    """A topic as a task writes to it: partition count, and the config its batches are built and
-    validated under."""
-
-    topic: str
-    partitions: int
-    config: LogConfig
-    codec: Codec
-    level: int | None
-
-    @classmethod
-    def of(cls, topic: str, meta: dict | None, data_dir: str) -> "_Target":
-        if meta is None:
-            raise UnknownTopicOrPartitionError(f"Topic '{topic}' does not exist in {data_dir}.")
-        cfg = LogConfig(meta.get("config", {}))
-        codec = Codec.NONE if cfg.compression_type == "producer" else codec_from_name(cfg.compression_type)
-        level = {Codec.GZIP: cfg.compression_gzip_level, Codec.LZ4: cfg.compression_lz4_level,
-                 Codec.ZSTD: cfg.compression_zstd_level}.get(codec)
-        return cls(topic, meta["partitions"], cfg, codec, level)
-
-    def partitions_of(self, rows: _Rows, picked: np.ndarray, turn: int) -> np.ndarray:
-        """Each row's partition: its partition column, else murmur2 of its key as Kafka's producer
-        does, else partition ``turn`` (keyless rows of one Arrow batch stay together)."""
-        hashed = np.asarray(kernels.partition_for_keys(rows.keys[picked].tolist(), self.partitions), dtype=np.int64)
-        parts = np.where(rows.explicit[picked] >= 0, rows.explicit[picked],
-                         np.where(hashed >= 0, hashed, turn % self.partitions))
-        if parts.max() >= self.partitions:
-            raise UnknownTopicOrPartitionError(f"Partition {int(parts.max())} of topic '{self.topic}' does not exist.")
-        return parts
+def _partitions(plan: ProducerPlan, rows: _Rows, picked: np.ndarray) -> np.ndarray:
+    """Each picked row's partition: its partition column, else murmur2 of its key as Kafka's producer
+    does, else the sticky partition."""
+    parts = plan.partition(rows.keys[picked].tolist(), rows.sizes[picked], rows.explicit[picked])
+    if parts.max() >= plan.partitioner.partitions:
+        raise UnknownTopicOrPartitionError(f"Partition {int(parts.max())} of topic '{plan.topic}' does not exist.")
+    return parts
 
 
 def stage_batches(opts: WriteOptions, iterator: Iterator[pa.RecordBatch]) -> list[str]:
@@ -203,10 +191,9 @@ def stage_batches(opts: WriteOptions, iterator: Iterator[pa.RecordBatch]) -> lis
     partition rows keep their DataFrame order.
     """
     topics = read_topics(opts.path)
-    targets: dict[str, _Target] = {}  # built once per task, not per Arrow batch
+    plans: dict[str, ProducerPlan] = {}  # built once per task, not per Arrow batch
     out_path = None
     out = None
-    turn = 0
     try:
         for rb in iterator:
             if rb.num_rows == 0:
@@ -214,26 +201,29 @@ def stage_batches(opts: WriteOptions, iterator: Iterator[pa.RecordBatch]) -> lis
             now_ms = int(time.time() * 1000)
             rows = _Rows.of(rb, now_ms, opts.topic is None)
             for topic, picked in _by_topic(rows.topics, opts.topic, rb.num_rows):
-                if topic not in targets:
-                    targets[topic] = _Target.of(topic, topics.get(topic), opts.path)
-                target = targets[topic]
-                parts = target.partitions_of(rows, picked, turn)
-                turn += 1
+                if topic not in plans:
+                    plans[topic] = _plan_for(topic, topics.get(topic), opts.path, opts.batch_bytes)
+                plan = plans[topic]
+                parts = _partitions(plan, rows, picked)
                 lead = _PART.pack(len(topic.encode())) + topic.encode()
                 order = np.argsort(parts, kind="stable")
                 for group in np.split(order, np.flatnonzero(np.diff(parts[order])) + 1):
                     p = int(parts[group[0]])
                     idx = picked[group]
-                    for chunk in np.split(idx, _batch_bounds(rows.sizes[idx], opts.batch_bytes)):
+
+                    def build(s: int, e: int, idx=idx, rows=rows, plan=plan) -> bytes:
+                        chunk = idx[s:e]
                         headers, offsets = (None, None) if rows.headers is None else rows.headers.take(chunk)
-                        data = build_batch(rows.keys[chunk].tolist(), rows.values[chunk].tolist(),
-                                           rows.timestamps[chunk].tolist(), headers=headers,
-                                           header_offsets=offsets, codec=target.codec, level=target.level)
-                        validate_and_assign_offsets(data, 0, target.config, now_ms, f"{topic}-{p}")  # fail fast
+                        return build_batch(rows.keys[chunk].tolist(), rows.values[chunk].tolist(),
+                                           rows.timestamps[chunk].tolist(), headers=headers, header_offsets=offsets,
+                                           codec=plan.codec, level=plan.level)
+
+                    for data in plan.batches(p, rows.sizes[idx], build):
+                        validate_and_assign_offsets(data, 0, plan.config, now_ms, f"{topic}-{p}")  # fail fast
                         if out is None:
                             out_path = opts.staging.new_file(".batches")
                             out = open(out_path, "r+b")
-                        out.write(lead + _PART.pack(p) + target.config.fingerprint() + data)
+                        out.write(lead + _PART.pack(p) + plan.config.fingerprint() + data)
     except BaseException:
         if out is not None:  # a failed task sends no commit message, so nobody else would remove it
             out.close()
