@@ -51,11 +51,7 @@ def compression_for(config: LogConfig, requested: str | None = None, level: int 
     stored = codec_from_name(config.compression_type)
     if stored is asked:
         return asked, level
-    return stored, {
-        Codec.GZIP: config.compression_gzip_level,
-        Codec.LZ4: config.compression_lz4_level,
-        Codec.ZSTD: config.compression_zstd_level,
-    }.get(stored)
+    return stored, config.compression_level(stored)
 
 
 def _varint_sizes(v: np.ndarray) -> np.ndarray:

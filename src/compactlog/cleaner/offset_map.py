@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..records import kernels
-from ..records._py import SLOT
+from ..records.layout import SLOT
 
 
 class OffsetMap:

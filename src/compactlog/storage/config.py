@@ -22,6 +22,7 @@ from types import MappingProxyType
 from typing import Any, Iterable, Mapping
 
 from ..errors import InvalidConfigError, InvalidRequestError
+from ..records.codecs import Codec
 from .configdef import (
     DOUBLE_MAX,
     INT_MAX,
@@ -500,6 +501,14 @@ class LogConfig:
 
     def __delattr__(self, name: str) -> None:
         raise AttributeError("LogConfig is immutable")
+
+    def compression_level(self, codec: Codec) -> int | None:
+        """The level this topic's ``compression.<codec>.level`` sets for ``codec`` (None: it has no levels)."""
+        return {
+            Codec.GZIP: self.compression_gzip_level,
+            Codec.LZ4: self.compression_lz4_level,
+            Codec.ZSTD: self.compression_zstd_level,
+        }.get(codec)
 
     def get(self, name: str) -> Any:
         """The effective typed value of a topic config, by its Kafka name."""

@@ -71,14 +71,6 @@ def target_codec(compression_type: str, source: Codec) -> Codec:
     return source if compression_type == "producer" else codec_from_name(compression_type)
 
 
-def _level_for(config, codec: Codec) -> int | None:
-    return {
-        Codec.GZIP: config.compression_gzip_level,
-        Codec.LZ4: config.compression_lz4_level,
-        Codec.ZSTD: config.compression_zstd_level,
-    }.get(codec)
-
-
 def _single_batch(records: bytes, where: str) -> RecordBatch:
     if len(records) < HEADER_SIZE:
         raise CorruptRecordError(f"the append to {where} holds no complete record batch ({len(records)} bytes)")
@@ -189,7 +181,7 @@ def validate_and_assign_offsets(records: bytes, next_offset: int, config, now: i
         base_sequence=batch.base_sequence,
         partition_leader_epoch=LEADER_EPOCH,
     )
-    level = _level_for(config, target)
+    level = config.compression_level(target)
     if deltas_ok:  # the records section is right as it is: recompress it, nothing per record
         body = bytes(batch.payload(max_size))
         if target is not Codec.NONE:
