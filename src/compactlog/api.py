@@ -31,7 +31,15 @@ from .compaction.reader import compacted_batches, earliest_offset
 from .compaction.service import CompactionService, CompactionStatus
 from .compaction.state import CompactionState
 from .errors import InvalidRecordError, InvalidRequestError, InvalidTimestampError, UnknownTopicOrPartitionError
-from .producer import DEFAULT_BATCH_BYTES, BuiltInPartitioner, ProducerPlan, header_bytes, lengths, record_sizes
+from .producer import (
+    DEFAULT_BATCH_BYTES,
+    BuiltInPartitioner,
+    ProducerPlan,
+    header_bytes,
+    lengths,
+    one_record_size,
+    record_sizes,
+)
 from .records import kernels
 from .records.batch import NO_TIMESTAMP, Record, build_batch
 from .storage.config import BrokerConfig, LogConfig
@@ -92,6 +100,7 @@ class CompactLog:
         self.cleaner = LogCleaner(self.manager, time)
         self.compaction = CompactionService(self.manager, time)
         self._partitioners: dict[str, BuiltInPartitioner] = {}
+        self._plans: dict[tuple, ProducerPlan] = {}
         if background:
             self.manager.start_background()
             self.cleaner.start()
@@ -139,8 +148,15 @@ class CompactLog:
         return part
 
     def _plan(self, topic: str, compression: str, level: int | None, batch_bytes: int) -> ProducerPlan:
+        """The producer plan for these settings, kept while the topic's config and partitions stay (a
+        per-record ``produce`` would otherwise rebuild it every time)."""
         part = self._partitioner(topic)
-        return ProducerPlan.of(topic, self.manager.get_log(topic, 0).config, part, compression, level, batch_bytes)
+        config = self.manager.get_log(topic, 0).config
+        key = (topic, compression, level, batch_bytes)
+        held = self._plans.get(key)
+        if held is None or held.config is not config or held.partitioner is not part:
+            held = self._plans[key] = ProducerPlan.of(topic, config, part, compression, level, batch_bytes)
+        return held
 
     def _check_partition(self, topic: str, partition: int) -> None:
         n = self.manager.partitions_for(topic)
@@ -161,13 +177,15 @@ class CompactLog:
         if partition is not None:
             self._check_partition(topic, partition)
         plan = self._plan(topic, compression, level, DEFAULT_BATCH_BYTES)
-        hs = [headers] if headers else None
-        sizes = _record_sizes([key], [value], hs)
-        p = int(plan.partition([key], sizes)[0]) if partition is None else partition
         ts = self.time.milliseconds() if timestamp is None else timestamp
-        (batch,) = plan.batches(p, sizes, lambda s, e: build_batch([key], [value], [ts], headers=hs, codec=plan.codec,
-                                                                   level=plan.level))
-        v = self.manager.get_log(topic, p).append(batch)
+        batch = build_batch([key], [value], [ts], headers=[headers] if headers else None, codec=plan.codec,
+                            level=plan.level)
+        if partition is None:  # only a keyless record's size matters (the sticky partition counts bytes)
+            size = 0 if key is not None else one_record_size(key, value, headers)
+            p = plan.partitioner.partition_one(key, size, plan.batch_bytes)
+        else:
+            p = partition
+        v = self.manager.get_log(topic, p).append(plan.single(p, batch))
         return RecordMetadata(topic, p, v.first_offset, v.max_timestamp if v.log_append_time >= 0 else ts)
 
     def produce_batch(self, topic: str, records: Iterable[tuple], *, partition: int | None = None,

@@ -90,6 +90,29 @@ def record_sizes(key_lengths: np.ndarray, value_lengths: np.ndarray, header_size
     return _varint_sizes(body) + body
 
 
+def _varint_size(v: int) -> int:
+    zz = (v << 1) ^ (v >> 63)
+    return max(1, (zz.bit_length() + 6) // 7)
+
+
+def one_record_size(key: bytes | None, value: bytes | None, headers=None) -> int:
+    """:func:`record_sizes` of a single record without a timestamp delta, in plain Python: for the
+    per-record ``produce``, where numpy's overhead on one-element arrays is most of the cost."""
+    klen = -1 if key is None else len(key)
+    vlen = -1 if value is None else len(value)
+    body = 1 + 2 + _varint_size(klen) + max(klen, 0) + _varint_size(vlen) + max(vlen, 0) + 1
+    hs = list(headers or ())
+    if not hs:
+        body += 1
+    else:
+        body += _varint_size(len(hs))
+        for k, v in hs:
+            kl = len(k.encode("utf-8") if isinstance(k, str) else k)
+            vl = -1 if v is None else len(v)
+            body += _varint_size(kl) + kl + _varint_size(vl) + max(vl, 0)
+    return _varint_size(body) + body
+
+
 def header_bytes(key_lengths: np.ndarray, value_lengths: np.ndarray) -> np.ndarray:
     """The encoded bytes of each header, from its key's UTF-8 length and its value's length (-1: null)."""
     klen = np.asarray(key_lengths, dtype=np.int64)
@@ -164,6 +187,16 @@ class BuiltInPartitioner:
             parts[keyless] = self._sticky_run(sizes[keyless], batch_bytes)
         return parts
 
+    def partition_one(self, key: bytes | None, size: int, batch_bytes: int) -> int:
+        """:meth:`partition` of a single record sent alone (one batch of one record): the per-record
+        ``produce`` path, without numpy."""
+        if key is not None:
+            return kernels.partition_for_keys([key], self.partitions)[0]
+        if self.sticky < 0 or self.produced >= max(1, batch_bytes):
+            self._switch()
+        self.produced += HEADER_SIZE + size
+        return self.sticky
+
     def _sticky_run(self, sizes: np.ndarray, batch_bytes: int) -> np.ndarray:
         out = np.empty(len(sizes), dtype=np.int64)
         switch_at = max(1, batch_bytes)  # Kafka's producer takes batch.size 0 as 1 here
@@ -226,6 +259,13 @@ class ProducerPlan:
                     mid = (s + e) // 2
                     pending += [(mid, e), (s, mid)]
             start = end
+
+    def single(self, partition: int, data: bytes) -> bytes:
+        """A batch of one record, built already: nothing to cut, only the log's limits to check (the
+        per-record ``produce`` path, where sizing with numpy would cost more than the append)."""
+        if len(data) > self.max_batch_bytes:
+            raise self._too_large(partition, len(data), None)
+        return data
 
     def _too_large(self, partition: int, size: int, record: int | None) -> Exception:
         """The error the log would raise for this one-record batch (Kafka's broker's words), naming the record."""

@@ -145,3 +145,15 @@ def test_the_producers_own_codec_and_level_are_checked_whatever_the_topic_stores
             cl.produce_batch("t", [(b"k", b"v")], compression="gzip", level=42)
         cl.produce_batch("t", [(b"k", b"v" * 100)] * 10, compression="gzip")
         assert [b.codec for b in stored(cl, "t")] == [Codec.ZSTD]
+
+
+@pytest.mark.parametrize("key, value, headers", [
+    (None, None, None), (b"k", b"v" * 100, None), (b"k" * 200, None, [("h", b"x"), ("\u00e9", None)]),
+    (None, b"v" * 70000, [(b"raw", b"y" * 300)] * 3),
+])
+def test_one_record_size_is_record_sizes_for_one_record(key, value, headers):
+    """The per-record produce sizes a record without numpy; it must agree with the batch path."""
+    from compactlog.api import _record_sizes
+    from compactlog.producer import one_record_size
+
+    assert one_record_size(key, value, headers) == int(_record_sizes([key], [value], [headers] if headers else None)[0])

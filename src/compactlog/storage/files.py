@@ -150,16 +150,17 @@ def write_fully(fd: int, parts, position: int) -> int:
     """Write ``parts`` at ``position`` in as many ``pwritev`` calls as it takes. A write that stops
     short (a full disk, a file-size limit) is retried for the rest, so that the OS reports its reason
     (ENOSPC, EFBIG) as an OSError instead of a bare count."""
+    size = sum(map(len, parts))  # parts are bytes or byte views: len is their size
+    written = total = os.pwritev(fd, parts, position)  # nearly always the whole of it
+    if total == size:
+        return total
     views = [memoryview(p).cast("B") for p in parts]
-    total = 0
-    while views:
-        n = os.pwritev(fd, views, position + total)
-        if n == 0:
+    while total < size:
+        while written >= len(views[0]):  # drop what the last call wrote
+            written -= len(views.pop(0))
+        views[0] = views[0][written:]
+        written = os.pwritev(fd, views, position + total)
+        if written == 0:
             raise OSError(errno.EIO, "a write made no progress")
-        total += n
-        while views and n >= len(views[0]):
-            n -= len(views[0])
-            views.pop(0)
-        if views and n:
-            views[0] = views[0][n:]
+        total += written
     return total

@@ -46,6 +46,10 @@ class AbstractIndex:
 
     dtype: np.dtype
     key: str  # the field searched by lookups
+    # the descriptor pool's bookkeeping (handles.py)
+    _borrows = 0
+    _close_pending = False
+    _pooled = True
 
     def __init__(self, path: Path, base_offset: int, max_index_size: int, read_only: bool = False) -> None:
         self.path = Path(path)
@@ -83,8 +87,11 @@ class AbstractIndex:
         self._reserve(self._n + 1)
         self._entries[self._n] = entry
         data = self._entries[self._n : self._n + 1].tobytes()
-        with POOL.use(self) as fd:
+        fd = POOL.acquire(self)
+        try:
             written = os.pwrite(fd, data, self._n * self.dtype.itemsize)
+        finally:
+            POOL.release(self)
         if written != len(data):
             raise OSError(errno.ENOSPC, f"short write to {self.path.name}: {written} of {len(data)} bytes")
         self._n += 1

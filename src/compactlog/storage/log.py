@@ -132,8 +132,10 @@ class Log:
             self.failure.check()
             now = self.time.milliseconds() if now is None else now
             v = validate_and_assign_offsets(records, self._next_offset, self.config, now, self.name)
-            with self.failure.guard(f"appending to {self.name}"):
+            try:  # (not ``with self.failure.guard``: this runs for every append)
                 self._store(v.records, v.first_offset, v.last_offset, v.max_timestamp, v.offset_of_max_timestamp, now)
+            except OSError as exc:
+                raise self.failure.fail(exc, f"appending to {self.name}") from exc
             return v
 
     def append_as_follower(self, records: bytes) -> int:

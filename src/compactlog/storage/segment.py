@@ -93,11 +93,15 @@ class LogSegment:
     needs_recovery = False
     _closed = False
     _create = False
+    # the descriptor pool's bookkeeping (handles.py)
+    _borrows = 0
+    _close_pending = False
+    _pooled = True
 
     def _open_handle(self) -> int:
         """Open the ``.log`` for the pool: created only the first time (a later reopen of a file that
         is gone is an error, not a new empty segment)."""
-        flags = os.O_RDWR | (os.O_CREAT if self._create else 0)
+        flags = os.O_RDONLY if self.read_only else os.O_RDWR | (os.O_CREAT if self._create else 0)
         fd = os.open(self.log_path, flags, 0o644)
         self._create = False
         return fd
@@ -109,8 +113,11 @@ class LogSegment:
 
     # reading ------------------------------------------------------------------------------------
     def read_bytes(self, position: int, size: int) -> bytes:
-        with POOL.use(self) as fd:
+        fd = POOL.acquire(self)  # (not ``with POOL.use``: this is the hot path of every read)
+        try:
             return os.pread(fd, size, position)
+        finally:
+            POOL.release(self)
 
     def batches(self, position: int = 0, end: int | None = None) -> Iterator[tuple[int, RecordBatch]]:
         """Yield (file position, batch) for whole batches from ``position``, reading in large chunks.
@@ -278,8 +285,11 @@ class LogSegment:
         position = self.size
         entries = self.offset_index.entries, self.time_index.entries
         try:
-            with POOL.use(self) as fd:
+            fd = POOL.acquire(self)
+            try:
                 written = write_fully(fd, parts, position)
+            finally:
+                POOL.release(self)
             max_ts, max_ts_offset = self.max_timestamp_so_far, self.offset_of_max_timestamp
             if largest_timestamp > max_ts:
                 max_ts, max_ts_offset = largest_timestamp, offset_of_max_timestamp
