@@ -81,6 +81,18 @@ class InvalidRequestError(CompactLogError):
     code, name = 42, "INVALID_REQUEST"
 
 
+class OutOfOrderSequenceError(CompactLogError):
+    """An idempotent producer's batch does not follow its last one: something before it is missing."""
+
+    code, name = 45, "OUT_OF_ORDER_SEQUENCE_NUMBER"
+
+
+class InvalidProducerEpochError(CompactLogError):
+    """An idempotent producer's batch carries an epoch older than its current one (it was fenced)."""
+
+    code, name = 47, "INVALID_PRODUCER_EPOCH"
+
+
 class UnsupportedCompressionTypeError(CompactLogError):
     """The compression type is not one Kafka defines."""
 

@@ -13,6 +13,7 @@ from .console import consume, produce
 from .demo import demo
 from .dumplog import dump_log
 from .housekeeping import clean
+from .serve import serve
 from .spark import spark
 from .topics import configs, topics
 from .verify import verify
@@ -29,5 +30,5 @@ def main(verbose: int) -> None:
 
 
 for command in (topics, configs, produce, consume, dump_log, clean, compact_topic, compaction_status, verify, demo,
-                spark):
+                spark, serve):
     main.add_command(command)

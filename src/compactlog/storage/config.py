@@ -23,6 +23,7 @@ from typing import Any, Iterable, Mapping
 
 from ..errors import InvalidConfigError, InvalidRequestError
 from ..records.codecs import Codec
+from .serverconfigs import SERVER_CONFIGS
 from .configdef import (
     DOUBLE_MAX,
     INT_MAX,
@@ -234,6 +235,7 @@ _BROKER_ONLY = [
     _broker("log.roll.jitter.ms", "long", None, None, "Default segment.jitter.ms; wins over log.roll.jitter.hours.", "high"),
     _broker("log.roll.jitter.hours", "int", 0, at_least(0), "Default segment.jitter.ms in hours.", "high"),
     _broker("log.flush.interval.ms", "long", None, None, "Default flush.ms.", "high"),
+    *SERVER_CONFIGS,
 ]
 
 
@@ -251,11 +253,11 @@ BROKER_ONLY_CONFIGS: Mapping[str, ConfigKey] = MappingProxyType({k.name: k for k
 
 # Kafka broker settings found in Kafka's sample server.properties that mean nothing here: kept, not warned about.
 KAFKA_BROKER_CONFIGS_WITHOUT_EFFECT = frozenset({
-    "advertised.listeners", "broker.id", "controller.listener.names", "controller.quorum.bootstrap.servers",
-    "controller.quorum.voters", "group.initial.rebalance.delay.ms", "inter.broker.listener.name",
-    "listener.security.protocol.map", "listeners", "node.id", "num.io.threads", "num.network.threads",
+    "broker.id", "controller.listener.names", "controller.quorum.bootstrap.servers",
+    "controller.quorum.voters", "inter.broker.listener.name",
+    "num.io.threads", "num.network.threads",
     "num.recovery.threads.per.data.dir", "offsets.topic.replication.factor", "process.roles",
-    "socket.receive.buffer.bytes", "socket.request.max.bytes", "socket.send.buffer.bytes",
+    "socket.receive.buffer.bytes", "socket.send.buffer.bytes",
     "transaction.state.log.min.isr", "transaction.state.log.replication.factor", "zookeeper.connect",
     "zookeeper.connection.timeout.ms",
 })

@@ -37,6 +37,8 @@ RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
 CLEANER_OFFSET_CHECKPOINT = "cleaner-offset-checkpoint"
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
+META_PROPERTIES = "meta.properties"  # the cluster and node ids of a broker's log directory, as Kafka writes them
+PRODUCER_ID_BLOCK = "producer-id-block"  # ours: the end of the last block of producer ids handed out
 
 # In a partition directory
 PARTITION_METADATA = "partition.metadata"

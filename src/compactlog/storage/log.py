@@ -28,6 +28,7 @@ from ..records.batch import RecordBatch, iter_batches
 from . import files
 from .failure import LogDirFailure
 from .loader import load_log
+from .producer_state import ProducerStateManager, last_sequence
 from .reader import fixed, read_batches
 from .retention import SegmentFacts, segments_to_delete
 from .rewrite import move_cleaned
@@ -73,6 +74,7 @@ class Log:
         self.config = config
         self.time = time
         self.lock = threading.RLock()
+        self.producer_state = ProducerStateManager()
         self.failure = failure if failure is not None else LogDirFailure(self.dir)
         self._pending_deletes: list[tuple[int, LogSegment]] = []
         loaded = load_log(self.dir, self.segment_params(), time, recovery_point, log_start_offset, clean_shutdown,
@@ -132,11 +134,34 @@ class Log:
             self.failure.check()
             now = self.time.milliseconds() if now is None else now
             v = validate_and_assign_offsets(records, self._next_offset, self.config, now, self.name)
+            pid = int.from_bytes(records[43:51], "big", signed=True)
+            if pid >= 0:  # an idempotent producer's batch: a retry is answered with its first attempt
+                epoch = int.from_bytes(records[51:53], "big", signed=True)
+                first_seq = int.from_bytes(records[53:57], "big", signed=True)
+                last_seq = last_sequence(first_seq, v.last_offset - v.first_offset)
+                if not self.producer_state.loaded:
+                    self._load_producer_state()
+                dup = self.producer_state.duplicate_of(pid, epoch, first_seq, last_seq, self.name)
+                if dup is not None:
+                    return ValidatedAppend(b"", dup.first_offset, dup.last_offset, -1, dup.last_offset, -1,
+                                           dup.last_offset - dup.first_offset + 1, False, duplicate=True)
             try:  # (not ``with self.failure.guard``: this runs for every append)
                 self._store(v.records, v.first_offset, v.last_offset, v.max_timestamp, v.offset_of_max_timestamp, now)
             except OSError as exc:
                 raise self.failure.fail(exc, f"appending to {self.name}") from exc
+            if pid >= 0:
+                self.producer_state.record(pid, epoch, first_seq, last_seq, v.first_offset, v.last_offset)
             return v
+
+    def _load_producer_state(self) -> None:
+        """Rebuild what idempotent producers last wrote from the batch headers of the last two segments."""
+        ps = self.producer_state
+        for seg in self.segments[-2:]:
+            for _pos, b in seg.batches():
+                if b.producer_id >= 0 and b.record_count > 0:
+                    ps.record(b.producer_id, b.producer_epoch, b.base_sequence,
+                              last_sequence(b.base_sequence, b.last_offset_delta), b.base_offset, b.last_offset)
+        ps.loaded = True
 
     def append_as_follower(self, records: bytes) -> int:
         """Store batches whose offsets are already assigned (replication, restores, tests of gaps).
@@ -386,6 +411,7 @@ class Log:
             for seg in drop:
                 self._schedule_delete(seg)
             self._next_offset = self.active_segment.read_next_offset()
+            self.producer_state.reset()
             self.recovery_point = min(self.recovery_point, self._next_offset)
             self.log_start_offset = min(self.log_start_offset, self._next_offset)
             return True

@@ -64,6 +64,7 @@ class ValidatedAppend:
     log_append_time: int  # -1 unless the topic uses LogAppendTime
     record_count: int
     recompressed: bool
+    duplicate: bool = False  # a retried idempotent batch: the offsets are its first attempt's, nothing stored
 
 
 def target_codec(compression_type: str, source: Codec) -> Codec:

@@ -1,0 +1,40 @@
+"""``serve``: the data directory as a Kafka broker on the wire (``kafka-server-start.sh``'s place)."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+
+import click
+
+from .common import data_dir_option, kafka_errors, parse_key_values
+
+
+@click.command("serve")
+@data_dir_option(may_create=True)
+@click.option("--override", "overrides", multiple=True, metavar="NAME=VALUE",
+              help="A broker setting over server.properties, as kafka-server-start.sh --override takes it "
+                   "(listeners=PLAINTEXT://127.0.0.1:0, auto.create.topics.enable=false, ...). Repeatable.")
+@kafka_errors
+def serve(data_dir, server_properties, overrides):
+    """Serve the data directory to Kafka clients (producers, consumer groups, admin tools) until SIGTERM or
+    Ctrl-C, with the log cleaner, retention and Pulsar-style compaction running in the background.
+
+    Listens on PLAINTEXT://127.0.0.1:9092 unless listeners= says otherwise; prints one line per listener
+    once it accepts connections.
+
+    Example: compactlog serve --data-dir data --override listeners=PLAINTEXT://127.0.0.1:9093
+    """
+    from ..server.network import KafkaServer
+    from ..storage.config import BrokerConfig
+
+    extra = parse_key_values(list(overrides), "--override")
+    config = (BrokerConfig.from_file(server_properties, extra) if server_properties else BrokerConfig(extra))
+
+    def listening(url: str) -> None:
+        click.echo(f"compactlog serve: listening on {url}")
+        sys.stdout.flush()
+
+    server = KafkaServer(data_dir, config, on_listening=listening)
+    asyncio.run(server.run())
+    click.echo("compactlog serve: stopped cleanly")

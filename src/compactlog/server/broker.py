@@ -1,0 +1,145 @@
+"""The broker: one data directory served to Kafka clients, request by request.
+
+``Broker`` owns the embedded ``CompactLog`` (storage, cleaner, Pulsar-style compaction, all running in
+the background as in Kafka) and answers decoded requests (``protocol.Request``) with kio response
+entities. Each API lives in the module named after it; this module only routes requests to them, turns
+our typed errors into Kafka's codes, and wakes parked fetches when data arrives.
+
+Everything here runs on the server's event loop. Work that touches the disk or inflates batches runs in
+threads (``Broker.blocking``); compiled kernels release the GIL there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import logging
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable
+
+from kio.schema.errors import ErrorCode
+
+from .. import api
+from ..errors import CompactLogError
+from ..storage.config import BrokerConfig
+from .protocol import Request
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[["Broker", Request, "Session"], Awaitable[Any]]
+NO_THROTTLE = datetime.timedelta(0)
+
+
+@dataclass
+class Session:
+    """What the broker knows of one client connection."""
+
+    client_host: str
+    client_port: int
+    listener: str = "PLAINTEXT"
+    principal: str = "User:ANONYMOUS"
+    authenticated: bool = True
+    extra: dict = field(default_factory=dict)  # per-connection state of APIs that need one (SASL)
+
+
+def error_code(exc: BaseException | int | None) -> ErrorCode:
+    """Kafka's error code for one of our errors (or a code), UNKNOWN_SERVER_ERROR for anything else."""
+    if exc is None:
+        return ErrorCode.none
+    if isinstance(exc, int):
+        return ErrorCode(exc)
+    if isinstance(exc, CompactLogError):
+        try:
+            return ErrorCode(exc.code)
+        except ValueError:
+            pass
+    return ErrorCode.unknown_server_error
+
+
+def ms(value: int | float) -> datetime.timedelta:
+    """kio carries Kafka's millisecond fields as timedeltas."""
+    return datetime.timedelta(milliseconds=value)
+
+
+class Broker:
+    """Answers requests against one data directory."""
+
+    def __init__(self, data_dir, config: BrokerConfig, *, host: str, port: int, background: bool = True) -> None:
+        self.config = config
+        self.node_id: int = config.get("node.id")
+        self.host = host
+        self.port = port
+        self.cluster_id = ""
+        self.cl = api.CompactLog(data_dir, config=config.originals, background=background)
+        self.cluster_id = self._cluster_id()
+        self._data_arrived = asyncio.Event()
+        self.handlers: dict[int, Handler] = {}
+        self.services: list = []  # things with ``async start()`` / ``async stop()`` (the group coordinator)
+        self.advertised: dict[str, tuple[str, int]] = {}  # listener name -> (host, port) told to clients
+        self.server = None  # the network shell, when there is one
+        self.extras: dict[str, Any] = {}  # state of API modules, by name
+        self.stopping = False
+        from . import apis  # the table of API handlers (imports every API module)
+
+        apis.install(self)
+
+    def _cluster_id(self) -> str:
+        """A stable cluster id kept beside the data (Kafka keeps it in meta.properties)."""
+        from ..storage import files
+
+        path = self.cl.manager.dir / files.META_PROPERTIES
+        try:
+            for line in path.read_text().splitlines():
+                if line.startswith("cluster.id="):
+                    return line.split("=", 1)[1].strip()
+        except OSError:
+            pass
+        cid = uuid.uuid4().hex[:22]
+        files.atomic_write(path, f"#compactlog\nversion=1\ncluster.id={cid}\nnode.id={self.node_id}\n")
+        return cid
+
+    def address(self, session: Session) -> tuple[str, int]:
+        """The (host, port) clients of ``session``'s listener are told to use."""
+        return self.advertised.get(session.listener, (self.host, self.port))
+
+    # request routing ------------------------------------------------------------------------------
+    async def handle(self, req: Request, session: Session) -> Any:
+        """The response entity for ``req`` (None: send nothing, as for acks=0 produce)."""
+        handler = self.handlers[req.api_key]
+        return await handler(self, req, session)
+
+    async def blocking(self, fn, *args):
+        """Run a disk-bound call in a worker thread."""
+        return await asyncio.to_thread(fn, *args)
+
+    # fetch wake-ups -------------------------------------------------------------------------------
+    def data_arrived(self) -> None:
+        """Wake every parked fetch (after an append); they re-check their partitions."""
+        self._data_arrived.set()
+        self._data_arrived = asyncio.Event()
+
+    async def wait_for_data(self, timeout: float) -> None:
+        event = self._data_arrived
+        try:
+            await asyncio.wait_for(event.wait(), timeout)
+        except asyncio.TimeoutError:
+            pass
+
+    # lifecycle ------------------------------------------------------------------------------------
+    async def start(self) -> None:
+        for s in self.services:
+            await s.start()
+
+    async def stop(self) -> None:
+        self.stopping = True
+        self.data_arrived()  # parked fetches answer now
+        for s in reversed(self.services):
+            try:
+                await s.stop()
+            except Exception:
+                log.exception("stopping %s failed", s)
+
+    def close(self) -> None:
+        """Flush, checkpoint and write the clean-shutdown marker (``.kafka_cleanshutdown``)."""
+        self.cl.close()

@@ -1,0 +1,118 @@
+"""Fetch: stored batches handed out as they are on disk, with Kafka's long poll.
+
+A fetch asks, per partition, for the batches from an offset on. We return the stored bytes from the
+batch holding that offset (it may start before it; clients skip what they did not ask for), never
+decoded or re-sliced, up to ``partition_max_bytes`` per partition and ``max_bytes`` in all, except that
+the first batch found is always returned whole (KIP-74) so that no consumer is stuck behind a big one.
+Over a compacted topic the offsets have holes; a fetch offset inside a hole gets the next batch.
+
+When fewer than ``min_bytes`` are there, the request is parked until an append wakes it or
+``max_wait_ms`` passes (Kafka's purgatory). Requests behind it on the same connection wait, as in Kafka.
+
+Fetch sessions (v7+) are not kept: every answer has session id 0, so clients send full fetches, which
+Kafka allows. There are no transactions, so the last stable offset is the high watermark and no batch
+is aborted; read_committed consumers see everything.
+
+The response is written here rather than by the schema library so that record sections go out as the
+bytes read from the segment files, with nothing rebuilt around them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+
+from ..errors import CompactLogError
+from .broker import Broker, Session
+from .protocol import Frame, Request
+
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+_PART_V4 = struct.Struct(">ihqq")  # index, error, high watermark, last stable offset
+_I64 = struct.Struct(">q")
+LEADER_EPOCH = 0
+UNKNOWN_LEADER_EPOCH = 75
+FENCED_LEADER_EPOCH = 74
+
+
+def _string(s: str) -> bytes:
+    b = s.encode()
+    return _I16.pack(len(b)) + b
+
+
+def read_partitions(broker: Broker, body, version: int) -> tuple[list, int, bool]:
+    """Per topic, per partition: (index, error, high watermark, log start, records); total bytes; any error."""
+    manager = broker.cl.manager
+    budget = body.max_bytes if version >= 3 else 2**31 - 1
+    total = 0
+    error = False
+    first = True
+    out = []
+    for t in body.topics:
+        rows = []
+        for p in t.partitions:
+            lg = manager.logs.get((t.topic, p.partition))
+            if lg is None:
+                rows.append((p.partition, 3, -1, -1, b""))
+                error = True
+                continue
+            epoch = getattr(p, "current_leader_epoch", -1)
+            if epoch > LEADER_EPOCH or (epoch >= 0 and epoch < LEADER_EPOCH):
+                rows.append((p.partition, UNKNOWN_LEADER_EPOCH if epoch > LEADER_EPOCH else FENCED_LEADER_EPOCH,
+                             lg.high_watermark, lg.log_start_offset, b""))
+                error = True
+                continue
+            limit = min(p.partition_max_bytes, budget - total)
+            try:
+                if limit <= 0 and not first:
+                    data = b""
+                else:
+                    data = lg.read(p.fetch_offset, max(limit, 0), min_one_message=first).records
+            except CompactLogError as exc:
+                rows.append((p.partition, exc.code, lg.high_watermark, lg.log_start_offset, b""))
+                error = True
+                continue
+            if data:
+                first = False
+                total += len(data)
+            rows.append((p.partition, 0, lg.high_watermark, lg.log_start_offset, data))
+        out.append((t.topic, rows))
+    return out, total, error
+
+
+def encode_fetch_response(correlation_id: int, version: int, topics: list) -> Frame:
+    head = [_I32.pack(correlation_id), _I32.pack(0)]  # correlation id, throttle time
+    if version >= 7:
+        head.append(b"\0\0" + _I32.pack(0))  # no error, session id 0 (no fetch session)
+    head.append(_I32.pack(len(topics)))
+    parts: list = [b"".join(head)]
+    for name, rows in topics:
+        parts.append(_string(name) + _I32.pack(len(rows)))
+        for index, err, hw, start, data in rows:
+            fields = _PART_V4.pack(index, err, hw, hw)
+            if version >= 5:
+                fields += _I64.pack(start)
+            fields += _I32.pack(0)  # aborted transactions: none
+            if version >= 11:
+                fields += _I32.pack(-1)  # no preferred read replica
+            parts.append(fields + _I32.pack(len(data)))
+            if data:
+                parts.append(data)
+    size = sum(map(len, parts))
+    parts.insert(0, _I32.pack(size))
+    return Frame(parts)
+
+
+async def fetch(broker: Broker, req: Request, session: Session):
+    body = req.body
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + max(body.max_wait.total_seconds(), 0)
+    while True:
+        topics, total, error = await broker.blocking(read_partitions, broker, body, req.api_version)
+        remaining = deadline - loop.time()
+        if error or total >= body.min_bytes or remaining <= 0 or broker.stopping:
+            return encode_fetch_response(req.correlation_id, req.api_version, topics)
+        await broker.wait_for_data(remaining)
+
+
+HANDLERS = {1: fetch}

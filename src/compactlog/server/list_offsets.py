@@ -1,0 +1,91 @@
+"""ListOffsets and OffsetForLeaderEpoch: where a consumer starts, and the check after a leader change.
+
+ListOffsets: timestamp -2 is the log start offset (``earliest``), -1 the high watermark (``latest``; also
+the last stable offset, there being no transactions), any other value the first offset whose record
+timestamp is at or after it, or offset -1 when no record is that recent. Every partition has leader
+epoch 0 (``metadata.py``), so OffsetForLeaderEpoch answers epoch 0 ending at the log end offset.
+"""
+
+from __future__ import annotations
+
+from ..errors import CompactLogError
+from .broker import NO_THROTTLE, Broker, Session, error_code
+from .entities import make, response, schema
+from .protocol import Request
+
+EARLIEST, LATEST = -2, -1
+LEADER_EPOCH = 0
+
+
+def _epoch_problem(current: int) -> int:
+    """The error for a client's current leader epoch: newer than ours 75, older 74, -1 means no check."""
+    if current < 0 or current == LEADER_EPOCH:
+        return 0
+    return 75 if current > LEADER_EPOCH else 74
+
+
+def _lookup(broker: Broker, topics) -> list[list[tuple]]:
+    manager = broker.cl.manager
+    out = []
+    for t in topics:
+        rows = []
+        for p in t.partitions:
+            lg = manager.logs.get((t.name, p.partition_index))
+            if lg is None:
+                rows.append((p.partition_index, 3, -1, -1))
+                continue
+            problem = _epoch_problem(getattr(p, "current_leader_epoch", -1))
+            if problem:
+                rows.append((p.partition_index, problem, -1, -1))
+            elif p.timestamp == EARLIEST:
+                rows.append((p.partition_index, 0, -1, lg.log_start_offset))
+            elif p.timestamp == LATEST:
+                rows.append((p.partition_index, 0, -1, lg.high_watermark))
+            elif p.timestamp < 0:
+                rows.append((p.partition_index, 42, -1, -1))  # -3 and below need versions we do not serve
+            else:
+                try:
+                    found = lg.offset_for_timestamp(p.timestamp)
+                except CompactLogError as exc:
+                    rows.append((p.partition_index, exc.code, -1, -1))
+                    continue
+                rows.append((p.partition_index, 0, *found) if found else (p.partition_index, 0, -1, -1))
+        out.append(rows)
+    return out
+
+
+async def list_offsets(broker: Broker, req: Request, session: Session):
+    s = schema(req)
+    results = await broker.blocking(_lookup, broker, req.body.topics)
+    topics = tuple(
+        make(s.ListOffsetsTopicResponse, name=t.name, partitions=tuple(
+            make(s.ListOffsetsPartitionResponse, partition_index=index, error_code=error_code(code), timestamp=ts,
+                 offset=offset, leader_epoch=LEADER_EPOCH if code == 0 and offset >= 0 else -1)
+            for index, code, ts, offset in rows))
+        for t, rows in zip(req.body.topics, results)
+    )
+    return response(req, throttle_time=NO_THROTTLE, topics=topics)
+
+
+async def offset_for_leader_epoch(broker: Broker, req: Request, session: Session):
+    s = schema(req)
+    manager = broker.cl.manager
+    topics = []
+    for t in req.body.topics:
+        parts = []
+        for p in t.partitions:
+            lg = manager.logs.get((t.topic, p.partition))
+            code = 3 if lg is None else _epoch_problem(p.current_leader_epoch)
+            if code == 0 and p.leader_epoch > LEADER_EPOCH:
+                parts.append(make(s.EpochEndOffset, error_code=error_code(0), partition=p.partition,
+                                  leader_epoch=-1, end_offset=-1))  # Kafka: an epoch it never had is undefined
+            elif code:
+                parts.append(make(s.EpochEndOffset, error_code=error_code(code), partition=p.partition))
+            else:
+                parts.append(make(s.EpochEndOffset, error_code=error_code(0), partition=p.partition,
+                                  leader_epoch=LEADER_EPOCH, end_offset=lg.log_end_offset))
+        topics.append(make(s.OffsetForLeaderTopicResult, topic=t.topic, partitions=tuple(parts)))
+    return response(req, throttle_time=NO_THROTTLE, topics=tuple(topics))
+
+
+HANDLERS = {2: list_offsets, 23: offset_for_leader_epoch}

@@ -1,0 +1,104 @@
+"""ApiVersions, Metadata, DescribeCluster and FindCoordinator: what a client asks before anything else.
+
+One node is the whole cluster: it is every partition's leader, its only replica and in-sync replica,
+the controller, and the coordinator of every group. Every partition reports leader epoch 0, the epoch
+the storage stamps on every stored batch.
+
+Topics are created on Metadata when the client allows it and ``auto.create.topics.enable`` is on
+(Kafka's default, and librdkafka producers ask for it), with ``num.partitions`` partitions.
+"""
+
+from __future__ import annotations
+
+from ..errors import CompactLogError, InvalidTopicError
+from ..storage import files
+from .broker import NO_THROTTLE, Broker, Session, error_code
+from .entities import make, response, schema
+from .protocol import Request
+from .versions import SERVED
+
+LEADER_EPOCH = 0
+NOT_COMPUTED = -(2**31)  # authorized operations "not computed" (INT32_MIN)
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+
+
+async def api_versions(broker: Broker, req: Request, session: Session):
+    s = schema(req)
+    keys = tuple(make(s.ApiVersion, api_key=r.key, min_version=r.min_version, max_version=r.max_version)
+                 for r in SERVED.values() if r.key in broker.handlers)
+    return response(req, error_code=error_code(0), api_keys=keys, throttle_time=NO_THROTTLE)
+
+
+def partitions_of(broker: Broker, name: str) -> int:
+    return broker.cl.manager.partitions_for(name)
+
+
+def topic_exists(broker: Broker, name: str) -> bool:
+    return name in broker.cl.manager.topics
+
+
+async def metadata(broker: Broker, req: Request, session: Session):
+    s = schema(req)
+    body = req.body
+    names: list[str]
+    if body.topics is None or (req.api_version == 0 and not body.topics):
+        names = sorted(broker.cl.manager.topics)
+        auto = False
+    else:
+        names = [t.name for t in body.topics]
+        auto = bool(getattr(body, "allow_auto_topic_creation", True)) and broker.config.get("auto.create.topics.enable")
+    topics = []
+    for name in names:
+        code = error_code(0)
+        parts = ()
+        if not topic_exists(broker, name):
+            code = error_code(3)
+            if auto:
+                try:
+                    files.validate_topic_name(name)
+                    await broker.blocking(broker.cl.create_topic, name)
+                    code = error_code(0)
+                except InvalidTopicError:
+                    code = error_code(17)
+                except CompactLogError as exc:
+                    if not topic_exists(broker, name):
+                        code = error_code(exc)
+        if code == 0:
+            parts = tuple(
+                make(s.MetadataResponsePartition, error_code=error_code(0), partition_index=p, leader_id=broker.node_id,
+                     leader_epoch=LEADER_EPOCH, replica_nodes=(broker.node_id,), isr_nodes=(broker.node_id,),
+                     offline_replicas=())
+                for p in range(partitions_of(broker, name))
+            )
+        topics.append(make(s.MetadataResponseTopic, error_code=code, name=name, is_internal=name in INTERNAL_TOPICS,
+                           partitions=parts, topic_authorized_operations=NOT_COMPUTED))
+    host, port = broker.address(session)
+    brokers = (make(s.MetadataResponseBroker, node_id=broker.node_id, host=host, port=port, rack=None),)
+    return response(req, throttle_time=NO_THROTTLE, brokers=brokers, cluster_id=broker.cluster_id,
+                    controller_id=broker.node_id, topics=tuple(topics), cluster_authorized_operations=NOT_COMPUTED)
+
+
+async def describe_cluster(broker: Broker, req: Request, session: Session):
+    s = schema(req)
+    host, port = broker.address(session)
+    return response(req, throttle_time=NO_THROTTLE, error_code=error_code(0), error_message=None,
+                    cluster_id=broker.cluster_id, controller_id=broker.node_id,
+                    brokers=(make(s.DescribeClusterBroker, broker_id=broker.node_id, host=host, port=port,
+                                  rack=None),),
+                    cluster_authorized_operations=NOT_COMPUTED)
+
+
+async def find_coordinator(broker: Broker, req: Request, session: Session):
+    """This node coordinates every group; transactions are not served (COORDINATOR_NOT_AVAILABLE)."""
+    if getattr(req.body, "key_type", 0) == 1:
+        return response(req, throttle_time=NO_THROTTLE, error_code=error_code(15),
+                        error_message="compactlog has no transaction coordinator", node_id=-1, host="", port=-1)
+    if not req.body.key:
+        return response(req, throttle_time=NO_THROTTLE, error_code=error_code(24),
+                        error_message="the group id is empty", node_id=-1, host="", port=-1)
+    host, port = broker.address(session)
+    return response(req, throttle_time=NO_THROTTLE, error_code=error_code(0), error_message=None,
+                    node_id=broker.node_id, host=host, port=port)
+
+
+HANDLERS = {18: api_versions, 3: metadata, 60: describe_cluster, 10: find_coordinator}

@@ -1,0 +1,282 @@
+"""The asyncio shell around the protocol and the broker: listeners, connections, limits, shutdown.
+
+Each connection reads frames into its ``protocol.Connection`` and answers its requests one at a time, in
+the order they came (clients match answers by order as well as by correlation id), as Kafka's
+network threads do; other connections are never held up by one that is slow to read or stalled in a
+long poll. A connection stops being read while ``queued.max.requests`` requests wait, and waits for the
+socket to drain after each answer, so a client that does not read its answers holds no more than one
+answer's worth of memory. Anything that is not a request we serve closes that connection only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import logging
+import signal
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from ..errors import InvalidConfigError
+from ..storage.config import BrokerConfig
+from .broker import Broker, Session
+from .protocol import NEED_DATA, Connection, Frame, ProtocolError, UnsupportedApiVersions, encode_unsupported_api_versions
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Listener:
+    """One ``listeners`` entry: NAME://host:port, and the security protocol its name maps to."""
+
+    name: str
+    security_protocol: str
+    host: str
+    port: int
+
+    def url(self, port: int | None = None) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{self.name}://{host}:{self.port if port is None else port}"
+
+
+def as_list(value) -> list[str]:
+    """A list config's value (defaults are kept as Kafka writes them, comma-separated)."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [v.strip() for v in value.split(",") if v.strip()]
+    return list(value)
+
+
+def parse_listeners(entries, protocol_map) -> list[Listener]:
+    """Kafka's ``listeners`` syntax; an empty host binds every interface, as in Kafka."""
+    mapping = {}
+    for item in as_list(protocol_map):
+        name, _, proto = item.partition(":")
+        mapping[name.strip().upper()] = proto.strip().upper()
+    out = []
+    for entry in as_list(entries):
+        name, sep, rest = entry.strip().partition("://")
+        if not sep:
+            raise InvalidConfigError(f"Invalid value {entry} for configuration listeners: expected NAME://host:port")
+        host, _, port = rest.rpartition(":")
+        host = host.strip("[]")
+        try:
+            port_no = int(port)
+        except ValueError:
+            raise InvalidConfigError(f"Invalid value {entry} for configuration listeners: the port is not a number") from None
+        name = name.upper()
+        if name not in mapping:
+            raise InvalidConfigError(f"No security protocol defined for listener {name} (listener.security.protocol.map)")
+        if not 0 <= port_no <= 65535:
+            raise InvalidConfigError(f"Invalid value {entry} for configuration listeners: port out of range")
+        out.append(Listener(name, mapping[name], host, port_no))
+    if len({x.name for x in out}) != len(out):
+        raise InvalidConfigError("Each listener must have a different name (listeners)")
+    return out
+
+
+class ClientConnection(asyncio.Protocol):
+    def __init__(self, server: "KafkaServer", listener: Listener) -> None:
+        self.server = server
+        self.listener = listener
+        self.transport: asyncio.Transport | None = None
+        self.conn = Connection(server.config.get("socket.request.max.bytes"))
+        self.queue: collections.deque = collections.deque()
+        self.ready = asyncio.Event()
+        self.writable = asyncio.Event()
+        self.writable.set()
+        self.reading = True
+        self.task: asyncio.Task | None = None
+        self.session: Session | None = None
+        self.last_active = asyncio.get_running_loop().time()
+        self.max_queued = server.config.get("queued.max.requests")
+
+    # asyncio callbacks ------------------------------------------------------------------------------
+    def connection_made(self, transport) -> None:
+        self.transport = transport
+        peer = transport.get_extra_info("peername") or ("?", 0)
+        self.session = Session(peer[0], peer[1], listener=self.listener.name)
+        if not self.server.admit(self):
+            transport.abort()
+            return
+        self.task = asyncio.get_running_loop().create_task(self._serve())
+
+    def data_received(self, data: bytes) -> None:
+        self.last_active = asyncio.get_running_loop().time()
+        self.conn.receive_data(data)
+        try:
+            while True:
+                req = self.conn.next_request()
+                if req is NEED_DATA:
+                    break
+                self.queue.append(req)
+        except ProtocolError as exc:
+            log.info("closing the connection from %s:%s: %s", self.session.client_host, self.session.client_port, exc)
+            self.queue.append(None)  # answer what came before, then close
+        self.ready.set()
+        if len(self.queue) >= self.max_queued and self.reading:
+            self.transport.pause_reading()
+            self.reading = False
+
+    def connection_lost(self, exc) -> None:
+        self.server.forget(self)
+        if self.task is not None:
+            self.task.cancel()
+
+    def pause_writing(self) -> None:
+        self.writable.clear()
+
+    def resume_writing(self) -> None:
+        self.writable.set()
+
+    # serving ----------------------------------------------------------------------------------------
+    async def _serve(self) -> None:
+        broker = self.server.broker
+        try:
+            while True:
+                while not self.queue:
+                    self.ready.clear()
+                    await self.ready.wait()
+                req = self.queue.popleft()
+                if not self.reading and len(self.queue) < self.max_queued // 2 + 1:
+                    self.transport.resume_reading()
+                    self.reading = True
+                if req is None:
+                    break
+                if isinstance(req, UnsupportedApiVersions):
+                    self.transport.write(encode_unsupported_api_versions(req))
+                    continue
+                try:
+                    resp = await broker.handle(req, self.session)
+                except ProtocolError as exc:
+                    log.info("closing the connection from %s: %s", self.session.client_host, exc)
+                    break
+                except Exception:
+                    log.exception("%s v%s from %s failed; closing the connection", req.name, req.api_version,
+                                  self.session.client_host)
+                    break
+                if resp is None:
+                    continue
+                parts = resp.parts if isinstance(resp, Frame) else [self.conn.encode(req, resp)]
+                self.transport.writelines(parts)
+                self.last_active = asyncio.get_running_loop().time()
+                await self.writable.wait()
+        except asyncio.CancelledError:
+            return
+        self.transport.close()
+
+
+class KafkaServer:
+    """Listeners over one broker; ``run`` serves until SIGTERM or SIGINT, then shuts down cleanly."""
+
+    def __init__(self, data_dir: str | Path, config: BrokerConfig,
+                 on_listening: Callable[[str], None] | None = None) -> None:
+        self.data_dir = Path(data_dir)
+        self.config = config
+        self.listeners = parse_listeners(config.get("listeners"), config.get("listener.security.protocol.map"))
+        self.on_listening = on_listening or (lambda url: None)
+        self.broker: Broker | None = None
+        self.servers: list[asyncio.base_events.Server] = []
+        self.connections: set[ClientConnection] = set()
+        self.per_ip: collections.Counter = collections.Counter()
+        self.stopped = asyncio.Event()
+        self.bound: dict[str, tuple[str, int]] = {}
+
+    # connection limits ------------------------------------------------------------------------------
+    def admit(self, conn: ClientConnection) -> bool:
+        ip = conn.session.client_host
+        if len(self.connections) >= self.config.get("max.connections"):
+            log.warning("refusing a connection from %s: max.connections=%s reached", ip, self.config.get("max.connections"))
+            return False
+        if self.per_ip[ip] >= self.config.get("max.connections.per.ip"):
+            log.warning("refusing a connection from %s: max.connections.per.ip=%s reached", ip,
+                        self.config.get("max.connections.per.ip"))
+            return False
+        self.connections.add(conn)
+        self.per_ip[ip] += 1
+        return True
+
+    def forget(self, conn: ClientConnection) -> None:
+        if conn in self.connections:
+            self.connections.discard(conn)
+            self.per_ip[conn.session.client_host] -= 1
+
+    async def _close_idle(self) -> None:
+        idle = self.config.get("connections.max.idle.ms") / 1000
+        if idle <= 0:
+            return
+        loop = asyncio.get_running_loop()
+        while True:
+            await asyncio.sleep(min(max(idle / 4, 0.05), 30))
+            now = loop.time()
+            for c in list(self.connections):
+                if now - c.last_active > idle and not c.queue:
+                    log.info("closing the connection from %s: idle for %.0f ms", c.session.client_host, idle * 1000)
+                    c.transport.close()
+
+    # lifecycle ------------------------------------------------------------------------------------
+    def _advertised(self) -> dict[str, tuple[str, int]]:
+        adv = {}
+        configured = self.config.get("advertised.listeners")
+        if configured:
+            for x in parse_listeners(configured, self.config.get("listener.security.protocol.map")):
+                adv[x.name] = (x.host, x.port)
+        for name, (host, port) in self.bound.items():
+            if name not in adv:
+                adv[name] = (host if host not in ("", "0.0.0.0", "::") else socket.getfqdn(), port)
+        return adv
+
+    async def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        for x in self.listeners:
+            ssl_context = self.ssl_context(x)
+            srv = await loop.create_server(lambda x=x: ClientConnection(self, x), x.host or None, x.port,
+                                           ssl=ssl_context, reuse_address=True)
+            self.servers.append(srv)
+            self.bound[x.name] = (x.host, srv.sockets[0].getsockname()[1])
+        adv = self._advertised()
+        first = self.listeners[0].name
+        self.broker = await asyncio.to_thread(
+            lambda: Broker(self.data_dir, self.config, host=adv[first][0], port=adv[first][1]))
+        self.broker.advertised = adv
+        self.broker.server = self
+        await self.broker.start()
+        for x in self.listeners:
+            self.on_listening(x.url(self.bound[x.name][1]))
+        self._idle_task = loop.create_task(self._close_idle())
+
+    def ssl_context(self, listener: Listener):
+        """The TLS context of an SSL or SASL_SSL listener (None for plaintext ones)."""
+        if listener.security_protocol in ("SSL", "SASL_SSL"):
+            from .security import server_ssl_context  # noqa: PLC0415 - only TLS listeners need it
+
+            return server_ssl_context(self.config)
+        return None
+
+    async def stop(self) -> None:
+        for srv in self.servers:
+            srv.close()
+        self._idle_task.cancel()
+        if self.broker is not None:
+            await self.broker.stop()
+        for c in list(self.connections):
+            c.transport.close()
+        for srv in self.servers:
+            await srv.wait_closed()
+        if self.broker is not None:
+            await asyncio.to_thread(self.broker.close)
+        self.stopped.set()
+
+    async def run(self) -> None:
+        """Serve until SIGTERM or SIGINT, then stop cleanly (the data directory gets its clean-shutdown marker)."""
+        await self.start()
+        loop = asyncio.get_running_loop()
+        stop = asyncio.Event()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        await stop.wait()
+        log.info("shutting down")
+        await self.stop()

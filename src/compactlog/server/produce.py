@@ -1,0 +1,73 @@
+"""Produce: each partition's batch goes through the storage engine's append, with Kafka's error codes.
+
+The storage layer does what Kafka's leader does with a produce batch (``storage/validator.py``): CRC,
+``max.message.bytes``, keys on compacted topics, timestamps, the topic's ``compression.type`` (the
+batch kept in place or rebuilt), offsets assigned from the log end, idempotent producers' sequences
+(``storage/producer_state.py``). Here we only add what belongs to the wire: ``acks`` (0 gets no response
+at all, as in Kafka), zstd refused below Produce v7, and one response entry per partition asked for.
+
+All the partitions of one request are appended in one worker thread, so a big request costs one hop
+off the event loop, and parked fetches are woken once afterwards.
+"""
+
+from __future__ import annotations
+
+import datetime
+
+from ..errors import CompactLogError, InvalidRecordError
+from .broker import NO_THROTTLE, Broker, Session, error_code
+from .entities import make, response, schema
+from .protocol import Request
+
+ZSTD = 4
+ATTRIBUTES_LOW_BYTE = 22  # the low byte of a batch's attributes: the codec is its low 3 bits
+UTC = datetime.timezone.utc
+
+
+def _append_all(broker: Broker, topics, version: int) -> list[list[tuple]]:
+    """(partition, error, base offset, log append time, log start offset, message) per partition."""
+    out = []
+    manager = broker.cl.manager
+    for t in topics:
+        rows = []
+        for p in t.partition_data:
+            try:
+                records = p.records
+                if records is None:
+                    raise InvalidRecordError(f"the produce request for {t.name}-{p.index} carries no records")
+                if version < 7 and len(records) > ATTRIBUTES_LOW_BYTE and records[ATTRIBUTES_LOW_BYTE] & 7 == ZSTD:
+                    rows.append((p.index, 76, -1, -1, -1, "zstd batches need Produce v7 or later"))
+                    continue
+                lg = manager.get_log(t.name, p.index)
+                v = lg.append(records)
+                rows.append((p.index, 0, v.first_offset, v.log_append_time, lg.log_start_offset, None))
+            except CompactLogError as exc:
+                rows.append((p.index, exc.code, -1, -1, -1, str(exc)))
+        out.append(rows)
+    return out
+
+
+async def produce(broker: Broker, req: Request, session: Session):
+    body = req.body
+    s = schema(req)
+    if body.acks not in (-1, 0, 1):
+        results = [[(p.index, 21, -1, -1, -1, f"acks={body.acks} is not -1, 0 or 1") for p in t.partition_data]
+                   for t in body.topic_data]
+    else:
+        results = await broker.blocking(_append_all, broker, body.topic_data, req.api_version)
+        broker.data_arrived()
+    if body.acks == 0:
+        return None
+    topics = []
+    for t, rows in zip(body.topic_data, results):
+        parts = tuple(
+            make(s.PartitionProduceResponse, index=index, error_code=error_code(code), base_offset=base,
+                 log_append_time=None if append_time < 0 else datetime.datetime.fromtimestamp(append_time / 1000, UTC),
+                 log_start_offset=start, record_errors=(), error_message=message if code else None)
+            for index, code, base, append_time, start, message in rows
+        )
+        topics.append(make(s.TopicProduceResponse, name=t.name, partition_responses=parts))
+    return response(req, responses=tuple(topics), throttle_time=NO_THROTTLE)
+
+
+HANDLERS = {0: produce}

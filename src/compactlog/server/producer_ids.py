@@ -1,0 +1,51 @@
+"""InitProducerId: ids for idempotent producers, never handed out twice, even across restarts.
+
+Ids are taken in blocks: before the first id of a block is given, the end of the block is written (and
+fsync'd) to ``producer-id-block`` in the data directory, so a restarted broker starts after every id it
+may have given (Kafka's controller hands brokers blocks of 1000 ids the same way). Each id starts at
+epoch 0. Transactional ids are refused: compactlog has no transactions.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from ..storage import files
+from .broker import NO_THROTTLE, Broker, Session, error_code
+from .entities import response
+from .protocol import Request
+
+BLOCK = 1000
+
+
+class ProducerIdManager:
+    def __init__(self, data_dir) -> None:
+        self.path = data_dir / files.PRODUCER_ID_BLOCK
+        self.lock = threading.Lock()
+        try:
+            self.next = int(self.path.read_text().strip() or 0)
+        except (OSError, ValueError):
+            self.next = 0
+        self.end = self.next
+
+    def allocate(self) -> int:
+        with self.lock:
+            if self.next >= self.end:
+                self.end = self.next + BLOCK
+                files.atomic_write(self.path, f"{self.end}\n")
+            pid = self.next
+            self.next += 1
+            return pid
+
+
+async def init_producer_id(broker: Broker, req: Request, session: Session):
+    if req.body.transactional_id is not None:
+        return response(req, throttle_time=NO_THROTTLE, error_code=error_code(15), producer_id=-1, producer_epoch=-1)
+    ids = broker.extras.get("producer_ids")
+    if ids is None:
+        ids = broker.extras["producer_ids"] = ProducerIdManager(broker.cl.manager.dir)
+    pid = await broker.blocking(ids.allocate)
+    return response(req, throttle_time=NO_THROTTLE, error_code=error_code(0), producer_id=pid, producer_epoch=0)
+
+
+HANDLERS = {22: init_producer_id}

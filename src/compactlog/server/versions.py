@@ -1,0 +1,80 @@
+"""Which Kafka APIs the broker serves, at which versions, and the schema classes of each.
+
+The ranges are what librdkafka, kafka-python and aiokafka negotiate (see docs/broker.md): non-flexible
+versions everywhere but ApiVersions v3+, and nothing older than Kafka 4.0 still serves. The schemas are
+kio's, generated from Kafka's own message JSON files, so field names are Kafka's.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from functools import cache
+from types import MappingProxyType
+from typing import Mapping
+
+
+@dataclass(frozen=True)
+class ApiRange:
+    key: int
+    name: str  # kio's module name, Kafka's message name in snake case
+    min_version: int
+    max_version: int
+
+
+def _table(*rows: tuple[int, str, int, int]) -> Mapping[int, ApiRange]:
+    return MappingProxyType({key: ApiRange(key, name, lo, hi) for key, name, lo, hi in sorted(rows)})
+
+
+SERVED: Mapping[int, ApiRange] = _table(
+    (0, "produce", 3, 8),
+    (1, "fetch", 4, 11),
+    (2, "list_offsets", 1, 5),
+    (3, "metadata", 0, 8),
+    (8, "offset_commit", 2, 7),
+    (9, "offset_fetch", 1, 5),
+    (10, "find_coordinator", 0, 2),
+    (11, "join_group", 0, 5),
+    (12, "heartbeat", 0, 3),
+    (13, "leave_group", 0, 3),
+    (14, "sync_group", 0, 3),
+    (15, "describe_groups", 0, 3),
+    (16, "list_groups", 0, 2),
+    (18, "api_versions", 0, 4),
+    (19, "create_topics", 2, 4),
+    (20, "delete_topics", 1, 3),
+    (21, "delete_records", 0, 1),
+    (22, "init_producer_id", 0, 1),
+    (23, "offset_for_leader_epoch", 2, 3),
+    (32, "describe_configs", 1, 3),
+    (33, "alter_configs", 0, 1),
+    (37, "create_partitions", 0, 1),
+    (42, "delete_groups", 0, 1),
+    (44, "incremental_alter_configs", 0, 0),
+    (47, "offset_delete", 0, 0),
+    (60, "describe_cluster", 0, 0),
+)
+
+API_VERSIONS = 18
+
+
+@cache
+def request_class(key: int, version: int) -> type:
+    """kio's request entity for ``key`` at ``version`` (served versions only)."""
+    return _entity(key, version, "request", "Request")
+
+
+@cache
+def response_class(key: int, version: int) -> type:
+    return _entity(key, version, "response", "Response")
+
+
+def _entity(key: int, version: int, module: str, suffix: str) -> type:
+    name = SERVED[key].name
+    mod = importlib.import_module(f"kio.schema.{name}.v{version}.{module}")
+    wanted = "".join(part.capitalize() for part in name.split("_")) + suffix
+    return getattr(mod, wanted)
+
+
+def is_flexible(key: int, version: int) -> bool:
+    return bool(request_class(key, version).__flexible__)

@@ -1,0 +1,101 @@
+"""Idempotent producers: per-partition sequence checks, so a retried batch is not stored twice.
+
+An idempotent producer (InitProducerId) stamps each batch with its producer id, epoch and the sequence
+number of the batch's first record, counting per partition. Kafka's leader keeps, per producer, the
+epoch and the last five batches appended (first and last sequence, first and last offset), and:
+
+* a batch equal to one of those five (same epoch, same sequence range) is a retry whose first attempt
+  was stored: it is acknowledged with the offsets of that attempt and not appended again;
+* a batch of an older epoch is refused (INVALID_PRODUCER_EPOCH): a newer instance took over the id;
+* a batch whose first sequence does not follow the last one (last + 1, wrapping at 2^31 - 1) in the same
+  epoch is refused (OUT_OF_ORDER_SEQUENCE_NUMBER): something before it is missing;
+* a new epoch must start at sequence 0;
+* a producer not known here (never seen, or its state gone with the log's old segments) is accepted at
+  any sequence, as Kafka has done since 2.5, rather than answered UNKNOWN_PRODUCER_ID.
+
+The state is rebuilt from the batch headers of the log's last segments the first time a partition sees
+an idempotent batch after the process started (Kafka keeps ``.snapshot`` files for this; we scan, which
+costs one read of the tail, and take no new file format). Pure rules here; the log holds its lock.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+from ..errors import InvalidProducerEpochError, OutOfOrderSequenceError
+
+NO_PRODUCER_ID = -1
+INT_MAX = 2**31 - 1
+BATCHES_KEPT = 5  # Kafka's ProducerStateEntry.NUM_BATCHES_TO_RETAIN
+
+
+@dataclass(frozen=True, slots=True)
+class BatchSeq:
+    first_seq: int
+    last_seq: int
+    first_offset: int
+    last_offset: int
+
+
+@dataclass
+class ProducerEntry:
+    epoch: int
+    batches: deque = field(default_factory=lambda: deque(maxlen=BATCHES_KEPT))
+
+    @property
+    def last_seq(self) -> int:
+        return self.batches[-1].last_seq if self.batches else -1
+
+
+def last_sequence(first_seq: int, last_offset_delta: int) -> int:
+    """Sequence of a batch's last record: sequences wrap from 2^31 - 1 to 0."""
+    return (first_seq + last_offset_delta) % (INT_MAX + 1)
+
+
+class ProducerStateManager:
+    """The producers writing to one partition, and what they last wrote."""
+
+    def __init__(self) -> None:
+        self.producers: dict[int, ProducerEntry] = {}
+        self.loaded = False
+
+    def duplicate_of(self, pid: int, epoch: int, first_seq: int, last_seq: int, where: str) -> BatchSeq | None:
+        """The stored batch this one repeats, None if it is new; raises if it must be refused."""
+        entry = self.producers.get(pid)
+        if entry is None:
+            return None
+        if epoch < entry.epoch:
+            raise InvalidProducerEpochError(
+                f"Epoch {epoch} of producer {pid} in {where} is older than its current epoch {entry.epoch}"
+            )
+        if epoch > entry.epoch:
+            if first_seq != 0:
+                raise OutOfOrderSequenceError(
+                    f"Producer {pid} starts epoch {epoch} in {where} at sequence {first_seq}; a new epoch starts at 0"
+                )
+            return None
+        for b in entry.batches:
+            if b.first_seq == first_seq and b.last_seq == last_seq:
+                return b
+        expected = (entry.last_seq + 1) % (INT_MAX + 1) if entry.batches else first_seq
+        if first_seq != expected:
+            raise OutOfOrderSequenceError(
+                f"Out of order sequence number for producer {pid} in {where}: {first_seq} (incoming batch), "
+                f"{entry.last_seq} (last stored batch)"
+            )
+        return None
+
+    def record(self, pid: int, epoch: int, first_seq: int, last_seq: int, first_offset: int, last_offset: int) -> None:
+        """Remember a batch that was stored (an append, or one met while rebuilding)."""
+        entry = self.producers.get(pid)
+        if entry is None or epoch > entry.epoch:
+            entry = self.producers[pid] = ProducerEntry(epoch)
+        elif epoch < entry.epoch:
+            return
+        entry.batches.append(BatchSeq(first_seq, last_seq, first_offset, last_offset))
+
+    def reset(self) -> None:
+        """Forget everything (after a truncation); the next idempotent append rebuilds from the log."""
+        self.producers.clear()
+        self.loaded = False
