@@ -49,7 +49,6 @@ def _append_all(broker: Broker, topics, version: int) -> list[list[tuple]]:
 
 async def produce(broker: Broker, req: Request, session: Session):
     body = req.body
-    s = schema(req)
     if body.acks not in (-1, 0, 1):
         results = [[(p.index, 21, -1, -1, -1, f"acks={body.acks} is not -1, 0 or 1") for p in t.partition_data]
                    for t in body.topic_data]
@@ -58,6 +57,12 @@ async def produce(broker: Broker, req: Request, session: Session):
         broker.data_arrived()
     if body.acks == 0:
         return None
+    return answer(req, body, results)
+
+
+def answer(req: Request, body, results: list[list[tuple]]):
+    """The Produce response for per-partition results (see ``_append_all``)."""
+    s = schema(req)
     topics = []
     for t, rows in zip(body.topic_data, results):
         parts = tuple(
