@@ -33,6 +33,7 @@ _I64 = struct.Struct(">q")
 LEADER_EPOCH = 0
 UNKNOWN_LEADER_EPOCH = 75
 FENCED_LEADER_EPOCH = 74
+INLINE_BYTES = 1024 * 1024
 
 
 def _string(s: str) -> bytes:
@@ -107,8 +108,13 @@ async def fetch(broker: Broker, req: Request, session: Session):
     body = req.body
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max(body.max_wait.total_seconds(), 0)
+    asked = sum(p.partition_max_bytes for t in body.topics for p in t.partitions)
+    inline = min(asked, body.max_bytes) <= INLINE_BYTES  # a small read costs less than the hop to a thread
     while True:
-        topics, total, error = await broker.blocking(read_partitions, broker, body, req.api_version)
+        if inline:
+            topics, total, error = read_partitions(broker, body, req.api_version)
+        else:
+            topics, total, error = await broker.blocking(read_partitions, broker, body, req.api_version)
         remaining = deadline - loop.time()
         if error or total >= body.min_bytes or remaining <= 0 or broker.stopping:
             return encode_fetch_response(req.correlation_id, req.api_version, topics)

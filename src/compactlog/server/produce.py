@@ -22,6 +22,7 @@ from .protocol import Request
 ZSTD = 4
 ATTRIBUTES_LOW_BYTE = 22  # the low byte of a batch's attributes: the codec is its low 3 bits
 UTC = datetime.timezone.utc
+INLINE_BYTES = 64 * 1024
 
 
 def _append_all(broker: Broker, topics, version: int) -> list[list[tuple]]:
@@ -53,7 +54,10 @@ async def produce(broker: Broker, req: Request, session: Session):
         results = [[(p.index, 21, -1, -1, -1, f"acks={body.acks} is not -1, 0 or 1") for p in t.partition_data]
                    for t in body.topic_data]
     else:
-        results = await broker.blocking(_append_all, broker, body.topic_data, req.api_version)
+        if req.size <= INLINE_BYTES:  # a small request costs less than the hop to a worker thread
+            results = _append_all(broker, body.topic_data, req.api_version)
+        else:
+            results = await broker.blocking(_append_all, broker, body.topic_data, req.api_version)
         broker.data_arrived()
     if body.acks == 0:
         return None
