@@ -109,3 +109,9 @@ class KafkaStorageError(CompactLogError):
     """The data directory cannot be read or written as needed (Kafka marks such a dir offline)."""
 
     code, name = 56, "KAFKA_STORAGE_ERROR"
+
+
+class SaslAuthenticationFailedError(CompactLogError):
+    """A SASL login failed: wrong password, unknown user or a malformed exchange (one message for all)."""
+
+    code, name = 58, "SASL_AUTHENTICATION_FAILED"

@@ -39,6 +39,10 @@ CLEANER_OFFSET_CHECKPOINT = "cleaner-offset-checkpoint"
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 META_PROPERTIES = "meta.properties"  # the cluster and node ids of a broker's log directory, as Kafka writes them
 PRODUCER_ID_BLOCK = "producer-id-block"  # ours: the end of the last block of producer ids handed out
+SECURITY_DIR = "__security"  # ours: SASL credentials and ACLs (Kafka keeps them in its metadata log)
+SECURITY_LOCK = ".lock"  # in SECURITY_DIR: held while the broker or the CLI rewrites a file there
+CREDENTIALS_FILE = "credentials.json"  # in SECURITY_DIR: users' salted SCRAM credentials, never a password
+ACLS_FILE = "acls.json"  # in SECURITY_DIR: ACL bindings
 
 # In a partition directory
 PARTITION_METADATA = "partition.metadata"

@@ -46,7 +46,6 @@ class LoadedLog:
     log_start_offset: int
     truncated_bytes: int
     damage: list[Damage] = field(default_factory=list)
-    missing: list[tuple[int, int]] = field(default_factory=list)  # [from, to) offset ranges gone from the log
 
 
 def cover(seg: LogSegment, lo: int, hi: int) -> bool:
@@ -172,7 +171,6 @@ def load_log(
         if not (d.tail and segments and d.file == segments[-1].file_name):
             log.warning("%s: corrupt data kept in place (reads of it fail; see compactlog verify): %s", name, d)
 
-    missing: list[tuple[int, int]] = []
     ends = [seg.read_next_offset() for seg in segments]
     for prev, prev_end, seg in zip(segments, ends, segments[1:]):
         if seg.base_offset < prev_end:
@@ -180,10 +178,12 @@ def load_log(
                                                    f"segment, which ends at offset {prev_end - 1}", False))
             log.warning("%s: %s", name, damage[-1])
         elif seg.base_offset > prev_end and seg.base_offset > gaps_allowed_below:
-            missing.append((prev_end, seg.base_offset))
             if full_recovery and cover(prev, prev_end, seg.base_offset):
                 log.warning("%s: offsets %d..%d are missing between segments (a segment file was removed?); an empty "
                             "batch now holds them", name, prev_end, seg.base_offset - 1)
+            elif not full_recovery:
+                log.warning("%s: offsets %d..%d are missing between segments (a segment file was removed?)", name,
+                            prev_end, seg.base_offset - 1)
 
     next_offset = ends[-1] if segments else log_start_offset
     if log_start_offset > next_offset:
@@ -191,7 +191,6 @@ def load_log(
                     name, log_start_offset, next_offset)
         log_start_offset = segments[0].base_offset if segments else 0
     if recovery_point > next_offset:
-        missing.append((next_offset, recovery_point))
         log.warning("%s: offsets %d..%d were flushed (recovery-point-offset-checkpoint) but are missing from the log; "
                     "going on at offset %d so that no offset is handed out twice", name, next_offset, recovery_point - 1,
                     recovery_point)
@@ -200,12 +199,9 @@ def load_log(
                 segments.pop().delete_files()
             segments.append(LogSegment(directory, recovery_point, params, time))
         next_offset = recovery_point
-    for lo, hi in missing:
-        if hi != next_offset and not full_recovery:
-            log.warning("%s: offsets %d..%d are missing between segments (a segment file was removed?)", name, lo, hi - 1)
     if not segments:
         segments = [LogSegment(directory, log_start_offset, params, time)]
         next_offset = log_start_offset
     start = max(log_start_offset, segments[0].base_offset)
     rp = next_offset if clean_shutdown else min(recovery_point, next_offset)
-    return LoadedLog(segments, next_offset, rp, start, truncated, damage, missing)
+    return LoadedLog(segments, next_offset, rp, start, truncated, damage)

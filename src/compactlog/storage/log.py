@@ -85,7 +85,6 @@ class Log:
         self.log_start_offset = loaded.log_start_offset
         self.truncated_on_load = loaded.truncated_bytes
         self.damage_on_load = loaded.damage
-        self.missing_on_load = loaded.missing
         self._unflushed = 0
         self._last_flush_ms = time.milliseconds()
 

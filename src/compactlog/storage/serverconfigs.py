@@ -6,7 +6,7 @@ Kafka's names and defaults; they join the broker config table in ``config.py`` s
 
 from __future__ import annotations
 
-from .configdef import INT_MAX, ConfigKey, at_least
+from .configdef import INT_MAX, ConfigKey, at_least, list_of, one_of
 
 
 def _key(name: str, typ: str, default, validator, doc: str, importance: str = "medium") -> ConfigKey:
@@ -16,13 +16,13 @@ def _key(name: str, typ: str, default, validator, doc: str, importance: str = "m
 SERVER_CONFIGS = [
     _key("node.id", "int", 1, at_least(0), "This broker's id, shown to clients in Metadata as leader of every partition.",
          "high"),
-    _key("listeners", "list", "PLAINTEXT://127.0.0.1:9092", None,
+    _key("listeners", "list", ["PLAINTEXT://127.0.0.1:9092"], None,
          "Where the broker listens: NAME://host:port, comma-separated; names map to protocols through "
          "listener.security.protocol.map. Port 0 picks a free port. Loopback unless told otherwise.", "high"),
     _key("advertised.listeners", "list", None, None,
          "Addresses given to clients in Metadata, per listener name; the bound address when unset.", "high"),
     _key("listener.security.protocol.map", "list",
-         "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL", None,
+         ["PLAINTEXT:PLAINTEXT", "SSL:SSL", "SASL_PLAINTEXT:SASL_PLAINTEXT", "SASL_SSL:SASL_SSL"], None,
          "Listener name to security protocol.", "low"),
     _key("socket.request.max.bytes", "int", 104857600, at_least(1),
          "Largest request frame; a bigger one closes its connection.", "high"),
@@ -48,5 +48,44 @@ SERVER_CONFIGS = [
          "Kept for Kafka's tools; compactlog has no transactions."),
     _key("producer.id.expiration.ms", "int", 86400000, at_least(1),
          "Kept for Kafka's tools: idempotent producer state lives as long as the log's last two segments here."),
+    # Security: TLS listeners, SASL logins, ACLs (compactlog/security, server/security.py, server/sasl.py).
+    _key("ssl.keystore.type", "string", "PEM", one_of("PEM"),
+         "Format of the broker's certificate and key; only PEM here (Kafka's default is JKS).", "medium"),
+    _key("ssl.keystore.location", "string", None, None,
+         "A PEM file with the broker's certificate chain and its private key, for SSL and SASL_SSL listeners.",
+         "high"),
+    _key("ssl.keystore.certificate.chain", "string", None, None,
+         "The certificate chain in PEM, inline, instead of ssl.keystore.location.", "high"),
+    _key("ssl.keystore.key", "string", None, None,
+         "The private key in PEM, inline (with ssl.keystore.certificate.chain). Sensitive.", "high"),
+    _key("ssl.key.password", "string", None, None, "Password of an encrypted private key. Sensitive.", "high"),
+    _key("ssl.truststore.type", "string", "PEM", one_of("PEM"), "Format of the trusted CA certificates; only PEM.",
+         "medium"),
+    _key("ssl.truststore.location", "string", None, None,
+         "A PEM bundle of the CA certificates client certificates are checked against.", "high"),
+    _key("ssl.truststore.certificates", "string", None, None,
+         "The trusted CA certificates in PEM, inline, instead of ssl.truststore.location.", "high"),
+    _key("ssl.client.auth", "string", "none", one_of("required", "requested", "none"),
+         "Client certificates on SSL listeners: none, requested (checked when sent) or required. With one, "
+         "the client's principal is User:<the certificate's subject DN>.", "medium"),
+    _key("ssl.enabled.protocols", "list", ["TLSv1.2", "TLSv1.3"], list_of("TLSv1.2", "TLSv1.3"),
+         "TLS versions accepted on SSL and SASL_SSL listeners.", "medium"),
+    _key("sasl.enabled.mechanisms", "list", ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"],
+         list_of("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"),
+         "SASL mechanisms offered on SASL_PLAINTEXT and SASL_SSL listeners (Kafka's default is GSSAPI, which "
+         "compactlog does not have). Users and their SCRAM credentials: compactlog configs --entity-type users.",
+         "medium"),
+    _key("connection.failed.authentication.delay.ms", "int", 100, at_least(0),
+         "How long a failed SASL login waits before its answer and the close, to slow down password guessing.",
+         "low"),
+    _key("super.users", "string", None, None,
+         "Principals allowed everything whatever the ACLs say, separated by ';' (User:admin;User:bob).", "medium"),
+    _key("allow.everyone.if.no.acl.found", "boolean", False, None,
+         "Once ACLs exist, whether a resource no ACL names is open to everyone (while no ACL exists at all, "
+         "everything is allowed).", "medium"),
 ]
+
+# Secrets among them: describe them without their value (Kafka's sensitive configs).
+SENSITIVE_CONFIGS = frozenset({"ssl.keystore.key", "ssl.key.password", "ssl.keystore.password",
+                               "ssl.truststore.password"})
 
