@@ -250,6 +250,16 @@ class Log:
     # reads --------------------------------------------------------------------------------------
     def read(self, offset: int, max_bytes: int = 1 << 20, min_one_message: bool = True) -> FetchData:
         """The stored bytes from the batch holding ``offset`` (Kafka's fetch), without decoding."""
+        found = self.locate(offset, max_bytes, min_one_message)
+        end = self._next_offset
+        if found is None:
+            return FetchData(offset, b"", end, self.log_start_offset)
+        seg, position, size = found
+        return FetchData(offset, seg.read_bytes(position, size) if size > 0 else b"", end, self.log_start_offset)
+
+    def locate(self, offset: int, max_bytes: int = 1 << 20,
+               min_one_message: bool = True) -> tuple[LogSegment, int, int] | None:
+        """(segment, position, size) of the bytes ``read`` returns, None when there are none yet."""
         bases, segs = self._view
         end = self._next_offset
         if offset < self.log_start_offset or offset > end:
@@ -260,11 +270,11 @@ class Log:
         i = max(bisect.bisect_right(bases, offset) - 1, 0)
         while i < len(segs) and offset < end:
             seg = segs[i]
-            got = seg.read(offset, max_bytes, max_position=seg.size, min_one_message=min_one_message)
+            got = seg.locate(offset, max_bytes, max_position=seg.size, min_one_message=min_one_message)
             if got is not None:
-                return FetchData(offset, got[1], end, self.log_start_offset)
+                return seg, got[0], got[1]
             i += 1
-        return FetchData(offset, b"", end, self.log_start_offset)
+        return None
 
     def batches(self, start_offset: int | None = None, end_offset: int | None = None, *,
                 check_crcs: bool = True) -> Iterator[RecordBatch]:

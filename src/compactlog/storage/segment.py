@@ -164,14 +164,32 @@ class LogSegment:
         Returns (position, bytes) or None when the offset is past this segment. With
         ``min_one_message`` the first batch is returned whole even if larger than ``max_size``.
         """
+        loc = self.locate(start_offset, max_size, max_position, min_one_message)
+        if loc is None:
+            return None
+        position, size = loc
+        return position, (self.read_bytes(position, size) if size > 0 else b"")
+
+    def locate(self, start_offset: int, max_size: int, max_position: int | None = None,
+               min_one_message: bool = False) -> tuple[int, int] | None:
+        """(position, size) of what ``read`` would return, without reading it (a zero-copy fetch sends
+        the file range itself)."""
         found = self.translate_offset(start_offset)
         if found is None:
             return None
         position, batch = found
         limit = self.size if max_position is None else max_position
         size = max(max_size, batch.size) if min_one_message else max_size
-        size = min(size, limit - position)
-        return position, (self.read_bytes(position, size) if size > 0 else b"")
+        return position, max(min(size, limit - position), 0)
+
+    def duplicate_handle(self) -> int:
+        """A descriptor of this segment's file of the caller's own (to close), which stays valid when the
+        pool closes its own or the file is renamed or unlinked."""
+        fd = POOL.acquire(self)
+        try:
+            return os.dup(fd)
+        finally:
+            POOL.release(self)
 
     def read_next_offset(self) -> int:
         """The offset after the last batch (the base offset when empty)."""
