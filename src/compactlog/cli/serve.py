@@ -7,7 +7,19 @@ import sys
 
 import click
 
-from .common import data_dir_option, kafka_errors, parse_key_values
+from .common import data_dir_option, kafka_errors
+
+
+def _overrides(items) -> dict[str, str]:
+    """One NAME=VALUE per --override, as kafka-server-start.sh takes them: the value may hold commas
+    (listeners=SSL://127.0.0.1:9093,SASL_SSL://127.0.0.1:9094) and '=' (inline PEM, JAAS lines)."""
+    out = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise click.BadParameter(f"expected NAME=VALUE, got {item!r}", param_hint="'--override'")
+        out[name.strip()] = value.strip()
+    return out
 
 
 @click.command("serve")
@@ -28,7 +40,7 @@ def serve(data_dir, server_properties, overrides):
     from ..server.network import KafkaServer
     from ..storage.config import BrokerConfig
 
-    extra = parse_key_values(list(overrides), "--override")
+    extra = _overrides(overrides)
     config = (BrokerConfig.from_file(server_properties, extra) if server_properties else BrokerConfig(extra))
 
     def listening(url: str) -> None:

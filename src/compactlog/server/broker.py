@@ -106,8 +106,19 @@ class Broker:
     # request routing ------------------------------------------------------------------------------
     async def handle(self, req: Request, session: Session) -> Any:
         """The response entity for ``req`` (None: send nothing, as for acks=0 produce)."""
+        if not session.authenticated:  # a SASL listener before the login: only the login's own requests
+            from .sasl import check_request  # noqa: PLC0415 - sasl imports this module
+
+            check_request(session, req)
         handler = self.handlers[req.api_key]
         return await handler(self, req, session)
+
+    def authorize(self, session: Session, operation: str, resource_type: str, name: str = "kafka-cluster") -> bool:
+        """Whether ``session``'s principal may do ``operation`` (Kafka's names: READ, WRITE, CREATE, DELETE,
+        ALTER, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS, IDEMPOTENT_WRITE) on the TOPIC, GROUP or CLUSTER
+        ``name``, by the ACLs and ``super.users`` (``acls.py``). Every API module asks here, and answers
+        TOPIC_ (29), GROUP_ (30) or CLUSTER_AUTHORIZATION_FAILED (31) when refused."""
+        return self.extras["authorizer"].authorize(session, operation, resource_type, name)
 
     async def blocking(self, fn, *args):
         """Run a disk-bound call in a worker thread."""

@@ -26,6 +26,7 @@ from .versions import API_VERSIONS, SERVED, is_flexible, request_class, response
 
 _HEAD = struct.Struct(">hhi")  # api key, api version, correlation id
 _I32 = struct.Struct(">i")
+SASL_HANDSHAKE = 17
 
 
 class ProtocolError(Exception):
@@ -62,6 +63,14 @@ class UnsupportedApiVersions:
 
     correlation_id: int
     api_version: int
+
+
+@dataclass(frozen=True, slots=True)
+class SaslToken:
+    """A bare SASL token: after a SaslHandshake v0 request the client sends its tokens as a size and the
+    bytes, with no request header (Kafka before KIP-152), and reads the answers the same way."""
+
+    data: bytes
 
 
 def read_uvarint(buf, pos: int) -> tuple[int, int]:
@@ -135,6 +144,10 @@ class Connection:
         self._buf = bytearray()
         self._pos = 0
         self.broken = False
+        # True from a SaslHandshake v0 request until the server ends the login (``sasl.py``): the frames
+        # read meanwhile are SaslTokens. Set here, as the handshake is read, so a token that follows at
+        # once is never taken for a request.
+        self.sasl_tokens = False
 
     # reading ------------------------------------------------------------------------------------
     def receive_data(self, data: bytes) -> None:
@@ -169,6 +182,9 @@ class Connection:
         if avail < 4 + size:
             return NEED_DATA
         start = self._pos + 4
+        if self.sasl_tokens:
+            self._pos = start + size
+            return SaslToken(bytes(self._buf[start:start + size]))
         frame = memoryview(self._buf).toreadonly()[start:start + size]
         try:
             key, version, correlation, client_id, body_at = parse_header(frame)
@@ -189,6 +205,8 @@ class Connection:
         finally:
             frame.release()
             self._pos = start + size
+        if key == SASL_HANDSHAKE and version == 0:
+            self.sasl_tokens = True
         return Request(key, version, correlation, client_id, body, size)
 
     # writing ------------------------------------------------------------------------------------
@@ -225,3 +243,8 @@ def encode_unsupported_api_versions(req: UnsupportedApiVersions) -> bytes:
     body = struct.pack(">ihi hhh", req.correlation_id, ErrorCode.unsupported_version.value, 1,
                        API_VERSIONS, r.min_version, r.max_version)
     return _I32.pack(len(body)) + body
+
+
+def encode_sasl_token(data: bytes) -> bytes:
+    """A bare SASL token frame (the answers after SaslHandshake v0)."""
+    return _I32.pack(len(data)) + data

@@ -40,14 +40,23 @@ SERVED: Mapping[int, ApiRange] = _table(
     (14, "sync_group", 0, 3),
     (15, "describe_groups", 0, 3),
     (16, "list_groups", 0, 2),
+    # SASL: every client in scope sends SaslHandshake v1 then SaslAuthenticate v0-1; v0 of the handshake
+    # (bare tokens after it, before KIP-152) is served for older clients (kafka-python 2.0).
+    (17, "sasl_handshake", 0, 1),
     (18, "api_versions", 0, 4),
     (19, "create_topics", 2, 4),
     (20, "delete_topics", 1, 3),
     (21, "delete_records", 0, 1),
     (22, "init_producer_id", 0, 1),
     (23, "offset_for_leader_epoch", 2, 3),
+    # ACLs at v1 only: librdkafka sends 0-2 and kafka-python 1-3, so v1 serves both; and kafka-python
+    # takes DescribeAcls v2 for a Kafka 2.5 broker and v3 for 3.3, which would turn on features we lack.
+    (29, "describe_acls", 1, 1),
+    (30, "create_acls", 1, 1),
+    (31, "delete_acls", 1, 1),
     (32, "describe_configs", 1, 3),
     (33, "alter_configs", 0, 1),
+    (36, "sasl_authenticate", 0, 1),
     (37, "create_partitions", 0, 1),
     (42, "delete_groups", 0, 1),
     (44, "incremental_alter_configs", 0, 0),
