@@ -17,12 +17,12 @@ from __future__ import annotations
 import io
 import struct
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Mapping
 
 from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader, entity_writer
 
-from .versions import API_VERSIONS, SERVED, is_flexible, request_class, response_class
+from .versions import API_VERSIONS, SERVED, ApiRange, is_flexible, request_class, response_class
 
 _HEAD = struct.Struct(">hhi")  # api key, api version, correlation id
 _I32 = struct.Struct(">i")
@@ -113,10 +113,9 @@ def parse_header(frame) -> tuple[int, int, int, str | None, int]:
     if n >= 0:
         if pos + n > len(frame):
             raise ProtocolError("the client id runs past the end of the request")
-        try:
-            client_id = bytes(frame[pos:pos + n]).decode("utf-8")
-        except UnicodeDecodeError:
-            raise ProtocolError("the client id is not UTF-8") from None
+        # Kafka reads the client id leniently (a bad byte becomes U+FFFD), so a client with a strange
+        # id is still served; it only ever shows up in logs.
+        client_id = bytes(frame[pos:pos + n]).decode("utf-8", errors="replace")
         pos += n
     elif n != -1:
         raise ProtocolError(f"negative client id length {n}")
@@ -139,8 +138,11 @@ def _flexible(key: int, version: int) -> bool:
 class Connection:
     """The protocol state of one client connection (h11's ``Connection``, for Kafka)."""
 
-    def __init__(self, max_request_bytes: int = 104857600) -> None:
+    def __init__(self, max_request_bytes: int = 104857600, apis: Mapping[int, ApiRange] = SERVED) -> None:
+        """``apis`` are the APIs this connection accepts (the broker passes those it has handlers for,
+        so that a request for an API it does not serve is refused here, like an unknown one)."""
         self.max_request_bytes = max_request_bytes
+        self.apis = apis
         self._buf = bytearray()
         self._pos = 0
         self.broken = False
@@ -151,8 +153,14 @@ class Connection:
 
     # reading ------------------------------------------------------------------------------------
     def receive_data(self, data: bytes) -> None:
-        if self._pos and self._pos == len(self._buf):
-            self._buf.clear()
+        """Buffer bytes read from the socket. Bytes of requests already handed out are dropped first:
+        a client that keeps a request in flight across every read (pipelining producers do) would
+        otherwise grow the buffer for as long as the connection lives. What is moved is at most the
+        part of a frame not yet complete, as long as the caller drains ``next_request``."""
+        if self.broken:
+            return  # nothing after a protocol error is read: the connection is closing
+        if self._pos:
+            del self._buf[:self._pos]
             self._pos = 0
         self._buf += data
 
@@ -188,7 +196,7 @@ class Connection:
         frame = memoryview(self._buf).toreadonly()[start:start + size]
         try:
             key, version, correlation, client_id, body_at = parse_header(frame)
-            served = SERVED.get(key)
+            served = self.apis.get(key)
             if served is None:
                 raise ProtocolError(f"unknown API key {key}")
             if not served.min_version <= version <= served.max_version:
