@@ -6,6 +6,12 @@ network threads do; other connections are never held up by one that is slow to r
 long poll. A connection stops being read while ``queued.max.requests`` requests wait, and waits for the
 socket to drain after each answer, so a client that does not read its answers holds no more than one
 answer's worth of memory. Anything that is not a request we serve closes that connection only.
+
+A connection on which nothing moves (no bytes read, no answer written, no request being worked on)
+for ``connections.max.idle.ms`` is dropped, whether its client went quiet or stopped reading with
+answers pending; such a connection is aborted, since a polite close would wait for a flush that never
+comes and keep its slot in ``max.connections`` forever. Listeners accept connections only once the
+broker is ready to answer them.
 """
 
 from __future__ import annotations
@@ -17,12 +23,14 @@ import signal
 import socket
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from types import MappingProxyType
+from typing import Callable, Mapping
 
 from ..errors import InvalidConfigError
 from ..storage.config import BrokerConfig
 from .broker import Broker, Session
 from .protocol import NEED_DATA, Connection, Frame, ProtocolError, UnsupportedApiVersions, encode_unsupported_api_versions
+from .versions import SERVED, ApiRange
 from .protocol import SaslToken, encode_sasl_token
 from .security import CLOSE_AFTER_RESPONSE, start_session
 
@@ -86,7 +94,7 @@ class ClientConnection(asyncio.Protocol):
         self.server = server
         self.listener = listener
         self.transport: asyncio.Transport | None = None
-        self.conn = Connection(server.config.get("socket.request.max.bytes"))
+        self.conn = Connection(server.config.get("socket.request.max.bytes"), server.served_apis)
         self.queue: collections.deque = collections.deque()
         self.ready = asyncio.Event()
         self.writable = asyncio.Event()
@@ -95,6 +103,7 @@ class ClientConnection(asyncio.Protocol):
         self.task: asyncio.Task | None = None
         self.session: Session | None = None
         self.last_active = asyncio.get_running_loop().time()
+        self.handling = False  # a request is with the broker (a parked fetch is not idleness)
         self.max_queued = server.config.get("queued.max.requests")
 
     # asyncio callbacks ------------------------------------------------------------------------------
@@ -121,6 +130,9 @@ class ClientConnection(asyncio.Protocol):
         except ProtocolError as exc:
             log.info("closing the connection from %s:%s: %s", self.session.client_host, self.session.client_port, exc)
             self.queue.append(None)  # answer what came before, then close
+            if self.reading:  # nothing after the bad frame is wanted
+                self.transport.pause_reading()
+                self.reading = False
         self.ready.set()
         if len(self.queue) >= self.max_queued and self.reading:
             self.transport.pause_reading()
@@ -136,6 +148,7 @@ class ClientConnection(asyncio.Protocol):
 
     def resume_writing(self) -> None:
         self.writable.set()
+        self.last_active = asyncio.get_running_loop().time()  # the client is reading again
 
     async def _write_parts(self, parts: list) -> None:
         """Write a large answer in slices, each after the socket took the last.
@@ -160,13 +173,14 @@ class ClientConnection(asyncio.Protocol):
                     self.ready.clear()
                     await self.ready.wait()
                 req = self.queue.popleft()
+                if req is None:
+                    break
                 if not self.reading and len(self.queue) < self.max_queued // 2 + 1:
                     self.transport.resume_reading()
                     self.reading = True
-                if req is None:
-                    break
                 if isinstance(req, UnsupportedApiVersions):
                     self.transport.write(encode_unsupported_api_versions(req))
+                    await self.writable.wait()
                     continue
                 if isinstance(req, SaslToken):  # a bare token after SaslHandshake v0 (sasl.py)
                     from .sasl import raw_token  # noqa: PLC0415 - only old clients get here
@@ -177,21 +191,26 @@ class ClientConnection(asyncio.Protocol):
                     self.conn.sasl_tokens = not self.session.authenticated
                     self.transport.write(encode_sasl_token(reply))
                     continue
+                self.handling = True
                 try:
                     resp = await broker.handle(req, self.session)
+                    data = None if resp is None or isinstance(resp, Frame) else self.conn.encode(req, resp)
                 except ProtocolError as exc:
                     log.info("closing the connection from %s: %s", self.session.client_host, exc)
                     break
-                except Exception:
+                except Exception:  # a bug, or an answer our schema cannot encode: this connection only
                     log.exception("%s v%s from %s failed; closing the connection", req.name, req.api_version,
                                   self.session.client_host)
                     break
+                finally:
+                    self.handling = False
+                    self.last_active = asyncio.get_running_loop().time()
                 if resp is None:
                     continue
                 if isinstance(resp, Frame):
                     await self._write_parts(resp.parts)
                 else:
-                    self.transport.write(self.conn.encode(req, resp))
+                    self.transport.write(data)
                 self.last_active = asyncio.get_running_loop().time()
                 await self.writable.wait()
                 if self.session.extra.get(CLOSE_AFTER_RESPONSE):  # a refused SASL login: answered, then closed
@@ -216,6 +235,7 @@ class KafkaServer:
         self.per_ip: collections.Counter = collections.Counter()
         self.stopped = asyncio.Event()
         self.bound: dict[str, tuple[str, int]] = {}
+        self.served_apis: Mapping[int, ApiRange] = SERVED  # narrowed to the broker's handlers in start()
 
     # connection limits ------------------------------------------------------------------------------
     def admit(self, conn: ClientConnection) -> bool:
@@ -245,9 +265,10 @@ class KafkaServer:
             await asyncio.sleep(min(max(idle / 4, 0.05), 30))
             now = loop.time()
             for c in list(self.connections):
-                if now - c.last_active > idle and not c.queue:
-                    log.info("closing the connection from %s: idle for %.0f ms", c.session.client_host, idle * 1000)
-                    c.transport.close()
+                if now - c.last_active > idle and not c.handling:
+                    log.info("closing the connection from %s: nothing moved for %.0f ms", c.session.client_host,
+                             idle * 1000)
+                    c.transport.abort()
 
     # lifecycle ------------------------------------------------------------------------------------
     def _advertised(self) -> dict[str, tuple[str, int]]:
@@ -266,7 +287,7 @@ class KafkaServer:
         for x in self.listeners:
             ssl_context = self.ssl_context(x)
             srv = await loop.create_server(lambda x=x: ClientConnection(self, x), x.host or None, x.port,
-                                           ssl=ssl_context, reuse_address=True)
+                                           ssl=ssl_context, reuse_address=True, start_serving=False)
             self.servers.append(srv)
             self.bound[x.name] = (x.host, srv.sockets[0].getsockname()[1])
         adv = self._advertised()
@@ -275,7 +296,10 @@ class KafkaServer:
             lambda: Broker(self.data_dir, self.config, host=adv[first][0], port=adv[first][1]))
         self.broker.advertised = adv
         self.broker.server = self
+        self.served_apis = MappingProxyType({k: r for k, r in SERVED.items() if k in self.broker.handlers})
         await self.broker.start()
+        for srv in self.servers:  # bound early for the advertised ports; accepting only now the broker answers
+            await srv.start_serving()
         for x in self.listeners:
             self.on_listening(x.url(self.bound[x.name][1]))
         self._idle_task = loop.create_task(self._close_idle())
@@ -296,6 +320,12 @@ class KafkaServer:
             await self.broker.stop()
         for c in list(self.connections):
             c.transport.close()
+        for _ in range(20):  # a moment to flush the last answers; a client that does not read gets none
+            if not self.connections:
+                break
+            await asyncio.sleep(0.05)
+        for c in list(self.connections):
+            c.transport.abort()
         for srv in self.servers:
             await srv.wait_closed()
         if self.broker is not None:
