@@ -110,6 +110,21 @@ class CompactLog:
     def create_topic(self, name: str, partitions: int | None = None, config: Mapping[str, str] | None = None) -> TopicDescription:
         return self.manager.create_topic(name, partitions, {k: str(v) for k, v in (config or {}).items()})
 
+    def check_new_topic(self, name: str, partitions: int | None = None, config: Mapping[str, str] | None = None) -> int:
+        """Every check :meth:`create_topic` makes, creating nothing (CreateTopics' validate_only); returns
+        the partition count the topic would get."""
+        return self.manager.check_new_topic(name, partitions, {k: str(v) for k, v in (config or {}).items()})[0]
+
+    def create_partitions(self, name: str, count: int, validate_only: bool = False) -> TopicDescription | None:
+        """Grow a topic to ``count`` partitions (Kafka's createPartitions; only growth). ``validate_only``
+        checks and changes nothing (returns None)."""
+        return self.manager.add_partitions(name, count, validate_only)
+
+    def delete_records(self, topic: str, partition: int, offset: int) -> int:
+        """Kafka's deleteRecords: records before ``offset`` (-1: the high watermark) are gone for readers;
+        returns the partition's new log start offset (its low watermark)."""
+        return self.manager.delete_records(topic, partition, offset)
+
     def delete_topic(self, name: str) -> None:
         self.manager.delete_topic(name)
 
@@ -120,8 +135,11 @@ class CompactLog:
         return self.manager.describe_topic(name)
 
     def alter_topic_config(self, name: str, set: Mapping[str, str] | None = None,  # noqa: A002 - kafka-configs' words
-                           delete: Sequence[str] | None = None) -> LogConfig:
-        return self.manager.alter_topic_config(name, {k: str(v) for k, v in (set or {}).items()}, list(delete or []))
+                           delete: Sequence[str] | None = None, validate_only: bool = False) -> LogConfig:
+        """Set and remove topic overrides; the logs and the cleaner use the new config at once.
+        ``validate_only``: the config it would be, with nothing changed."""
+        return self.manager.alter_topic_config(name, {k: str(v) for k, v in (set or {}).items()}, list(delete or []),
+                                               validate_only)
 
     def truncate(self, topic: str, partition: int, offset: int) -> bool:
         """Remove every record at or after ``offset`` from one partition (cleaning pauses meanwhile)."""

@@ -69,6 +69,18 @@ class InvalidPartitionsError(CompactLogError):
     code, name = 37, "INVALID_PARTITIONS"
 
 
+class InvalidReplicationFactorError(CompactLogError):
+    """The replication factor cannot be had: a single node holds one replica of each partition."""
+
+    code, name = 38, "INVALID_REPLICATION_FACTOR"
+
+
+class InvalidReplicaAssignmentError(CompactLogError):
+    """A manual partition assignment names brokers that do not exist or leaves partitions out."""
+
+    code, name = 39, "INVALID_REPLICA_ASSIGNMENT"
+
+
 class InvalidConfigError(CompactLogError):
     """A config name is unknown or its value is invalid."""
 

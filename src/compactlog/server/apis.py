@@ -6,10 +6,10 @@ An API is advertised in ApiVersions only when a handler for it is installed, so 
 
 from __future__ import annotations
 
-from . import fetch, list_offsets, metadata, produce, producer_ids
+from . import admin, configs, fetch, list_offsets, metadata, produce, producer_ids
 from . import acls, sasl  # security: logins on SASL listeners; the ACL APIs and the authorizer
 
-MODULES = [metadata, produce, fetch, list_offsets, producer_ids]
+MODULES = [metadata, produce, fetch, list_offsets, producer_ids, admin, configs]
 MODULES += [sasl, acls]
 
 

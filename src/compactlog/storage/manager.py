@@ -172,18 +172,26 @@ class LogManager:
         write_topic(self.dir, meta)
 
     # topics -------------------------------------------------------------------------------------
-    def create_topic(self, name: str, partitions: int | None = None, config: dict[str, str] | None = None) -> TopicDescription:
-        """Create a topic. Everything is checked before anything is written (name, count, configs, the
-        partition limit); a failure while writing removes what was written, so no half-made topic is left."""
-        files.validate_topic_name(name)
+    def check_new_topic(self, name: str, partitions: int | None = None,
+                        config: dict[str, str] | None = None) -> tuple[int, dict[str, str]]:
+        """Every check ``create_topic`` makes, with nothing written: the partition count the topic would
+        get and its normalized overrides. CreateTopics' ``validate_only`` answers from this alone."""
+        self.check_name_free(name)
         n = self.broker.get("num.partitions") if partitions is None or partitions == -1 else partitions
         if not isinstance(n, int) or isinstance(n, bool) or n <= 0:
             raise InvalidPartitionsError(f"Number of partitions must be larger than 0, got {partitions}.")
-        longest = files.partition_dir_name(name, n - 1)
-        if len(longest.encode()) > files.MAX_FILE_NAME:
-            raise InvalidPartitionsError(f"Topic '{name}' cannot have {n} partitions: the directory name {longest} "
-                                         f"would be longer than {files.MAX_FILE_NAME} bytes.")
+        self._check_dir_names(name, n)
         overrides = validate_topic_overrides(dict(config or {}))
+        with self.lock:
+            self.check_name_free(name)
+            self._check_partition_limit(name, n, f"Cannot create topic '{name}' with {n} partitions")
+        return n, overrides
+
+    def check_name_free(self, name: str) -> None:
+        """A legal name no topic has, nor one that differs from it only by '.' against '_' (Kafka's
+        metrics names cannot tell those apart). Checked first, so that creating an existing topic says
+        so whatever else is wrong with the request, as Kafka answers."""
+        files.validate_topic_name(name)
         with self.lock:
             if name in self.topics:
                 raise TopicAlreadyExistsError(f"Topic '{name}' already exists.")
@@ -192,13 +200,25 @@ class LogManager:
                 raise TopicAlreadyExistsError(
                     f"Topic '{name}' collides with existing topic: {collisions[0]} ('.' and '_' are treated alike, as in Kafka)"
                 )
-            limit = self.broker.get("max.broker.partitions")
-            have = sum(m["partitions"] for m in self.topics.values())
-            if have + n > limit:
-                raise InvalidPartitionsError(
-                    f"Cannot create topic '{name}' with {n} partitions: the data directory holds {have} and "
-                    f"max.broker.partitions is {limit}."
-                )
+
+    def _check_dir_names(self, name: str, n: int) -> None:
+        longest = files.partition_dir_name(name, n - 1)
+        if len(longest.encode()) > files.MAX_FILE_NAME:
+            raise InvalidPartitionsError(f"Topic '{name}' cannot have {n} partitions: the directory name {longest} "
+                                         f"would be longer than {files.MAX_FILE_NAME} bytes.")
+
+    def _check_partition_limit(self, name: str, adding: int, what: str) -> None:
+        """``max.broker.partitions`` bounds the partitions of every topic together (call under the lock)."""
+        limit = self.broker.get("max.broker.partitions")
+        have = sum(m["partitions"] for m in self.topics.values())
+        if have + adding > limit:
+            raise InvalidPartitionsError(f"{what}: the data directory holds {have} and max.broker.partitions is {limit}.")
+
+    def create_topic(self, name: str, partitions: int | None = None, config: dict[str, str] | None = None) -> TopicDescription:
+        """Create a topic. Everything is checked before anything is written (name, count, configs, the
+        partition limit); a failure while writing removes what was written, so no half-made topic is left."""
+        with self.lock:
+            n, overrides = self.check_new_topic(name, partitions, config)
             topic_id = new_topic_id()
             meta = {"name": name, "topic_id": topic_id, "partitions": n, "config": overrides}
             with self.failure.guard(f"creating topic {name}"):
@@ -211,6 +231,53 @@ class LogManager:
                     self._remove_half_made(name)
                     raise
         return self.describe_topic(name)
+
+    def add_partitions(self, name: str, count: int, validate_only: bool = False) -> TopicDescription | None:
+        """Grow a topic to ``count`` partitions (Kafka's CreatePartitions; ``kafka-topics --alter``).
+
+        Only growth: existing partitions keep their data and keyed records hash differently from now on,
+        as in Kafka. Crash-safe in the way ``create_topic`` is: the new count is written first, then the
+        new partition directories, and an open after a crash between the two makes the missing ones; a
+        failure while writing puts the old count back and removes the directories made. ``validate_only``
+        runs every check and writes nothing (returns None)."""
+        with self.lock:
+            meta = self._require(name)
+            have = meta["partitions"]
+            if not isinstance(count, int) or isinstance(count, bool) or count <= have:
+                raise InvalidPartitionsError(
+                    f"Topic '{name}' has {have} partition{'s' if have != 1 else ''}; partitions can only be added, "
+                    f"so the new count must be more than {have}, not {count}.")
+            self._check_dir_names(name, count)
+            self._check_partition_limit(name, count - have, f"Cannot grow topic '{name}' to {count} partitions")
+            if validate_only:
+                return None
+            grown = {**meta, "partitions": count}
+            with self.failure.guard(f"adding partitions to topic {name}"):
+                try:
+                    self._write_topic(grown)
+                    self.topics[name] = grown
+                    for p in range(have, count):
+                        self._create_log(name, p)
+                except BaseException:
+                    self._undo_growth(meta, count)
+                    raise
+        return self.describe_topic(name)
+
+    def _undo_growth(self, meta: dict, count: int) -> None:
+        """Back to ``meta``'s partition count after a failed ``add_partitions`` (best effort: the directory
+        may be offline; an open then makes the count's partitions and ignores none)."""
+        name = meta["name"]
+        self.topics[name] = meta
+        try:
+            self._write_topic(meta)
+        except OSError:
+            pass
+        for p in range(meta["partitions"], count):
+            lg = self.logs.pop((name, p), None)
+            if lg is not None:
+                for seg in lg.segments:
+                    seg.close_handlers()
+            shutil.rmtree(self.dir / files.partition_dir_name(name, p), ignore_errors=True)
 
     def _remove_half_made(self, name: str) -> None:
         self.topics.pop(name, None)
@@ -267,8 +334,9 @@ class LogManager:
         return TopicDescription(name, meta["topic_id"], parts, self.log_config(name))
 
     def alter_topic_config(self, name: str, set_configs: dict[str, str] | None = None,
-                           delete_configs: list[str] | None = None) -> LogConfig:
-        """kafka-configs --alter: add or replace overrides, remove others; applied to open logs at once."""
+                           delete_configs: list[str] | None = None, validate_only: bool = False) -> LogConfig:
+        """kafka-configs --alter: add or replace overrides, remove others; applied to open logs at once.
+        ``validate_only``: the config the topic would get, with nothing written or applied."""
         with self.lock:
             meta = self._require(name)
             self.failure.check()
@@ -276,6 +344,8 @@ class LogManager:
             from .config import alter as alter_overrides
 
             updated = alter_overrides(current, set_configs or {}, delete_configs or [])
+            if validate_only:
+                return LogConfig(updated, self.broker)
             new_meta = {**meta, "config": updated}
             with self.failure.guard(f"altering the configs of {name}"):
                 self._write_topic(new_meta)
@@ -287,6 +357,24 @@ class LogManager:
             for hook in self.on_config_changed:
                 hook(name, cfg)
             return cfg
+
+    def delete_records(self, topic: str, partition: int, offset: int, checkpoint: bool = True) -> int:
+        """Kafka's DeleteRecords: move the partition's log start offset up to ``offset`` (-1: the high
+        watermark); returns the new log start offset. Readers stop seeing the records below it at once;
+        the segments wholly below it go at the next retention run. The checkpoint makes the move survive
+        a crash (``checkpoint=False`` lets a caller moving many partitions write it once)."""
+        lg = self.get_log(topic, partition)
+        with lg.lock:
+            target = lg.high_watermark if offset == -1 else offset
+            if not isinstance(target, int) or isinstance(target, bool) or not 0 <= target <= lg.high_watermark:
+                raise OffsetOutOfRangeError(
+                    f"Cannot delete the records of {lg.name} before offset {offset}: it must lie between 0 and the "
+                    f"high watermark {lg.high_watermark} (or be -1 for the high watermark).")
+            lg.increment_log_start_offset(target)
+            start = lg.log_start_offset
+        if checkpoint:
+            self.checkpoint()
+        return start
 
     def truncate(self, topic: str, partition: int, offset: int) -> bool:
         """Remove every record at or after ``offset`` (Kafka truncates a replica this way); cleaning of

@@ -1,0 +1,259 @@
+"""CreateTopics, DeleteTopics, CreatePartitions and DeleteRecords: Kafka's topic admin on one node.
+
+Each request is checked here for what only the wire can get wrong (a replication factor, a manual
+assignment, a name asked for twice), then handed to the same ``CompactLog`` calls the CLI and the
+Python API use, so a topic made over the wire is the topic ``compactlog topics --create`` makes, with
+the same checks of names, counts, configs and ``max.broker.partitions``.
+
+One node is the whole cluster, so the only replication factor is 1 (or -1, the default) and a manual
+assignment may name only this node, one replica per partition. Every answer of an error carries a
+message saying what was wrong, as Kafka's do from CreateTopics v1 and CreatePartitions v0 on.
+
+All disk work of a request runs in one worker thread. Deleting a topic or moving a log start offset
+wakes parked fetches: they then answer with UNKNOWN_TOPIC_OR_PARTITION or OFFSET_OUT_OF_RANGE at once
+instead of at the end of their wait. Creating topics or partitions wakes nobody: no fetch can be
+parked on a partition that did not exist.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from typing import Iterable, Sequence
+
+from ..errors import (
+    CompactLogError,
+    InvalidConfigError,
+    InvalidPartitionsError,
+    InvalidReplicaAssignmentError,
+    InvalidReplicationFactorError,
+    InvalidRequestError,
+    UnknownTopicOrPartitionError,
+)
+from .broker import NO_THROTTLE, Broker, Session, error_code
+from .entities import make, response, schema
+from .protocol import Request
+
+log = logging.getLogger(__name__)
+
+DEFAULT = -1  # num_partitions / replication_factor: the broker's default (CreateTopics v4+)
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+
+Outcome = tuple[int, str | None]  # (Kafka error code, message); (0, None) when done
+
+
+def _outcome(exc: CompactLogError | None) -> Outcome:
+    return (0, None) if exc is None else (int(error_code(exc)), str(exc))
+
+
+def _repeated(names: Iterable[str]) -> set[str]:
+    """Names a request lists more than once: Kafka refuses each of them rather than guess which entry wins."""
+    return {name for name, n in Counter(names).items() if n > 1}
+
+
+def _twice(what: str, name: str) -> InvalidRequestError:
+    return InvalidRequestError(f"The request lists {what} '{name}' more than once; list each once.")
+
+
+# CreateTopics -------------------------------------------------------------------------------------
+
+def _check_replication(rf: int, node_id: int) -> None:
+    if rf == DEFAULT or rf == 1:
+        return
+    if rf <= 0:
+        raise InvalidReplicationFactorError(
+            f"Replication factor must be at least 1 (or -1 for the broker's default), got {rf}.")
+    raise InvalidReplicationFactorError(
+        f"Replication factor {rf} needs {rf} brokers, but this cluster has one broker (node {node_id}): "
+        f"use 1 (or -1 for the default).")
+
+
+def _check_assignment(topic: str, node_id: int, assigned: Sequence[tuple[int, Sequence[int]]]) -> None:
+    """A manual assignment ((partition, broker ids) pairs) this node can hold: each partition on this
+    node alone, partitions numbered from 0 without gaps or repeats."""
+    indexes = sorted(p for p, _ in assigned)
+    if indexes != list(range(len(indexes))):
+        raise InvalidReplicaAssignmentError(
+            f"The partitions assigned for topic '{topic}' must be numbered 0 to {len(indexes) - 1} with no gap or "
+            f"repeat, got {indexes}.")
+    for p, brokers in assigned:
+        _check_replicas(topic, p, brokers, node_id)
+
+
+def _check_replicas(topic: str, partition: int, brokers: Sequence[int], node_id: int) -> None:
+    where = f"Partition {partition} of topic '{topic}'"
+    if not brokers:
+        raise InvalidReplicaAssignmentError(f"{where} is assigned to no broker; assign it to broker {node_id}.")
+    if len(set(brokers)) != len(brokers):
+        raise InvalidReplicaAssignmentError(f"{where} lists a broker twice among its replicas {list(brokers)}.")
+    strangers = [b for b in brokers if b != node_id]
+    if strangers:
+        raise InvalidReplicaAssignmentError(
+            f"{where} is assigned to broker {strangers[0]}, but the cluster's only broker is {node_id}.")
+
+
+def _topic_configs(topic: str, configs) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for c in configs:
+        if c.value is None:
+            raise InvalidConfigError(f"Config {c.name} of topic '{topic}' has no value (null); give one or leave it out.")
+        out[c.name] = c.value
+    return out
+
+
+def create_one(broker: Broker, t, validate_only: bool) -> None:
+    """Check one CreatableTopic in Kafka's order (name and existence first) and create it unless
+    ``validate_only``."""
+    cl = broker.cl
+    cl.manager.check_name_free(t.name)
+    if t.assignments:
+        if t.num_partitions != DEFAULT or t.replication_factor != DEFAULT:
+            raise InvalidRequestError(
+                f"Topic '{t.name}' gives a manual assignment and also a partition count or replication factor; "
+                f"give one or the other (set both counts to -1 with an assignment).")
+        _check_assignment(t.name, broker.node_id, [(a.partition_index, tuple(a.broker_ids)) for a in t.assignments])
+        count: int | None = len(t.assignments)
+    else:
+        _check_replication(t.replication_factor, broker.node_id)
+        if t.num_partitions != DEFAULT and t.num_partitions <= 0:
+            raise InvalidPartitionsError(
+                f"Number of partitions must be larger than 0 (or -1 for num.partitions), got {t.num_partitions}.")
+        count = None if t.num_partitions == DEFAULT else t.num_partitions
+    configs = _topic_configs(t.name, t.configs)
+    if validate_only:
+        cl.check_new_topic(t.name, count, configs)
+    else:
+        cl.create_topic(t.name, count, configs)
+
+
+def _create_all(broker: Broker, topics, validate_only: bool) -> list[Outcome]:
+    twice = _repeated(t.name for t in topics)
+    out = []
+    for t in topics:
+        try:
+            if t.name in twice:
+                raise _twice("topic", t.name)
+            create_one(broker, t, validate_only)
+            out.append(_outcome(None))
+        except CompactLogError as exc:
+            out.append(_outcome(exc))
+    return out
+
+
+async def create_topics(broker: Broker, req: Request, session: Session):
+    s = schema(req)
+    body = req.body
+    outcomes = await broker.blocking(_create_all, broker, body.topics, body.validate_only)
+    return response(req, throttle_time=NO_THROTTLE, topics=tuple(
+        make(s.CreatableTopicResult, name=t.name, error_code=error_code(code), error_message=message)
+        for t, (code, message) in zip(body.topics, outcomes)))
+
+
+# DeleteTopics -------------------------------------------------------------------------------------
+
+def delete_one(broker: Broker, name: str) -> None:
+    if name in INTERNAL_TOPICS:
+        raise InvalidRequestError(f"Topic '{name}' is internal to the broker (it holds consumer groups' state); "
+                                  f"it cannot be deleted.")
+    broker.cl.delete_topic(name)
+
+
+def _delete_all(broker: Broker, names: Sequence[str]) -> list[Outcome]:
+    out = []
+    for name in names:
+        try:
+            delete_one(broker, name)
+            out.append(_outcome(None))
+        except CompactLogError as exc:
+            out.append(_outcome(exc))
+    return out
+
+
+async def delete_topics(broker: Broker, req: Request, session: Session):
+    s = schema(req)
+    names = list(req.body.topic_names)
+    outcomes = await broker.blocking(_delete_all, broker, names)
+    broker.data_arrived()  # fetches parked on a deleted partition answer UNKNOWN_TOPIC_OR_PARTITION now
+    return response(req, throttle_time=NO_THROTTLE, responses=tuple(
+        make(s.DeletableTopicResult, name=name, error_code=error_code(code), error_message=message)
+        for name, (code, message) in zip(names, outcomes)))
+
+
+# CreatePartitions ---------------------------------------------------------------------------------
+
+def grow_one(broker: Broker, t, validate_only: bool) -> None:
+    cl = broker.cl
+    have = cl.manager.partitions_for(t.name)  # UNKNOWN_TOPIC_OR_PARTITION first, as Kafka answers
+    if t.assignments is not None:
+        if len(t.assignments) != t.count - have:
+            raise InvalidReplicaAssignmentError(
+                f"Growing topic '{t.name}' from {have} to {t.count} partitions needs {max(t.count - have, 0)} "
+                f"assignments, got {len(t.assignments)}.")
+        for i, a in enumerate(t.assignments):
+            _check_replicas(t.name, have + i, tuple(a.broker_ids), broker.node_id)
+    cl.create_partitions(t.name, t.count, validate_only)
+
+
+def _grow_all(broker: Broker, topics, validate_only: bool) -> list[Outcome]:
+    twice = _repeated(t.name for t in topics)
+    out = []
+    for t in topics:
+        try:
+            if t.name in twice:
+                raise _twice("topic", t.name)
+            grow_one(broker, t, validate_only)
+            out.append(_outcome(None))
+        except CompactLogError as exc:
+            out.append(_outcome(exc))
+    return out
+
+
+async def create_partitions(broker: Broker, req: Request, session: Session):
+    s = schema(req)
+    body = req.body
+    outcomes = await broker.blocking(_grow_all, broker, body.topics, body.validate_only)
+    return response(req, throttle_time=NO_THROTTLE, results=tuple(
+        make(s.CreatePartitionsTopicResult, name=t.name, error_code=error_code(code), error_message=message)
+        for t, (code, message) in zip(body.topics, outcomes)))
+
+
+# DeleteRecords ------------------------------------------------------------------------------------
+
+def _delete_records(broker: Broker, topics) -> list[list[tuple[int, int, int]]]:
+    """Per topic, per partition: (partition, error code, low watermark). One checkpoint for them all."""
+    manager = broker.cl.manager
+    out = []
+    moved = False
+    for t in topics:
+        rows = []
+        for p in t.partitions:
+            try:
+                if (t.name, p.partition_index) not in manager.logs:
+                    raise UnknownTopicOrPartitionError(f"{t.name}-{p.partition_index} does not exist")
+                low = manager.delete_records(t.name, p.partition_index, p.offset, checkpoint=False)
+                rows.append((p.partition_index, 0, low))
+                moved = True
+            except CompactLogError as exc:
+                rows.append((p.partition_index, exc.code, -1))
+        out.append(rows)
+    if moved:
+        try:
+            manager.checkpoint()
+        except CompactLogError as exc:  # the moves stand in memory; the next checkpoint that works keeps them
+            log.warning("DeleteRecords: the log start offsets could not be checkpointed: %s", exc)
+    return out
+
+
+async def delete_records(broker: Broker, req: Request, session: Session):
+    s = schema(req)
+    topics = req.body.topics
+    results = await broker.blocking(_delete_records, broker, topics)
+    broker.data_arrived()  # fetches parked below the new log start answer OFFSET_OUT_OF_RANGE now
+    return response(req, throttle_time=NO_THROTTLE, topics=tuple(
+        make(s.DeleteRecordsTopicResult, name=t.name, partitions=tuple(
+            make(s.DeleteRecordsPartitionResult, partition_index=index, low_watermark=low, error_code=error_code(code))
+            for index, code, low in rows))
+        for t, rows in zip(topics, results)))
+
+
+HANDLERS = {19: create_topics, 20: delete_topics, 37: create_partitions, 21: delete_records}

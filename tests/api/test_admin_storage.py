@@ -1,0 +1,119 @@
+"""The storage side of the broker's admin APIs: growing a topic (CreatePartitions), moving a log start
+offset (DeleteRecords), and the checks of CreateTopics' and AlterConfigs' validate_only."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+import compactlog
+from compactlog.errors import (
+    InvalidConfigError,
+    InvalidPartitionsError,
+    OffsetOutOfRangeError,
+    TopicAlreadyExistsError,
+    UnknownTopicOrPartitionError,
+)
+from compactlog.storage import files
+
+
+def test_a_topic_grows_and_keeps_what_it_had(tmp_path):
+    with compactlog.open(tmp_path) as cl:
+        cl.create_topic("t", 2)
+        cl.produce("t", b"old", partition=1)
+        assert cl.create_partitions("t", 4, validate_only=True) is None
+        assert len(cl.describe_topic("t").partitions) == 2
+        d = cl.create_partitions("t", 4)
+        assert [p.partition for p in d.partitions] == [0, 1, 2, 3]
+        cl.produce("t", b"new", partition=3)
+        for count in (4, 3, 0):
+            with pytest.raises(InvalidPartitionsError, match="can only be added"):
+                cl.create_partitions("t", count)
+        with pytest.raises(UnknownTopicOrPartitionError):
+            cl.create_partitions("nope", 2)
+    with compactlog.open(tmp_path) as cl:
+        assert len(cl.describe_topic("t").partitions) == 4
+        assert [r.value for r in cl.consume("t", 1, from_beginning=True)] == [b"old"]
+        assert [r.value for r in cl.consume("t", 3, from_beginning=True)] == [b"new"]
+
+
+def test_growth_respects_max_broker_partitions(tmp_path):
+    with compactlog.open(tmp_path, {"max.broker.partitions": "5"}) as cl:
+        cl.create_topic("t", 3)
+        with pytest.raises(InvalidPartitionsError, match="max.broker.partitions is 5"):
+            cl.create_partitions("t", 6)
+        assert cl.manager.partitions_for("t") == 3
+        cl.create_partitions("t", 5)
+
+
+def test_a_failed_growth_leaves_the_old_count(tmp_path, monkeypatch):
+    with compactlog.open(tmp_path) as cl:
+        cl.create_topic("t", 2)
+        made = []
+        real = cl.manager._create_log
+
+        def failing(topic, partition):
+            if made:
+                raise RuntimeError("power cut")
+            made.append(partition)
+            return real(topic, partition)
+
+        monkeypatch.setattr(cl.manager, "_create_log", failing)
+        with pytest.raises(RuntimeError):
+            cl.create_partitions("t", 4)
+        monkeypatch.undo()
+        assert cl.manager.partitions_for("t") == 2
+        assert sorted(p for (t, p) in cl.manager.logs if t == "t") == [0, 1]
+        assert not (tmp_path / files.partition_dir_name("t", 2)).exists()
+    with compactlog.open(tmp_path) as cl:
+        assert len(cl.describe_topic("t").partitions) == 2
+
+
+def test_a_crash_after_the_new_count_is_written_completes_at_open(tmp_path, monkeypatch):
+    with compactlog.open(tmp_path / "data") as cl:
+        cl.create_topic("t", 1)
+
+        def crash(topic, partition):
+            raise SystemExit("killed")  # nothing after the count was written runs, not even the undo
+
+        monkeypatch.setattr(cl.manager, "_create_log", crash)
+        monkeypatch.setattr(cl.manager, "_undo_growth", lambda meta, count: None)
+        with pytest.raises(SystemExit):
+            cl.create_partitions("t", 3)
+        shutil.copytree(tmp_path / "data", tmp_path / "after-crash")
+    with compactlog.open(tmp_path / "after-crash") as cl:
+        assert [p.partition for p in cl.describe_topic("t").partitions] == [0, 1, 2]
+        cl.produce("t", b"x", partition=2)
+
+
+def test_delete_records_moves_the_start_and_survives_a_crash(tmp_path):
+    with compactlog.open(tmp_path / "data") as cl:
+        cl.create_topic("t", 1)
+        cl.produce_batch("t", [(None, b"%d" % i) for i in range(10)], partition=0)
+        assert cl.delete_records("t", 0, 4) == 4
+        assert cl.delete_records("t", 0, 2) == 4  # never backwards
+        assert next(cl.consume("t", 0, from_beginning=True)).offset == 4
+        for offset in (11, -2):
+            with pytest.raises(OffsetOutOfRangeError, match="high watermark 10"):
+                cl.delete_records("t", 0, offset)
+        with pytest.raises(UnknownTopicOrPartitionError):
+            cl.delete_records("t", 1, 0)
+        shutil.copytree(tmp_path / "data", tmp_path / "after-crash")  # as if killed now: no clean shutdown
+        assert cl.delete_records("t", 0, -1) == 10
+    with compactlog.open(tmp_path / "after-crash") as cl:
+        assert cl.beginning_offsets("t") == {0: 4}
+
+
+def test_validate_only_checks_without_writing(tmp_path):
+    with compactlog.open(tmp_path) as cl:
+        assert cl.check_new_topic("t", None, {"cleanup.policy": "compact"}) == 1
+        assert cl.list_topics() == []
+        with pytest.raises(InvalidConfigError):
+            cl.check_new_topic("t", 1, {"segment.bytes": "1"})
+        cl.create_topic("t")
+        with pytest.raises(TopicAlreadyExistsError):
+            cl.check_new_topic("t", 0)  # the name is checked first, as Kafka answers
+        cfg = cl.alter_topic_config("t", {"retention.ms": "1000"}, validate_only=True)
+        assert cfg.retention_ms == 1000
+        assert cl.describe_topic("t").config.overrides == {}
