@@ -182,7 +182,6 @@ class LogSegment:
         size = max(max_size, batch.size) if min_one_message else max_size
         return position, max(min(size, limit - position), 0)
 
-
     def read_next_offset(self) -> int:
         """The offset after the last batch (the base offset when empty)."""
         _, pos = self.offset_index.lookup(2**63 - 1)
