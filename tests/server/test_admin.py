@@ -251,3 +251,22 @@ def test_delete_topics(admin):
     assert result(fs, "doomed") is None
     assert error_of(fs, "never-was").code() == KafkaError.UNKNOWN_TOPIC_OR_PART
     assert "doomed" not in admin.list_topics(timeout=T).topics
+
+
+def test_admin_requests_are_authorized_once_acls_exist(server):
+    """With one ACL stored, what it does not allow is refused: CREATE of another topic (29) and the
+    broker's configs (31); the topic it names stays open."""
+    from confluent_kafka.admin import AclBinding, AclOperation, AclPermissionType, ResourcePatternType
+
+    admin = AdminClient({"bootstrap.servers": server.bootstrap})
+    acl = AclBinding(ResourceType.TOPIC, "open", ResourcePatternType.LITERAL, "User:ANONYMOUS", "*",
+                     AclOperation.ALL, AclPermissionType.ALLOW)
+    admin.create_acls([acl])[acl].result(T)
+    fs = admin.create_topics([NewTopic("open", 1, 1), NewTopic("closed", 1, 1)])
+    assert result(fs, "open") is None
+    assert error_of(fs, "closed").code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    assert topic_configs(admin, "open")["cleanup.policy"].value == "delete"
+    b = ConfigResource(ResourceType.BROKER, "1")
+    assert error_of(admin.describe_configs([b]), b).code() == KafkaError.CLUSTER_AUTHORIZATION_FAILED
+    tp = TopicPartition("open", 0, 0)
+    assert admin.delete_records([tp])[tp].result(T).low_watermark == 0

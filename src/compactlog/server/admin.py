@@ -9,6 +9,8 @@ One node is the whole cluster, so the only replication factor is 1 (or -1, the d
 assignment may name only this node, one replica per partition. Every answer of an error carries a
 message saying what was wrong, as Kafka's do from CreateTopics v1 and CreatePartitions v0 on.
 
+Each topic is authorized first, as in Kafka (CREATE on the cluster or the topic; DELETE to delete a
+topic or its records; ALTER to add partitions); a refused one is answered TOPIC_AUTHORIZATION_FAILED.
 All disk work of a request runs in one worker thread. Deleting a topic or moving a log start offset
 wakes parked fetches: they then answer with UNKNOWN_TOPIC_OR_PARTITION or OFFSET_OUT_OF_RANGE at once
 instead of at the end of their wait. Creating topics or partitions wakes nobody: no fetch can be
@@ -40,6 +42,19 @@ DEFAULT = -1  # num_partitions / replication_factor: the broker's default (Creat
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 
 Outcome = tuple[int, str | None]  # (Kafka error code, message); (0, None) when done
+TOPIC_AUTHORIZATION_FAILED = 29
+
+
+def _refused(broker: Broker, session: Session, operation: str, names: Iterable[str], cluster_too: bool = False) -> set[str]:
+    """The topics ``session`` may not do ``operation`` on (``cluster_too``: the right on the cluster covers
+    every topic, as CREATE does)."""
+    if cluster_too and broker.authorize(session, operation, "CLUSTER"):
+        return set()
+    return {n for n in set(names) if not broker.authorize(session, operation, "TOPIC", n)}
+
+
+def _not_allowed(operation: str, name: str) -> Outcome:
+    return TOPIC_AUTHORIZATION_FAILED, f"Not authorized to {operation.lower()} topic '{name}'."
 
 
 def _outcome(exc: CompactLogError | None) -> Outcome:
@@ -126,10 +141,13 @@ def create_one(broker: Broker, t, validate_only: bool) -> None:
         cl.create_topic(t.name, count, configs)
 
 
-def _create_all(broker: Broker, topics, validate_only: bool) -> list[Outcome]:
+def _create_all(broker: Broker, topics, validate_only: bool, denied: set[str]) -> list[Outcome]:
     twice = _repeated(t.name for t in topics)
     out = []
     for t in topics:
+        if t.name in denied:
+            out.append(_not_allowed("CREATE", t.name))
+            continue
         try:
             if t.name in twice:
                 raise _twice("topic", t.name)
@@ -143,7 +161,8 @@ def _create_all(broker: Broker, topics, validate_only: bool) -> list[Outcome]:
 async def create_topics(broker: Broker, req: Request, session: Session):
     s = schema(req)
     body = req.body
-    outcomes = await broker.blocking(_create_all, broker, body.topics, body.validate_only)
+    denied = _refused(broker, session, "CREATE", (t.name for t in body.topics), cluster_too=True)
+    outcomes = await broker.blocking(_create_all, broker, body.topics, body.validate_only, denied)
     return response(req, throttle_time=NO_THROTTLE, topics=tuple(
         make(s.CreatableTopicResult, name=t.name, error_code=error_code(code), error_message=message)
         for t, (code, message) in zip(body.topics, outcomes)))
@@ -158,9 +177,12 @@ def delete_one(broker: Broker, name: str) -> None:
     broker.cl.delete_topic(name)
 
 
-def _delete_all(broker: Broker, names: Sequence[str]) -> list[Outcome]:
+def _delete_all(broker: Broker, names: Sequence[str], denied: set[str]) -> list[Outcome]:
     out = []
     for name in names:
+        if name in denied:
+            out.append(_not_allowed("DELETE", name))
+            continue
         try:
             delete_one(broker, name)
             out.append(_outcome(None))
@@ -172,7 +194,7 @@ def _delete_all(broker: Broker, names: Sequence[str]) -> list[Outcome]:
 async def delete_topics(broker: Broker, req: Request, session: Session):
     s = schema(req)
     names = list(req.body.topic_names)
-    outcomes = await broker.blocking(_delete_all, broker, names)
+    outcomes = await broker.blocking(_delete_all, broker, names, _refused(broker, session, "DELETE", names))
     broker.data_arrived()  # fetches parked on a deleted partition answer UNKNOWN_TOPIC_OR_PARTITION now
     return response(req, throttle_time=NO_THROTTLE, responses=tuple(
         make(s.DeletableTopicResult, name=name, error_code=error_code(code), error_message=message)
@@ -194,10 +216,13 @@ def grow_one(broker: Broker, t, validate_only: bool) -> None:
     cl.create_partitions(t.name, t.count, validate_only)
 
 
-def _grow_all(broker: Broker, topics, validate_only: bool) -> list[Outcome]:
+def _grow_all(broker: Broker, topics, validate_only: bool, denied: set[str]) -> list[Outcome]:
     twice = _repeated(t.name for t in topics)
     out = []
     for t in topics:
+        if t.name in denied:
+            out.append(_not_allowed("ALTER", t.name))
+            continue
         try:
             if t.name in twice:
                 raise _twice("topic", t.name)
@@ -211,7 +236,8 @@ def _grow_all(broker: Broker, topics, validate_only: bool) -> list[Outcome]:
 async def create_partitions(broker: Broker, req: Request, session: Session):
     s = schema(req)
     body = req.body
-    outcomes = await broker.blocking(_grow_all, broker, body.topics, body.validate_only)
+    denied = _refused(broker, session, "ALTER", (t.name for t in body.topics))
+    outcomes = await broker.blocking(_grow_all, broker, body.topics, body.validate_only, denied)
     return response(req, throttle_time=NO_THROTTLE, results=tuple(
         make(s.CreatePartitionsTopicResult, name=t.name, error_code=error_code(code), error_message=message)
         for t, (code, message) in zip(body.topics, outcomes)))
@@ -219,7 +245,7 @@ async def create_partitions(broker: Broker, req: Request, session: Session):
 
 # DeleteRecords ------------------------------------------------------------------------------------
 
-def _delete_records(broker: Broker, topics) -> list[list[tuple[int, int, int]]]:
+def _delete_records(broker: Broker, topics, denied: set[str]) -> list[list[tuple[int, int, int]]]:
     """Per topic, per partition: (partition, error code, low watermark). One checkpoint for them all."""
     manager = broker.cl.manager
     out = []
@@ -227,6 +253,9 @@ def _delete_records(broker: Broker, topics) -> list[list[tuple[int, int, int]]]:
     for t in topics:
         rows = []
         for p in t.partitions:
+            if t.name in denied:
+                rows.append((p.partition_index, TOPIC_AUTHORIZATION_FAILED, -1))
+                continue
             try:
                 if (t.name, p.partition_index) not in manager.logs:
                     raise UnknownTopicOrPartitionError(f"{t.name}-{p.partition_index} does not exist")
@@ -247,7 +276,8 @@ def _delete_records(broker: Broker, topics) -> list[list[tuple[int, int, int]]]:
 async def delete_records(broker: Broker, req: Request, session: Session):
     s = schema(req)
     topics = req.body.topics
-    results = await broker.blocking(_delete_records, broker, topics)
+    denied = _refused(broker, session, "DELETE", (t.name for t in topics))
+    results = await broker.blocking(_delete_records, broker, topics, denied)
     broker.data_arrived()  # fetches parked below the new log start answer OFFSET_OUT_OF_RANGE now
     return response(req, throttle_time=NO_THROTTLE, topics=tuple(
         make(s.DeleteRecordsTopicResult, name=t.name, partitions=tuple(

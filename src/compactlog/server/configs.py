@@ -11,6 +11,9 @@ there. AlterConfigs replaces a topic's whole set of overrides (names left out go
 defaults); IncrementalAlterConfigs sets, deletes, or appends to and subtracts from list-valued configs
 (``cleanup.policy``), starting from the value in effect.
 
+Each resource is authorized first, as in Kafka: DESCRIBE_CONFIGS or ALTER_CONFIGS on the topic
+(refused: TOPIC_AUTHORIZATION_FAILED) or on the cluster for the broker (CLUSTER_AUTHORIZATION_FAILED).
+
 The broker itself (resource name: its node id) is described from its static settings
 (``server.properties`` and ``--override``), all read-only: they cannot change while it runs, so
 altering them is refused. The empty broker name stands for cluster-wide dynamic defaults, of which
@@ -33,6 +36,7 @@ from ..storage.config import (
     DescribeRow,
 )
 from ..storage.configdef import describe_key, parse_value
+from ..storage.serverconfigs import SENSITIVE_CONFIGS
 from .broker import NO_THROTTLE, Broker, Session, error_code
 from .entities import make, response, schema
 from .protocol import Request
@@ -40,6 +44,7 @@ from .protocol import Request
 TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8  # Kafka's resource types
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3  # IncrementalAlterConfigs operations
 OPERATIONS = {SET: "SET", DELETE: "DELETE", APPEND: "APPEND", SUBTRACT: "SUBTRACT"}
+TOPIC_AUTHORIZATION_FAILED, CLUSTER_AUTHORIZATION_FAILED = 29, 31
 
 # Kafka's numbers for where a value comes from (DescribeConfigs v1+) and for config types (v3+).
 SOURCE_NUMBERS = {DYNAMIC_TOPIC_CONFIG: 1, "DYNAMIC_BROKER_CONFIG": 2, "DYNAMIC_DEFAULT_BROKER_CONFIG": 3,
@@ -58,7 +63,8 @@ def _shown(key: ConfigKey, value: Any) -> str | None:
 
 
 def _sensitive(key: ConfigKey) -> bool:
-    return key.type == "password" or "password" in key.name
+    """Secrets (key store passwords and keys) are described without their value, as Kafka's are."""
+    return key.name in SENSITIVE_CONFIGS or key.type == "password"
 
 
 def broker_rows(config: BrokerConfig) -> list[DescribeRow]:
@@ -98,6 +104,15 @@ def _check_broker_name(broker: Broker, name: str) -> None:
         raise InvalidRequestError(f"There is no broker '{name}': this cluster's only broker is {broker.node_id}.")
 
 
+def _refusal(broker: Broker, session: Session, operation: str, res) -> tuple[int, str] | None:
+    """The error for a resource ``session`` may not describe or alter, None when it may."""
+    if res.resource_type == TOPIC and not broker.authorize(session, operation, "TOPIC", res.resource_name):
+        return TOPIC_AUTHORIZATION_FAILED, f"Not authorized to {operation.lower()} of topic '{res.resource_name}'."
+    if res.resource_type in (BROKER, BROKER_LOGGER) and not broker.authorize(session, operation, "CLUSTER"):
+        return CLUSTER_AUTHORIZATION_FAILED, f"Not authorized to {operation.lower()} of the broker."
+    return None
+
+
 def _describe_one(broker: Broker, res, s, synonyms: bool, docs: bool) -> tuple:
     """(error code, message, config entries) of one resource."""
     try:
@@ -126,7 +141,8 @@ async def describe_configs(broker: Broker, req: Request, session: Session):
     docs = bool(getattr(body, "include_documentation", False))
     results = []
     for res in body.resources:  # all in memory: the table and the open topics' configs
-        code, message, entries = _describe_one(broker, res, s, synonyms, docs)
+        refused = _refusal(broker, session, "DESCRIBE_CONFIGS", res)
+        code, message, entries = (*refused, ()) if refused else _describe_one(broker, res, s, synonyms, docs)
         results.append(make(s.DescribeConfigsResult, error_code=error_code(code), error_message=message,
                             resource_type=res.resource_type, resource_name=res.resource_name, configs=entries))
     return response(req, throttle_time=NO_THROTTLE, results=tuple(results))
@@ -216,14 +232,16 @@ def _alter_one(broker: Broker, res, validate_only: bool, incremental: bool) -> t
         return int(error_code(exc)), str(exc)
 
 
-def _alter_all(broker: Broker, resources, validate_only: bool, incremental: bool) -> list[tuple[int, str | None]]:
-    return [_alter_one(broker, res, validate_only, incremental) for res in resources]
+def _alter_all(broker: Broker, resources, validate_only: bool, incremental: bool,
+               refusals: list) -> list[tuple[int, str | None]]:
+    return [refused or _alter_one(broker, res, validate_only, incremental) for res, refused in zip(resources, refusals)]
 
 
-async def _alter(broker: Broker, req: Request, incremental: bool):
+async def _alter(broker: Broker, req: Request, session: Session, incremental: bool):
     s = schema(req)
     body = req.body
-    outcomes = await broker.blocking(_alter_all, broker, body.resources, body.validate_only, incremental)
+    refusals = [_refusal(broker, session, "ALTER_CONFIGS", res) for res in body.resources]
+    outcomes = await broker.blocking(_alter_all, broker, body.resources, body.validate_only, incremental, refusals)
     return response(req, throttle_time=NO_THROTTLE, responses=tuple(
         make(s.AlterConfigsResourceResponse, error_code=error_code(code), error_message=message,
              resource_type=res.resource_type, resource_name=res.resource_name)
@@ -231,11 +249,11 @@ async def _alter(broker: Broker, req: Request, incremental: bool):
 
 
 async def alter_configs(broker: Broker, req: Request, session: Session):
-    return await _alter(broker, req, incremental=False)
+    return await _alter(broker, req, session, incremental=False)
 
 
 async def incremental_alter_configs(broker: Broker, req: Request, session: Session):
-    return await _alter(broker, req, incremental=True)
+    return await _alter(broker, req, session, incremental=True)
 
 
 HANDLERS = {32: describe_configs, 33: alter_configs, 44: incremental_alter_configs}
