@@ -123,6 +123,108 @@ class KafkaStorageError(CompactLogError):
     code, name = 56, "KAFKA_STORAGE_ERROR"
 
 
+class OffsetMetadataTooLargeError(CompactLogError):
+    """A committed offset's metadata string is longer than ``offset.metadata.max.bytes``."""
+
+    code, name = 12, "OFFSET_METADATA_TOO_LARGE"
+
+
+class CoordinatorLoadInProgressError(CompactLogError):
+    """The group coordinator is still replaying ``__consumer_offsets`` after a start; retry shortly."""
+
+    code, name = 14, "COORDINATOR_LOAD_IN_PROGRESS"
+
+
+class CoordinatorNotAvailableError(CompactLogError):
+    """The group is being removed, or its state cannot be stored right now; find the coordinator again."""
+
+    code, name = 15, "COORDINATOR_NOT_AVAILABLE"
+
+
+class NotCoordinatorError(CompactLogError):
+    """This broker stopped coordinating the group (it is shutting down); find the coordinator again."""
+
+    code, name = 16, "NOT_COORDINATOR"
+
+
+class IllegalGenerationError(CompactLogError):
+    """The request names a generation of the group that is not the current one; rejoin the group."""
+
+    code, name = 22, "ILLEGAL_GENERATION"
+
+
+class InconsistentGroupProtocolError(CompactLogError):
+    """The member's protocol type or protocols share nothing with the group's members."""
+
+    code, name = 23, "INCONSISTENT_GROUP_PROTOCOL"
+
+
+class InvalidGroupIdError(CompactLogError):
+    """The group id is empty."""
+
+    code, name = 24, "INVALID_GROUP_ID"
+
+
+class UnknownMemberIdError(CompactLogError):
+    """The member id is not (or no longer) a member of the group; rejoin with an empty member id."""
+
+    code, name = 25, "UNKNOWN_MEMBER_ID"
+
+
+class InvalidSessionTimeoutError(CompactLogError):
+    """The session timeout is outside [group.min.session.timeout.ms, group.max.session.timeout.ms]."""
+
+    code, name = 26, "INVALID_SESSION_TIMEOUT"
+
+
+class RebalanceInProgressError(CompactLogError):
+    """The group is rebalancing; rejoin it."""
+
+    code, name = 27, "REBALANCE_IN_PROGRESS"
+
+
+class InvalidCommitOffsetSizeError(CompactLogError):
+    """An offset commit is too large to be stored in ``__consumer_offsets``."""
+
+    code, name = 28, "INVALID_COMMIT_OFFSET_SIZE"
+
+
+class NonEmptyGroupError(CompactLogError):
+    """The group still has members, so it (or its offsets) cannot be deleted."""
+
+    code, name = 68, "NON_EMPTY_GROUP"
+
+
+class GroupIdNotFoundError(CompactLogError):
+    """No group with that id exists."""
+
+    code, name = 69, "GROUP_ID_NOT_FOUND"
+
+
+class MemberIdRequiredError(CompactLogError):
+    """JoinGroup v4+: the member must rejoin with the member id given in this answer."""
+
+    code, name = 79, "MEMBER_ID_REQUIRED"
+
+
+class GroupMaxSizeReachedError(CompactLogError):
+    """The group already has ``group.max.size`` members."""
+
+    code, name = 81, "GROUP_MAX_SIZE_REACHED"
+
+
+class FencedInstanceIdError(CompactLogError):
+    """Another member joined with this static member's group.instance.id and replaced it."""
+
+    code, name = 82, "FENCED_INSTANCE_ID"
+
+
+class GroupSubscribedToTopicError(CompactLogError):
+    """The group's members consume the topic, so its committed offsets cannot be deleted."""
+
+    code, name = 86, "GROUP_SUBSCRIBED_TO_TOPIC"
+
+
 class SaslAuthenticationFailedError(CompactLogError):
     """A SASL login failed: wrong password, unknown user or a malformed exchange (one message for all)."""
 

@@ -11,6 +11,8 @@ from . import acls, sasl  # security: logins on SASL listeners; the ACL APIs and
 
 MODULES = [metadata, produce, fetch, list_offsets, producer_ids, admin, configs]
 MODULES += [sasl, acls]
+from .coordinator import handlers as groups  # noqa: E402 - the group coordinator, __consumer_offsets
+MODULES += [groups]
 
 
 def install(broker) -> None:

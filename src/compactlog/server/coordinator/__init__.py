@@ -1,0 +1,13 @@
+"""Kafka's classic group coordinator for ``compactlog serve``, stored in a compacted ``__consumer_offsets``.
+
+One module per Kafka concept:
+
+- ``state``: the group states, the legal transitions and what each state answers, as tables;
+- ``member``: one member's metadata and its parked JoinGroup/SyncGroup answers;
+- ``group``: one group's metadata (members, generation, protocol, committed offsets), pure bookkeeping;
+- ``rebalance``: the timers (join phase, initial delay, sessions, late SyncGroups);
+- ``coordinator``: the rules of every group API (``GroupCoordinator``);
+- ``records``: the key and value schemas of ``__consumer_offsets``, byte for byte Kafka's;
+- ``manager``: appends to and replay of ``__consumer_offsets`` (``GroupMetadataManager``);
+- ``handlers``: the wire handlers (``HANDLERS``) and ``setup(broker)``.
+"""

@@ -1,0 +1,572 @@
+"""The group coordinator: Kafka's classic group protocol, for every group, on this one node.
+
+Each public method is one API's meaning, free of wire types (``handlers.py`` converts kio entities):
+JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch, OffsetDelete, ListGroups,
+DescribeGroups, DeleteGroups. They follow Kafka's coordinator rule for rule, including its error codes
+(``errors.py`` names each); the states and what each state answers are tables in ``state.py``, the timed
+parts in ``rebalance.py``, the storage in ``manager.py``.
+
+A JoinGroup or SyncGroup that must wait for other members is *parked*: the method awaits a future that
+the rebalance completes. Everything runs on the server's event loop; the only awaits are parked requests
+and appends to ``__consumer_offsets``, after which the group's state is checked again (it may have moved
+on meanwhile, exactly as Kafka's callbacks check it).
+
+The coordinator is a broker service: ``start`` replays ``__consumer_offsets`` in a worker thread (every
+group API answers COORDINATOR_LOAD_IN_PROGRESS meanwhile, SyncGroup REBALANCE_IN_PROGRESS as Kafka does
+for old clients), then expires old offsets every ``offsets.retention.check.interval.ms``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from dataclasses import dataclass
+from typing import Any, Awaitable, Callable, Sequence
+
+from ...errors import (
+    CompactLogError,
+    CoordinatorLoadInProgressError,
+    CoordinatorNotAvailableError,
+    InvalidGroupIdError,
+)
+from .group import CONSUMER_PROTOCOL_TYPE, GroupMetadata, TopicPartition
+from .manager import GroupMetadataManager, store_error
+from .member import JoinResult, MemberMetadata, Protocols, SyncResult, protocols_of
+from .rebalance import NEW_MEMBER_JOIN_TIMEOUT_MS, Rebalancer
+from .records import OffsetCommitValue
+from .state import (
+    COMPLETING_REBALANCE,
+    DEAD,
+    EMPTY,
+    HEARTBEAT_ANSWER,
+    MEMBER_COMMIT_ANSWER,
+    PREPARING_REBALANCE,
+    STABLE,
+    SYNC_ANSWER,
+)
+
+log = logging.getLogger(__name__)
+
+# Kafka's codes for the answers below (the classes in errors.py carry the same numbers).
+NONE = 0
+OFFSET_METADATA_TOO_LARGE = 12
+COORDINATOR_NOT_AVAILABLE = 15
+NOT_COORDINATOR = 16
+ILLEGAL_GENERATION = 22
+INCONSISTENT_GROUP_PROTOCOL = 23
+UNKNOWN_MEMBER_ID = 25
+INVALID_SESSION_TIMEOUT = 26
+REBALANCE_IN_PROGRESS = 27
+NON_EMPTY_GROUP = 68
+GROUP_ID_NOT_FOUND = 69
+MEMBER_ID_REQUIRED = 79
+GROUP_MAX_SIZE_REACHED = 81
+FENCED_INSTANCE_ID = 82
+GROUP_SUBSCRIBED_TO_TOPIC = 86
+
+LOAD_RETRY_S = 5.0
+
+
+class GroupCoordinator:
+    def __init__(self, broker) -> None:
+        cfg = broker.config
+        self.time = broker.cl.time
+        self.min_session_ms: int = cfg.get("group.min.session.timeout.ms")
+        self.max_session_ms: int = cfg.get("group.max.session.timeout.ms")
+        self.max_size: int = cfg.get("group.max.size")
+        self.retention_ms: int = cfg.get("offsets.retention.minutes") * 60_000
+        self.retention_check_ms: int = cfg.get("offsets.retention.check.interval.ms")
+        self.max_metadata: int = cfg.get("offset.metadata.max.bytes")
+        self.store = GroupMetadataManager(broker.cl, cfg, broker.data_arrived)
+        self.groups: dict[str, GroupMetadata] = {}
+        self.rebalance = Rebalancer(self.groups, self.now, cfg.get("group.initial.rebalance.delay.ms"),
+                                    self._store_empty_generation)
+        self.active = False
+        self.loading = True
+        self._tasks: set[asyncio.Task] = set()  # stores that must finish even if their client goes away
+        self._loader: asyncio.Task | None = None
+
+    def now(self) -> int:
+        return self.time.milliseconds()
+
+    # service lifecycle --------------------------------------------------------------------------
+    async def start(self) -> None:
+        """Start loading in the background: the server accepts connections meanwhile."""
+        self.active = True
+        self._loader = asyncio.get_running_loop().create_task(self._load_then_expire())
+
+    async def stop(self) -> None:
+        """Let stores under way finish; parked requests are answered NOT_COORDINATOR (clients look for the
+        coordinator again)."""
+        self.active = False
+        if self._loader is not None:
+            self._loader.cancel()
+        if self._tasks:
+            await asyncio.wait(list(self._tasks), timeout=10)
+        for group in self.groups.values():
+            self.rebalance.cancel_all(group)
+            for m in group.members.values():
+                self.rebalance.answer_join(m, JoinResult(m.member_id, NOT_COORDINATOR))
+                self.rebalance.answer_sync(m, SyncResult(NOT_COORDINATOR))
+
+    def _spawn(self, coro: Awaitable[Any]) -> asyncio.Task:
+        """Run work that must finish even if the client that caused it goes away."""
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    async def _load_then_expire(self) -> None:
+        while True:
+            try:
+                loaded = await asyncio.to_thread(self.store.load)
+                break
+            except Exception:
+                log.exception("cannot load %s; retrying in %.0f s", "__consumer_offsets", LOAD_RETRY_S)
+                await asyncio.sleep(LOAD_RETRY_S)
+        now = self.now()
+        for group_id, found in loaded.items():
+            group = (GroupMetadata.from_record(group_id, found.metadata, now) if found.metadata is not None
+                     else GroupMetadata(group_id, now))
+            group.offsets = found.offsets
+            self.groups[group_id] = group
+            for m in group.members.values():  # members of the stored generation keep it if they come back in time
+                self.rebalance.heartbeat(group, m)
+        self.loading = False
+        while True:
+            await asyncio.sleep(self.retention_check_ms / 1000)
+            try:
+                await self.expire_offsets()
+            except Exception:
+                log.exception("expiring old offsets failed")
+
+    def _check(self, group_id: str) -> None:
+        """Kafka's checks before any group operation, in its order."""
+        if not group_id:
+            raise InvalidGroupIdError("the group id is empty")
+        if not self.active:
+            raise CoordinatorNotAvailableError("the group coordinator is not running")
+        if self.loading:
+            raise CoordinatorLoadInProgressError("the group coordinator is still loading __consumer_offsets")
+
+    # JoinGroup ----------------------------------------------------------------------------------
+    async def join_group(self, group_id: str, member_id: str, instance_id: str | None, client_id: str,
+                         client_host: str, session_ms: int, rebalance_ms: int, protocol_type: str,
+                         protocols: Sequence[tuple[str, bytes]], require_known_member_id: bool) -> JoinResult:
+        try:
+            self._check(group_id)
+        except CompactLogError as exc:
+            return JoinResult(member_id, exc.code)
+        if not self.min_session_ms <= session_ms <= self.max_session_ms:
+            return JoinResult(member_id, INVALID_SESSION_TIMEOUT)
+        group = self.groups.get(group_id)
+        if group is None:
+            if member_id:
+                return JoinResult(member_id, UNKNOWN_MEMBER_ID)
+            group = self.groups[group_id] = GroupMetadata(group_id, self.now())
+        if not self._accepts(group, member_id):
+            known = group.members.get(member_id)
+            if known is not None:
+                self.rebalance.remove_member(group, known, "the group is above group.max.size")
+            return JoinResult("", GROUP_MAX_SIZE_REACHED)
+        if group.is_(DEAD):
+            return JoinResult(member_id, COORDINATOR_NOT_AVAILABLE)
+        protocols = protocols_of(protocols)
+        if not group.supports_protocols(protocol_type, [name for name, _ in protocols]):
+            return JoinResult(member_id, INCONSISTENT_GROUP_PROTOCOL)
+        join = _Join(client_id, client_host, session_ms, rebalance_ms, protocol_type, protocols)
+        if not member_id:
+            outcome = self._join_new(group, instance_id, require_known_member_id, join)
+        else:
+            outcome = self._join_known(group, member_id, instance_id, join)
+        self.rebalance.try_complete_join(group)
+        if isinstance(outcome, JoinResult):
+            return outcome
+        return await outcome
+
+    def _accepts(self, group: GroupMetadata, member_id: str) -> bool:
+        """``group.max.size``: members already waiting in the join phase, or already in the group, stay;
+        newcomers only while there is room."""
+        member = group.members.get(member_id)
+        if group.is_(EMPTY) or group.is_(DEAD):
+            return True
+        if group.is_(PREPARING_REBALANCE):
+            return (member is not None and member.awaiting_join) or group.num_awaiting_join < self.max_size
+        return member is not None or len(group.members) < self.max_size
+
+    def _join_new(self, group: GroupMetadata, instance_id: str | None, require_known: bool,
+                  join: "_Join") -> JoinResult | asyncio.Future:
+        new_id = f"{instance_id if instance_id is not None else join.client_id}-{uuid.uuid4()}"
+        if instance_id is not None:
+            old_id = group.static_members.get(instance_id)
+            if old_id is not None:
+                return self._replace_static_member(group, instance_id, old_id, new_id, join)
+            return self._add_member(group, new_id, instance_id, join)
+        if require_known:
+            # JoinGroup v4+: the client must come back with this id, so that a client that never gets this
+            # answer leaves no member behind (only a pending id that expires with the session timeout).
+            group.pending_members.add(new_id)
+            self.rebalance.expire_pending_member_later(group, new_id, join.session_ms)
+            return JoinResult(new_id, MEMBER_ID_REQUIRED)
+        return self._add_member(group, new_id, None, join)
+
+    def _join_known(self, group: GroupMetadata, member_id: str, instance_id: str | None,
+                    join: "_Join") -> JoinResult | asyncio.Future:
+        if member_id in group.pending_members:
+            return self._add_member(group, member_id, instance_id, join)
+        if group.is_static_member_fenced(instance_id, member_id):
+            return JoinResult(member_id, FENCED_INSTANCE_ID)
+        member = group.members.get(member_id)
+        if member is None or (instance_id is not None and instance_id not in group.static_members):
+            return JoinResult(member_id, UNKNOWN_MEMBER_ID)
+        reason = f"member {member_id} rejoined in {group.state.value}"
+        if group.is_(PREPARING_REBALANCE):
+            return self._update_member(group, member, join, reason)
+        if group.is_(COMPLETING_REBALANCE):
+            if member.matches(join.protocols):  # it lost its JoinGroup answer: the same one again
+                return self.rebalance.generation_answer(group, member_id)
+            return self._update_member(group, member, join, f"member {member_id} changed its metadata")
+        if group.is_(STABLE):
+            # The leader rejoining always rebalances: that is how a consumer leader asks for a new
+            # assignment when topics change without any member's metadata changing.
+            if group.is_leader(member_id) or not member.matches(join.protocols):
+                return self._update_member(group, member, join, reason)
+            return JoinResult(member_id, NONE, group.generation_id, group.protocol_type, group.protocol_name,
+                              group.leader_id or "")
+        return JoinResult(member_id, UNKNOWN_MEMBER_ID)  # Empty: the client must join afresh
+
+    def _add_member(self, group: GroupMetadata, member_id: str, instance_id: str | None,
+                    join: "_Join") -> asyncio.Future:
+        member = MemberMetadata(member_id, instance_id, join.client_id, join.client_host, join.rebalance_ms,
+                                join.session_ms, join.protocol_type, join.protocols, is_new=True)
+        if group.is_(PREPARING_REBALANCE) and group.generation_id == 0:
+            group.new_member_added = True  # extends the initial delay
+        future = self.rebalance.park_join(member)
+        group.add(member)
+        self.rebalance.heartbeat(group, member, NEW_MEMBER_JOIN_TIMEOUT_MS)
+        self.rebalance.maybe_prepare_rebalance(group, f"new member {member_id} joined")
+        return future
+
+    def _update_member(self, group: GroupMetadata, member: MemberMetadata, join: "_Join",
+                       reason: str) -> asyncio.Future:
+        group.update_member(member, join.protocols, join.rebalance_ms, join.session_ms)
+        future = self.rebalance.park_join(member)
+        self.rebalance.heartbeat(group, member)
+        self.rebalance.maybe_prepare_rebalance(group, reason)
+        return future
+
+    def _replace_static_member(self, group: GroupMetadata, instance_id: str, old_id: str, new_id: str,
+                               join: "_Join") -> asyncio.Future:
+        """A static member's client restarted and joined without its old member id (KIP-345). The new id
+        takes the old one's place, its assignment and leadership; the old id is fenced. In Stable, with
+        unchanged metadata and protocol choice, there is no rebalance: the new id is stored and the member
+        gets the current generation. Its answer names the leader as it was before the replacement, so a
+        restarted leader does not recompute an assignment nobody asked for."""
+        old = group.members[old_id]
+        self.rebalance.answer_join(old, JoinResult(old_id, FENCED_INSTANCE_ID))
+        self.rebalance.answer_sync(old, SyncResult(FENCED_INSTANCE_ID))
+        leader_before = group.leader_id or ""
+        undo = (old.protocols, old.rebalance_timeout_ms, old.session_timeout_ms, old.client_id, old.client_host)
+        unchanged = old.matches(join.protocols)
+        member = group.replace_static_member(instance_id, old_id, new_id)
+        member.client_id, member.client_host = join.client_id, join.client_host
+        group.update_member(member, join.protocols, join.rebalance_ms, join.session_ms)
+        future = self.rebalance.park_join(member)
+        self.rebalance.heartbeat(group, member)
+        if group.is_(STABLE):
+            if unchanged and group.protocol_name == group.select_protocol():
+                self._spawn(self._store_replacement(group, member, instance_id, old_id, leader_before, undo))
+            else:
+                self.rebalance.prepare_rebalance(group, f"static member {instance_id} rejoined with new metadata")
+        elif group.is_(COMPLETING_REBALANCE):
+            # The leader may already be assigning to the old id: start over so the new id gets its share.
+            self.rebalance.prepare_rebalance(group, f"static member {instance_id} rejoined during a rebalance")
+        return future
+
+    async def _store_replacement(self, group: GroupMetadata, member: MemberMetadata, instance_id: str,
+                                 old_id: str, leader_before: str, undo: tuple) -> None:
+        new_id = member.member_id
+        try:
+            await self.store.store_group(group, {m.member_id: m.assignment for m in group.members.values()})
+        except Exception as exc:
+            log.warning("storing group %s after static member %s rejoined failed: %s", group.group_id,
+                        instance_id, exc)
+            if self.rebalance.current(group) and group.members.get(new_id) is member:
+                group.replace_static_member(instance_id, new_id, old_id)
+                protocols, rebalance_ms, session_ms, member.client_id, member.client_host = undo
+                group.update_member(member, protocols, rebalance_ms, session_ms)
+                self.rebalance.answer_join(member, JoinResult("", store_error(exc)))
+            return
+        self.rebalance.answer_join(member, JoinResult(new_id, NONE, group.generation_id, group.protocol_type,
+                                                      group.protocol_name, leader_before))
+
+    def _store_empty_generation(self, group: GroupMetadata) -> None:
+        async def store() -> None:
+            try:
+                await self.store.store_group(group, {})
+            except Exception as exc:
+                log.warning("storing the empty generation of group %s failed: %s", group.group_id, exc)
+        self._spawn(store())
+
+    # SyncGroup, Heartbeat, LeaveGroup -----------------------------------------------------------
+    def _member_check(self, group: GroupMetadata | None, member_id: str, instance_id: str | None,
+                      generation: int | None) -> int:
+        """The error for a request from a member, or NONE: group gone, fenced, unknown, wrong generation."""
+        if group is None:
+            return UNKNOWN_MEMBER_ID
+        if group.is_(DEAD):
+            return COORDINATOR_NOT_AVAILABLE
+        if group.is_static_member_fenced(instance_id, member_id):
+            return FENCED_INSTANCE_ID
+        if not group.has(member_id):
+            return UNKNOWN_MEMBER_ID
+        if generation is not None and generation != group.generation_id:
+            return ILLEGAL_GENERATION
+        return NONE
+
+    async def sync_group(self, group_id: str, generation: int, member_id: str, instance_id: str | None,
+                         assignments: dict[str, bytes]) -> SyncResult:
+        if self.active and self.loading:
+            return SyncResult(REBALANCE_IN_PROGRESS)  # the rebalance it belonged to is lost: rejoin
+        try:
+            self._check(group_id)
+        except CompactLogError as exc:
+            return SyncResult(exc.code)
+        group = self.groups.get(group_id)
+        code = self._member_check(group, member_id, instance_id, generation)
+        if code:
+            return SyncResult(code)
+        member = group.members[member_id]
+        if group.is_(COMPLETING_REBALANCE):
+            future = self.rebalance.park_sync(member)
+            group.pending_sync.discard(member_id)
+            if group.is_leader(member_id):
+                full = {m: bytes(assignments.get(m, b"")) for m in group.members}
+                self._spawn(self._store_assignment(group, generation, full))
+            return await future
+        code = SYNC_ANSWER[group.state]
+        if code:
+            return SyncResult(code)
+        group.pending_sync.discard(member_id)
+        self.rebalance.heartbeat(group, member)
+        return SyncResult(NONE, member.assignment)
+
+    async def _store_assignment(self, group: GroupMetadata, generation: int, assignment: dict[str, bytes]) -> None:
+        """Store the leader's assignment, then hand every member its part (unless the group moved on)."""
+        error = NONE
+        try:
+            await self.store.store_group(group, assignment)
+        except Exception as exc:
+            log.warning("storing the assignment of group %s failed: %s", group.group_id, exc)
+            error = store_error(exc)
+        if not (self.rebalance.current(group) and group.is_(COMPLETING_REBALANCE) and group.generation_id == generation):
+            return
+        if error:
+            self.rebalance.reset_assignments(group, error)
+            self.rebalance.maybe_prepare_rebalance(group, "the assignment could not be stored")
+        else:
+            self.rebalance.propagate_assignment(group, assignment)
+            group.transition_to(STABLE, self.now())
+
+    def heartbeat(self, group_id: str, generation: int, member_id: str, instance_id: str | None) -> int:
+        try:
+            self._check(group_id)
+        except CompactLogError as exc:
+            return exc.code
+        group = self.groups.get(group_id)
+        code = self._member_check(group, member_id, instance_id, generation)
+        if code:
+            return code
+        if not group.is_(EMPTY):
+            self.rebalance.heartbeat(group, group.members[member_id])
+        return HEARTBEAT_ANSWER[group.state]
+
+    def leave_group(self, group_id: str, leaving: Sequence[tuple[str, str | None]]) -> tuple[int, list[int]]:
+        """(error of the request, error per leaving member). A member may be named by its instance id
+        alone (an administrator removing a static member)."""
+        try:
+            self._check(group_id)
+        except CompactLogError as exc:
+            return exc.code, []
+        group = self.groups.get(group_id)
+        if group is None:
+            return NONE, [UNKNOWN_MEMBER_ID] * len(leaving)
+        if group.is_(DEAD):
+            return COORDINATOR_NOT_AVAILABLE, []
+        errors = []
+        for member_id, instance_id in leaving:
+            if not member_id:
+                current = group.static_members.get(instance_id) if instance_id is not None else None
+                if current is None:
+                    errors.append(UNKNOWN_MEMBER_ID)
+                    continue
+                member_id = current
+            elif member_id in group.pending_members:
+                group.pending_members.discard(member_id)
+                self.rebalance.try_complete_join(group)
+                errors.append(NONE)
+                continue
+            code = self._member_check(group, member_id, instance_id, None)
+            if code == NONE:
+                self.rebalance.remove_member(group, group.members[member_id], f"member {member_id} left")
+            errors.append(code)
+        return NONE, errors
+
+    # offsets ------------------------------------------------------------------------------------
+    async def commit_offsets(self, group_id: str, generation: int, member_id: str, instance_id: str | None,
+                             offsets: dict[TopicPartition, OffsetCommitValue]) -> dict[TopicPartition, int]:
+        def every(code: int) -> dict[TopicPartition, int]:
+            return dict.fromkeys(offsets, code)
+        try:
+            self._check(group_id)
+        except CompactLogError as exc:
+            return every(exc.code)
+        group = self.groups.get(group_id)
+        if group is None:
+            if generation >= 0:  # a member of a generation this coordinator never had
+                return every(ILLEGAL_GENERATION)
+            group = self.groups[group_id] = GroupMetadata(group_id, self.now())
+        if group.is_(DEAD):
+            return every(COORDINATOR_NOT_AVAILABLE)
+        if not (generation < 0 and group.is_(EMPTY)):  # else: a client that only stores offsets here
+            code = self._member_check(group, member_id, instance_id, generation) or MEMBER_COMMIT_ANSWER[group.state]
+            if code:
+                return every(code)
+            self.rebalance.heartbeat(group, group.members[member_id])
+        results: dict[TopicPartition, int] = {}
+        valid = {}
+        for tp, value in offsets.items():
+            if len(value.metadata) > self.max_metadata:
+                results[tp] = OFFSET_METADATA_TOO_LARGE
+            else:
+                valid[tp] = value
+        if valid:
+            task = self._spawn(self.store.store_offsets(group_id, valid, lambda: group.offsets.update(valid)))
+            try:
+                await asyncio.shield(task)
+                code = NONE
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.warning("storing offsets of group %s failed: %s", group_id, exc)
+                code = store_error(exc)
+            results.update(dict.fromkeys(valid, code))
+        return results
+
+    def fetch_offsets(self, group_id: str, partitions: list[TopicPartition] | None
+                      ) -> tuple[int, list[tuple[TopicPartition, OffsetCommitValue | None]]]:
+        """(error, [(partition, committed value or None)]); ``partitions`` None: every committed one."""
+        try:
+            self._check(group_id)
+        except CompactLogError as exc:
+            return exc.code, []
+        group = self.groups.get(group_id)
+        offsets = {} if group is None or group.is_(DEAD) else group.offsets
+        if partitions is None:
+            return NONE, sorted(offsets.items())
+        return NONE, [(tp, offsets.get(tp)) for tp in partitions]
+
+    async def delete_offsets(self, group_id: str, partitions: list[TopicPartition]) -> tuple[int, dict[TopicPartition, int]]:
+        """OffsetDelete: allowed for an Empty group, and in a consumer group for topics no member consumes."""
+        try:
+            self._check(group_id)
+        except CompactLogError as exc:
+            return exc.code, {}
+        group = self.groups.get(group_id)
+        if group is None or group.is_(DEAD):
+            return GROUP_ID_NOT_FOUND, {}
+        errors: dict[TopicPartition, int] = {}
+        if group.is_(EMPTY):
+            eligible = list(partitions)
+        elif group.protocol_type == CONSUMER_PROTOCOL_TYPE:
+            eligible = [tp for tp in partitions if not group.is_subscribed_to(tp[0])]
+            errors = {tp: GROUP_SUBSCRIBED_TO_TOPIC for tp in partitions if group.is_subscribed_to(tp[0])}
+        else:
+            return NON_EMPTY_GROUP, {}
+        if eligible:
+            await self._cleanup(group, lambda g: g.remove_offsets(eligible))
+            errors.update(dict.fromkeys(eligible, NONE))
+        return NONE, errors
+
+    async def _cleanup(self, group: GroupMetadata, select: Callable[[GroupMetadata], list[TopicPartition]]) -> int:
+        """Remove the offsets ``select`` picks and write their tombstones; a group left Empty without
+        offsets is dead and its metadata record gets a tombstone too (unless no generation ever
+        completed, when there is none to delete)."""
+        removed = select(group)
+        if group.is_(EMPTY) and not group.offsets and not group.pending_members:
+            group.transition_to(DEAD, self.now())
+        group_too = False
+        if group.is_(DEAD) and self.rebalance.current(group):
+            del self.groups[group.group_id]
+            self.rebalance.cancel_all(group)
+            group_too = group.generation_id > 0
+        if removed or group_too:
+            try:
+                await asyncio.shield(self._spawn(self.store.tombstones(group.group_id, removed, group_too)))
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.warning("writing tombstones for group %s failed: %s", group.group_id, exc)
+        return len(removed)
+
+    async def expire_offsets(self) -> int:
+        """Remove offsets past ``offsets.retention.minutes`` (``GroupMetadata.expired_offsets``)."""
+        now = self.now()
+        total = 0
+        for group in list(self.groups.values()):
+            total += await self._cleanup(group, lambda g: g.remove_offsets(g.expired_offsets(now, self.retention_ms)))
+        if total:
+            log.info("removed %d expired offsets", total)
+        return total
+
+    # groups -------------------------------------------------------------------------------------
+    def list_groups(self) -> tuple[int, list[tuple[str, str]]]:
+        try:
+            self._check("*")
+        except CompactLogError as exc:
+            return exc.code, []
+        return NONE, [(g.group_id, g.protocol_type or "") for g in self.groups.values() if not g.is_(DEAD)]
+
+    def describe_group(self, group_id: str) -> tuple[int, GroupMetadata | None]:
+        """(error, group); an unknown group is no error: it is described as Dead with nothing in it."""
+        try:
+            self._check(group_id)
+        except CompactLogError as exc:
+            return exc.code, None
+        return NONE, self.groups.get(group_id)
+
+    async def delete_groups(self, group_ids: Sequence[str]) -> dict[str, int]:
+        results: dict[str, int] = {}
+        doomed = []
+        for group_id in group_ids:
+            try:
+                self._check(group_id)
+            except CompactLogError as exc:
+                results[group_id] = exc.code
+                continue
+            group = self.groups.get(group_id)
+            if group is None or group.is_(DEAD):
+                results[group_id] = GROUP_ID_NOT_FOUND
+            elif group.is_(EMPTY):
+                group.transition_to(DEAD, self.now())
+                doomed.append(group)
+                results[group_id] = NONE
+            else:
+                results[group_id] = NON_EMPTY_GROUP
+        for group in doomed:
+            await self._cleanup(group, lambda g: g.remove_offsets(list(g.offsets)))
+        return results
+
+
+@dataclass(frozen=True, slots=True)
+class _Join:
+    """The parts of a JoinGroup request every join path needs."""
+
+    client_id: str
+    client_host: str
+    session_ms: int
+    rebalance_ms: int
+    protocol_type: str
+    protocols: Protocols
+

@@ -1,0 +1,212 @@
+"""The group APIs on the wire: kio request entities in, the coordinator's answers out as kio responses.
+
+JoinGroup (11), SyncGroup (14), Heartbeat (12), LeaveGroup (13), OffsetCommit (8), OffsetFetch (9),
+OffsetDelete (47), ListGroups (16), DescribeGroups (15), DeleteGroups (42). The rules live in
+``coordinator.py``; this module only reads fields (some exist from a version on) and lays out each
+version's response. FindCoordinator is in ``metadata.py``: this node coordinates every group.
+
+``setup`` registers the coordinator as a broker service, so the broker starts it (replaying
+``__consumer_offsets``) and stops it with the server.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections import defaultdict
+
+from ..broker import NO_THROTTLE, Broker, Session, error_code
+from ..entities import make, response, schema
+from ..protocol import Request
+from .coordinator import GroupCoordinator
+from .records import OffsetCommitValue
+from .state import DEAD
+
+EXTRA = "group_coordinator"
+DEFAULT_RETENTION = -1  # OffsetCommit v2-v4 retention_time: the broker's offsets.retention.minutes
+NOT_COMPUTED = -(2**31)  # DescribeGroups authorized_operations when not asked for (INT32_MIN)
+# Operations on a group a client may do here (no authorizer): READ (3), DELETE (6), DESCRIBE (8), as bits.
+GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
+
+
+def setup(broker: Broker) -> None:
+    coordinator = GroupCoordinator(broker)
+    broker.extras[EXTRA] = coordinator
+    broker.services.append(coordinator)
+
+
+def _coordinator(broker: Broker) -> GroupCoordinator:
+    return broker.extras[EXTRA]
+
+
+def _ms(value: datetime.timedelta) -> int:
+    return value // datetime.timedelta(milliseconds=1)
+
+
+def _exists(broker: Broker, topic: str, partition: int) -> bool:
+    return (topic, partition) in broker.cl.manager.logs
+
+
+async def join_group(broker: Broker, req: Request, session: Session):
+    b = req.body
+    session_ms = _ms(b.session_timeout)
+    rebalance = getattr(b, "rebalance_timeout", None)  # v0: the session timeout is both
+    result = await _coordinator(broker).join_group(
+        b.group_id, b.member_id, getattr(b, "group_instance_id", None), req.client_id or "",
+        f"/{session.client_host}", session_ms, session_ms if rebalance is None else _ms(rebalance),
+        b.protocol_type, [(p.name, p.metadata) for p in b.protocols], require_known_member_id=req.api_version >= 4)
+    s = schema(req)
+    members = tuple(make(s.JoinGroupResponseMember, member_id=m, group_instance_id=i, metadata=meta)
+                    for m, i, meta in result.members)
+    return response(req, throttle_time=NO_THROTTLE, error_code=error_code(result.error),
+                    generation_id=result.generation_id, protocol_name=result.protocol_name or "",
+                    leader=result.leader_id, member_id=result.member_id, members=members)
+
+
+async def sync_group(broker: Broker, req: Request, session: Session):
+    b = req.body
+    result = await _coordinator(broker).sync_group(
+        b.group_id, b.generation_id, b.member_id, getattr(b, "group_instance_id", None),
+        {a.member_id: a.assignment for a in b.assignments})
+    return response(req, throttle_time=NO_THROTTLE, error_code=error_code(result.error), assignment=result.assignment)
+
+
+async def heartbeat(broker: Broker, req: Request, session: Session):
+    b = req.body
+    code = _coordinator(broker).heartbeat(b.group_id, b.generation_id, b.member_id,
+                                          getattr(b, "group_instance_id", None))
+    return response(req, throttle_time=NO_THROTTLE, error_code=error_code(code))
+
+
+async def leave_group(broker: Broker, req: Request, session: Session):
+    b = req.body
+    if req.api_version >= 3:
+        leaving = [(m.member_id, m.group_instance_id) for m in b.members]
+    else:
+        leaving = [(b.member_id, None)]
+    code, errors = _coordinator(broker).leave_group(b.group_id, leaving)
+    if req.api_version < 3:  # one member: its error is the request's
+        return response(req, throttle_time=NO_THROTTLE, error_code=error_code(code or (errors[0] if errors else 0)))
+    s = schema(req)
+    members = tuple(make(s.MemberResponse, member_id=m, group_instance_id=i, error_code=error_code(e))
+                    for (m, i), e in zip(leaving, errors))
+    return response(req, throttle_time=NO_THROTTLE, error_code=error_code(code), members=members)
+
+
+async def offset_commit(broker: Broker, req: Request, session: Session):
+    b = req.body
+    now = broker.cl.time.milliseconds()
+    retention = getattr(b, "retention_time", None)
+    retention_ms = DEFAULT_RETENTION if retention is None else _ms(retention)
+    expire = now + retention_ms if retention_ms >= 0 else -1  # v2-v4 may ask for their own retention
+    offsets: dict[tuple[str, int], OffsetCommitValue] = {}
+    errors: dict[tuple[str, int], int] = {}
+    for t in b.topics:
+        for p in t.partitions:
+            tp = (t.name, p.partition_index)
+            if not _exists(broker, t.name, p.partition_index):
+                errors[tp] = 3
+                continue
+            offsets[tp] = OffsetCommitValue(p.committed_offset, getattr(p, "committed_leader_epoch", -1),
+                                            p.committed_metadata or "", now, expire)
+    if offsets:
+        errors.update(await _coordinator(broker).commit_offsets(
+            b.group_id, b.generation_id_or_member_epoch, b.member_id, getattr(b, "group_instance_id", None), offsets))
+    s = schema(req)
+    topics = tuple(
+        make(s.OffsetCommitResponseTopic, name=t.name, partitions=tuple(
+            make(s.OffsetCommitResponsePartition, partition_index=p.partition_index,
+                 error_code=error_code(errors[(t.name, p.partition_index)]))
+            for p in t.partitions))
+        for t in b.topics
+    )
+    return response(req, throttle_time=NO_THROTTLE, topics=topics)
+
+
+async def offset_fetch(broker: Broker, req: Request, session: Session):
+    b = req.body
+    wanted = None if b.topics is None else [(t.name, p) for t in b.topics for p in t.partition_indexes]
+    code, rows = _coordinator(broker).fetch_offsets(b.group_id, wanted)
+    s = schema(req)
+    if code:
+        if req.api_version >= 2:  # the request's error says it all
+            return response(req, throttle_time=NO_THROTTLE, topics=(), error_code=error_code(code))
+        rows = [(tp, None) for tp in wanted or ()]
+    by_topic: dict[str, list] = defaultdict(list)
+    for (topic, partition), value in rows:
+        by_topic[topic].append(make(
+            s.OffsetFetchResponsePartition, partition_index=partition,
+            committed_offset=-1 if value is None else value.offset,
+            committed_leader_epoch=-1 if value is None else value.leader_epoch,
+            metadata="" if value is None else value.metadata, error_code=error_code(code)))
+    topics = tuple(make(s.OffsetFetchResponseTopic, name=name, partitions=tuple(parts))
+                   for name, parts in by_topic.items())
+    return response(req, throttle_time=NO_THROTTLE, topics=topics, error_code=error_code(code))
+
+
+async def offset_delete(broker: Broker, req: Request, session: Session):
+    b = req.body
+    wanted, errors = [], {}
+    for t in b.topics:
+        for p in t.partitions:
+            tp = (t.name, p.partition_index)
+            if _exists(broker, *tp):
+                wanted.append(tp)
+            else:
+                errors[tp] = 3
+    code, results = await _coordinator(broker).delete_offsets(b.group_id, wanted)
+    s = schema(req)
+    if code:
+        return response(req, error_code=error_code(code), throttle_time=NO_THROTTLE, topics=())
+    errors.update(results)
+    topics = tuple(
+        make(s.OffsetDeleteResponseTopic, name=t.name, partitions=tuple(
+            make(s.OffsetDeleteResponsePartition, partition_index=p.partition_index,
+                 error_code=error_code(errors[(t.name, p.partition_index)]))
+            for p in t.partitions))
+        for t in b.topics
+    )
+    return response(req, error_code=error_code(0), throttle_time=NO_THROTTLE, topics=topics)
+
+
+async def list_groups(broker: Broker, req: Request, session: Session):
+    code, groups = _coordinator(broker).list_groups()
+    s = schema(req)
+    listed = tuple(make(s.ListedGroup, group_id=g, protocol_type=t) for g, t in groups)
+    return response(req, throttle_time=NO_THROTTLE, error_code=error_code(code), groups=listed)
+
+
+async def describe_groups(broker: Broker, req: Request, session: Session):
+    s = schema(req)
+    coordinator = _coordinator(broker)
+    operations = GROUP_OPERATIONS if getattr(req.body, "include_authorized_operations", False) else NOT_COMPUTED
+    described = []
+    for group_id in req.body.groups:
+        code, group = coordinator.describe_group(group_id)
+        if code or group is None or group.is_(DEAD):
+            described.append(make(s.DescribedGroup, error_code=error_code(code), group_id=group_id,
+                                  group_state=DEAD.value, protocol_type="", protocol_data="", members=(),
+                                  authorized_operations=operations))
+            continue
+        stable = group.described_protocol()
+        members = tuple(
+            make(s.DescribedGroupMember, member_id=m.member_id, group_instance_id=m.group_instance_id,
+                 client_id=m.client_id, client_host=m.client_host,
+                 member_metadata=m.metadata(stable) if stable else b"",
+                 member_assignment=m.assignment if stable else b"")
+            for m in group.members.values()
+        )
+        described.append(make(s.DescribedGroup, error_code=error_code(0), group_id=group_id,
+                              group_state=group.state.value, protocol_type=group.protocol_type or "",
+                              protocol_data=stable, members=members, authorized_operations=operations))
+    return response(req, throttle_time=NO_THROTTLE, groups=tuple(described))
+
+
+async def delete_groups(broker: Broker, req: Request, session: Session):
+    s = schema(req)
+    results = await _coordinator(broker).delete_groups(list(req.body.groups_names))
+    return response(req, throttle_time=NO_THROTTLE, results=tuple(
+        make(s.DeletableGroupResult, group_id=g, error_code=error_code(results[g])) for g in req.body.groups_names))
+
+
+HANDLERS = {11: join_group, 14: sync_group, 12: heartbeat, 13: leave_group, 8: offset_commit, 9: offset_fetch,
+            47: offset_delete, 16: list_groups, 15: describe_groups, 42: delete_groups}
