@@ -255,7 +255,8 @@ def test_a_locked_data_dir_is_named(data):
      "Error: Invalid value soon for configuration retention.ms: Not a number of type LONG"),
     (["--alter", "--add-config", "segmentbytes=1"], 1, "Error: Unknown topic config name: segmentbytes"),
     (["--alter", "--delete-config", "nosuch"], 1, "Error: Invalid config(s): nosuch"),
-    (["--entity-type", "brokers", "--describe"], 2, "Error: Invalid value for '--entity-type': 'brokers' is not 'topics'."),
+    (["--entity-type", "brokers", "--describe"], 2,
+     "Error: Invalid value for '--entity-type': 'brokers' is not one of 'topics', 'users'."),
 ])
 def test_configs_refuses(data, args, code, message):
     refused(data, "configs", "--data-dir", "DATA", "--topic", "t", *args, code=code, message=message)

@@ -7,6 +7,7 @@ import logging
 import click
 
 from .. import __version__
+from .acls import acls
 from .common import EXIT_STATUS_HELP, CompactLogGroup
 from .compaction import compact_topic, compaction_status
 from .console import consume, produce
@@ -32,3 +33,4 @@ def main(verbose: int) -> None:
 for command in (topics, configs, produce, consume, dump_log, clean, compact_topic, compaction_status, verify, demo,
                 spark, serve):
     main.add_command(command)
+main.add_command(acls)

@@ -7,6 +7,7 @@ import os
 import click
 
 from .common import data_dir_option, kafka_errors, open_data_dir, parse_key_values
+from .users import configure_users
 
 
 def _config_summary(overrides: dict[str, str]) -> str:
@@ -85,8 +86,9 @@ def topics(data_dir, server_properties, create, delete, list_, describe, topic, 
 
 @click.command("configs")
 @data_dir_option
-@click.option("--entity-type", type=click.Choice(["topics"]), default="topics", help="Only topics are configurable here.")
-@click.option("--topic", "--entity-name", "topic", required=True, help="The topic.")
+@click.option("--entity-type", type=click.Choice(["topics", "users"]), default="topics",
+              help="topics, or users for their SCRAM credentials.")
+@click.option("--topic", "--entity-name", "topic", help="The topic (the user with --entity-type users).")
 @click.option("--alter", is_flag=True, help="Change configs.")
 @click.option("--describe", is_flag=True, help="Show configs.")
 @click.option("--add-config", "add", multiple=True, help="k=v[,k=v...] to set.")
@@ -99,6 +101,10 @@ def configs(data_dir, server_properties, entity_type, topic, alter, describe, ad
     Example: compactlog configs --data-dir data --alter --topic prices --add-config compression.type=zstd
     """
     action = one_action({"alter": alter, "describe": describe})
+    if entity_type == "users":  # SCRAM credentials: users.py (no data directory lock needed)
+        return configure_users(data_dir, topic, action, add, delete)
+    if not topic:
+        raise click.UsageError("Missing option '--topic' / '--entity-name'.")
     if action == "alter":
         if not add and not delete:
             raise click.UsageError("--alter needs --add-config or --delete-config")

@@ -20,6 +20,7 @@ bytes read from the segment files, with nothing rebuilt around them.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import struct
 
 from ..errors import CompactLogError
@@ -106,6 +107,9 @@ def encode_fetch_response(correlation_id: int, version: int, topics: list) -> Fr
 
 async def fetch(broker: Broker, req: Request, session: Session):
     body = req.body
+    allowed = [broker.authorize(session, "READ", "TOPIC", t.topic) for t in body.topics]
+    if not all(allowed):
+        return _partly_refused(broker, req, allowed)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max(body.max_wait.total_seconds(), 0)
     asked = sum(p.partition_max_bytes for t in body.topics for p in t.partitions)
@@ -119,6 +123,17 @@ async def fetch(broker: Broker, req: Request, session: Session):
         if error or total >= body.min_bytes or remaining <= 0 or broker.stopping:
             return encode_fetch_response(req.correlation_id, req.api_version, topics)
         await broker.wait_for_data(remaining)
+
+
+def _partly_refused(broker: Broker, req: Request, allowed: list[bool]) -> Frame:
+    """Topics without READ get TOPIC_AUTHORIZATION_FAILED; the others are read once, without waiting,
+    as a response holding an error is sent at once."""
+    body = req.body
+    readable = dataclasses.replace(body, topics=tuple(t for t, ok in zip(body.topics, allowed) if ok))
+    read = iter(read_partitions(broker, readable, req.api_version)[0])
+    topics = [next(read) if ok else (t.topic, [(p.partition, 29, -1, -1, b"") for p in t.partitions])
+              for t, ok in zip(body.topics, allowed)]
+    return encode_fetch_response(req.correlation_id, req.api_version, topics)
 
 
 HANDLERS = {1: fetch}

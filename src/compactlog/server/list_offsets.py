@@ -57,6 +57,8 @@ def _lookup(broker: Broker, topics) -> list[list[tuple]]:
 async def list_offsets(broker: Broker, req: Request, session: Session):
     s = schema(req)
     results = await broker.blocking(_lookup, broker, req.body.topics)
+    results = [rows if broker.authorize(session, "DESCRIBE", "TOPIC", t.name) else  # else 29, TOPIC_AUTHORIZATION_FAILED
+               [(p.partition_index, 29, -1, -1) for p in t.partitions] for t, rows in zip(req.body.topics, results)]
     topics = tuple(
         make(s.ListOffsetsTopicResponse, name=t.name, partitions=tuple(
             make(s.ListOffsetsPartitionResponse, partition_index=index, error_code=error_code(code), timestamp=ts,
@@ -73,9 +75,10 @@ async def offset_for_leader_epoch(broker: Broker, req: Request, session: Session
     topics = []
     for t in req.body.topics:
         parts = []
+        described = broker.authorize(session, "DESCRIBE", "TOPIC", t.topic)
         for p in t.partitions:
             lg = manager.logs.get((t.topic, p.partition))
-            code = 3 if lg is None else _epoch_problem(p.current_leader_epoch)
+            code = 29 if not described else 3 if lg is None else _epoch_problem(p.current_leader_epoch)
             if code == 0 and p.leader_epoch > LEADER_EPOCH:
                 parts.append(make(s.EpochEndOffset, error_code=error_code(0), partition=p.partition,
                                   leader_epoch=-1, end_offset=-1))  # Kafka: an epoch it never had is undefined

@@ -42,8 +42,8 @@ async def metadata(broker: Broker, req: Request, session: Session):
     body = req.body
     names: list[str]
     if body.topics is None or (req.api_version == 0 and not body.topics):
-        names = sorted(broker.cl.manager.topics)
-        auto = False
+        names = [n for n in sorted(broker.cl.manager.topics) if broker.authorize(session, "DESCRIBE", "TOPIC", n)]
+        auto = False  # (topics the client may not describe are left out, as Kafka does)
     else:
         names = [t.name for t in body.topics]
         auto = bool(getattr(body, "allow_auto_topic_creation", True)) and broker.config.get("auto.create.topics.enable")
@@ -51,9 +51,14 @@ async def metadata(broker: Broker, req: Request, session: Session):
     for name in names:
         code = error_code(0)
         parts = ()
-        if not topic_exists(broker, name):
+        if not broker.authorize(session, "DESCRIBE", "TOPIC", name):
+            code = error_code(29)  # TOPIC_AUTHORIZATION_FAILED, whether it exists or not
+        elif not topic_exists(broker, name):
             code = error_code(3)
-            if auto:
+            if auto and not (broker.authorize(session, "CREATE", "CLUSTER")
+                             or broker.authorize(session, "CREATE", "TOPIC", name)):
+                code = error_code(29)
+            elif auto:
                 try:
                     files.validate_topic_name(name)
                     await broker.blocking(broker.cl.create_topic, name)

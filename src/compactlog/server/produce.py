@@ -54,11 +54,18 @@ async def produce(broker: Broker, req: Request, session: Session):
         results = [[(p.index, 21, -1, -1, -1, f"acks={body.acks} is not -1, 0 or 1") for p in t.partition_data]
                    for t in body.topic_data]
     else:
+        allowed = [broker.authorize(session, "WRITE", "TOPIC", t.name) for t in body.topic_data]
+        topics = [t for t, ok in zip(body.topic_data, allowed) if ok]
         if req.size <= INLINE_BYTES:  # a small request costs less than the hop to a worker thread
-            results = _append_all(broker, body.topic_data, req.api_version)
+            results = _append_all(broker, topics, req.api_version)
         else:
-            results = await broker.blocking(_append_all, broker, body.topic_data, req.api_version)
+            results = await broker.blocking(_append_all, broker, topics, req.api_version)
         broker.data_arrived()
+        if len(topics) < len(allowed):  # topics without WRITE: TOPIC_AUTHORIZATION_FAILED, nothing appended
+            appended = iter(results)
+            results = [next(appended) if ok else [(p.index, 29, -1, -1, -1, f"Not authorized to write to {t.name}")
+                                                  for p in t.partition_data]
+                       for t, ok in zip(body.topic_data, allowed)]
     if body.acks == 0:
         return None
     return answer(req, body, results)

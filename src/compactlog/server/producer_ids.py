@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 
 from ..storage import files
+from .acls import may_write_idempotently
 from .broker import NO_THROTTLE, Broker, Session, error_code
 from .entities import response
 from .protocol import Request
@@ -41,6 +42,8 @@ class ProducerIdManager:
 async def init_producer_id(broker: Broker, req: Request, session: Session):
     if req.body.transactional_id is not None:
         return response(req, throttle_time=NO_THROTTLE, error_code=error_code(15), producer_id=-1, producer_epoch=-1)
+    if not may_write_idempotently(broker, session):  # CLUSTER_AUTHORIZATION_FAILED, as Kafka answers
+        return response(req, throttle_time=NO_THROTTLE, error_code=error_code(31), producer_id=-1, producer_epoch=-1)
     ids = broker.extras.get("producer_ids")
     if ids is None:
         ids = broker.extras["producer_ids"] = ProducerIdManager(broker.cl.manager.dir)
