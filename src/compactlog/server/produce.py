@@ -3,8 +3,17 @@
 The storage layer does what Kafka's leader does with a produce batch (``storage/validator.py``): CRC,
 ``max.message.bytes``, keys on compacted topics, timestamps, the topic's ``compression.type`` (the
 batch kept in place or rebuilt), offsets assigned from the log end, idempotent producers' sequences
-(``storage/producer_state.py``). Here we only add what belongs to the wire: ``acks`` (0 gets no response
-at all, as in Kafka), zstd refused below Produce v7, and one response entry per partition asked for.
+(``storage/producer_state.py``). Here we only add what belongs to the wire, as Kafka's request handling
+does before its log sees anything:
+
+* each partition's records must hold one whole batch in the v2 format (``INVALID_RECORD`` for none, half
+  of one, or a legacy v0/v1 message set; a damaged one is the log's ``CORRUPT_MESSAGE``);
+* zstd needs Produce v7 (``UNSUPPORTED_COMPRESSION_TYPE``);
+* clients may not write to internal topics (``INVALID_TOPIC_EXCEPTION``): ``__consumer_offsets`` is the
+  group coordinator's, and a forged record there would be a committed offset nobody committed;
+* ``acks=0`` gets no response at all; when such a produce fails, the connection is closed instead, the
+  only way left to tell the producer (Kafka does the same);
+* one response entry per partition asked for.
 
 All the partitions of one request are appended in one worker thread, so a big request costs one hop
 off the event loop, and parked fetches are woken once afterwards.
@@ -14,15 +23,33 @@ from __future__ import annotations
 
 import datetime
 
-from ..errors import CompactLogError, InvalidRecordError
+from ..errors import CompactLogError, InvalidRecordError, InvalidTopicError
 from .broker import NO_THROTTLE, Broker, Session, error_code
 from .entities import make, response, schema
-from .protocol import Request
+from .metadata import INTERNAL_TOPICS
+from .protocol import ProtocolError, Request
 
 ZSTD = 4
 ATTRIBUTES_LOW_BYTE = 22  # the low byte of a batch's attributes: the codec is its low 3 bits
+LOG_OVERHEAD = 12  # base offset and length, before the length's count starts
+MAGIC_AT = 16  # the format byte: after base offset, length and partition leader epoch
 UTC = datetime.timezone.utc
 INLINE_BYTES = 64 * 1024
+
+
+def check_records(records: bytes | None, where: str) -> None:
+    """What Kafka checks of a Produce v3+ partition before validating the batch: there is one whole
+    batch, and it is in the v2 format. (Bytes after it, and a damaged header, are the validator's.)"""
+    if records is None or len(records) <= MAGIC_AT:
+        raise InvalidRecordError(f"the produce request for {where} must hold one record batch; it holds "
+                                 f"{0 if records is None else len(records)} bytes")
+    size = LOG_OVERHEAD + int.from_bytes(records[8:LOG_OVERHEAD], "big", signed=True)
+    if size > len(records):
+        raise InvalidRecordError(f"the produce request for {where} holds part of a record batch: {len(records)} "
+                                 f"of the {size} bytes it declares")
+    if records[MAGIC_AT] in (0, 1):
+        raise InvalidRecordError(f"the produce request for {where} holds a magic v{records[MAGIC_AT]} message set; "
+                                 "Produce v3 and later carry v2 record batches only")
 
 
 def _append_all(broker: Broker, topics, version: int) -> list[list[tuple]]:
@@ -34,8 +61,9 @@ def _append_all(broker: Broker, topics, version: int) -> list[list[tuple]]:
         for p in t.partition_data:
             try:
                 records = p.records
-                if records is None:
-                    raise InvalidRecordError(f"the produce request for {t.name}-{p.index} carries no records")
+                if t.name in INTERNAL_TOPICS:
+                    raise InvalidTopicError(f"Cannot append to internal topic {t.name}")
+                check_records(records, f"{t.name}-{p.index}")
                 if version < 7 and len(records) > ATTRIBUTES_LOW_BYTE and records[ATTRIBUTES_LOW_BYTE] & 7 == ZSTD:
                     rows.append((p.index, 76, -1, -1, -1, "zstd batches need Produce v7 or later"))
                     continue
@@ -67,6 +95,10 @@ async def produce(broker: Broker, req: Request, session: Session):
                                                   for p in t.partition_data]
                        for t, ok in zip(body.topic_data, allowed)]
     if body.acks == 0:
+        failed = [(t.name, row[0], row[1]) for t, rows in zip(body.topic_data, results) for row in rows if row[1]]
+        if failed:
+            raise ProtocolError(f"an acks=0 produce failed ({', '.join(f'{n}-{p}: error {c}' for n, p, c in failed[:3])}); "
+                                "closing the connection so that the producer notices")
         return None
     return answer(req, body, results)
 
