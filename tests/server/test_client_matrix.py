@@ -90,8 +90,11 @@ def matrix(tmp_path_factory) -> Matrix:
         for acks in ("0", "1", "all"):
             cl.create_topic(f"acks-{client}-{acks}", 1)
         cl.create_topic(f"idem-{client}", 1)
-    for name in ("raw-idem", "timestamps", "zstd-old"):
+    for name in ("raw-idem", "timestamps", "zstd-old", "long-poll", "big-records"):
         cl.create_topic(name, 1)
+    cl.create_topic("two-parts", 2)
+    cl.produce_batch("two-parts", [(b"a", b"x" * 300)] * 10, partition=0, compression="gzip")
+    cl.produce_batch("two-parts", [(b"b", b"y" * 300)] * 10, partition=1)
     cl.create_topic("keys-required", 1, {"cleanup.policy": "compact"})
     cl.create_topic("small-max", 1, {"max.message.bytes": "2000"})
     compacted = fill_compacted(cl)
@@ -499,6 +502,127 @@ def test_a_failed_acks_0_produce_closes_the_connection(matrix):
         assert raw_end_offset(matrix.server, "zstd-old") == before + 1
         c.send(wire.produce("no-such-topic-here", 0, batch, acks=0))
         assert c.closed_by_peer()
+
+
+# fetch semantics -----------------------------------------------------------------------------------
+
+def fetch_raw(c: wire.RawClient, topic: str, offset: int, **kw):
+    return c.call(wire.fetch(topic, 0, offset, **kw)).responses[0].partitions[0]
+
+
+def test_a_fetch_at_the_end_waits_for_max_wait_and_wakes_on_an_append(matrix):
+    with wire.RawClient.to(matrix.server) as c, wire.RawClient.to(matrix.server) as producer:
+        end = raw_end_offset(matrix.server, "long-poll")
+        t = time.monotonic()
+        part = fetch_raw(c, "long-poll", end, max_wait=400)
+        assert time.monotonic() - t >= 0.35, "a fetch at the end did not wait"
+        assert (part.error_code, part.records or b"", part.high_watermark) == (0, b"", end)
+        corr = c.send(wire.fetch("long-poll", 0, end, max_wait=15_000))
+        time.sleep(0.3)
+        t = time.monotonic()
+        assert produce_raw(producer, "long-poll", build_batch([b"k"], [b"wake"], [int(time.time() * 1000)]))[0] == 0
+        part = c.receive(wire.fetch("long-poll", 0, end, max_wait=15_000), corr).responses[0].partitions[0]
+        assert time.monotonic() - t < 5, "a parked fetch was not woken by the append"
+        assert [b.base_offset for _, b in iter_batches(part.records)] == [end]
+
+
+def test_out_of_range_offsets(matrix):
+    with wire.RawClient.to(matrix.server) as c:
+        end = raw_end_offset(matrix.server, "two-parts")
+        for offset in (end + 1, -1, 2**62):
+            part = fetch_raw(c, "two-parts", offset)
+            assert part.error_code == 1, offset  # OFFSET_OUT_OF_RANGE
+            assert (part.high_watermark, part.log_start_offset, part.records or b"") == (end, 0, b"")
+
+
+def test_a_fetch_inside_a_compressed_batch_gets_the_whole_batch(matrix):
+    with wire.RawClient.to(matrix.server) as c:
+        part = fetch_raw(c, "two-parts", 4)
+        first = next(iter_batches(part.records))[1]
+        assert (first.base_offset, first.last_offset, first.codec) == (0, 9, Codec.GZIP)
+
+
+def test_a_fetch_inside_a_hole_of_a_compacted_topic_gets_the_next_batch(matrix):
+    offsets = [o for o, _, _ in matrix.compacted]
+    hole = next(o + 1 for o, nxt in zip(offsets, offsets[1:]) if nxt > o + 1 and (o + 1) % KEYS_PER_ROUND)
+    with wire.RawClient.to(matrix.server) as c:
+        part = fetch_raw(c, COMPACTED, hole)
+    batches = [b for _, b in iter_batches(part.records)]
+    assert batches[0].last_offset >= hole  # the batch that spans the hole (its records may all be below it)
+    assert batches[0].base_offset <= max([o for o in offsets if o < hole] + [0])
+    after = [r.offset for b in batches for r in b.records() if r.offset >= hole]
+    assert after[0] == min(o for o in offsets if o >= hole)
+
+
+def test_every_partition_asked_for_is_answered_and_the_first_batch_comes_whole(matrix):
+    """KIP-74: max_bytes is a soft limit for the first batch found, so no consumer is stuck behind a
+    big one; after it the limit holds. Unknown partitions are answered too (with error 3)."""
+    mod = wire.module_of("fetch", 11, "request")
+    parts = tuple(mod.FetchPartition(partition=p, current_leader_epoch=-1, fetch_offset=0, log_start_offset=-1,
+                                     partition_max_bytes=100) for p in (0, 1, 7))
+    body = mod.FetchRequest(replica_id=-1, max_wait=wire.ms(0), min_bytes=1, max_bytes=100, isolation_level=1,
+                            session_id=0, session_epoch=-1, forgotten_topics_data=(), rack_id="",
+                            topics=(mod.FetchTopic(topic="two-parts", partitions=parts),
+                                    mod.FetchTopic(topic="no-such-topic", partitions=parts[:1])))
+    with wire.RawClient.to(matrix.server) as c:
+        resp = c.call(body)
+    assert resp.error_code == 0 and resp.session_id == 0
+    got = {(t.topic, p.partition_index): p for t in resp.responses for p in t.partitions}
+    assert sorted(got) == [("no-such-topic", 0), ("two-parts", 0), ("two-parts", 1), ("two-parts", 7)]
+    assert got[("two-parts", 7)].error_code == 3 and got[("no-such-topic", 0)].error_code == 3
+    whole = list(iter_batches(got[("two-parts", 0)].records))
+    assert len(whole) == 1 and whole[0][1].record_count == 10  # well above 100 bytes, yet whole
+    assert (got[("two-parts", 1)].error_code, got[("two-parts", 1)].records or b"") == (0, b"")  # budget spent
+    assert got[("two-parts", 1)].high_watermark == 10 and got[("two-parts", 1)].last_stable_offset == 10
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+def test_records_larger_than_the_fetch_limits_still_come_through(matrix, client):
+    rows = [(f"big{i}".encode(), bytes([65 + i]) * 20_000, []) for i in range(4)]
+    if raw_end_offset(matrix.server, "big-records") < len(rows):
+        produce_confluent(matrix.server.bootstrap, "big-records", rows)
+    if client == "confluent":
+        c = confluent_kafka.Consumer({"bootstrap.servers": matrix.server.bootstrap, "group.id": "big",
+                                      "fetch.max.bytes": 1024, "message.max.bytes": 1000,
+                                      "max.partition.fetch.bytes": 512, "enable.partition.eof": True})
+        c.assign([confluent_kafka.TopicPartition("big-records", 0, confluent_kafka.OFFSET_BEGINNING)])
+        got = []
+        deadline = time.monotonic() + WAIT
+        while len(got) < len(rows) and time.monotonic() < deadline:
+            m = c.poll(0.5)
+            if m is not None and not m.error():
+                got.append(m.value())
+        c.close()
+    elif client == "kafka-python":
+        c = kafka.KafkaConsumer(bootstrap_servers=matrix.server.bootstrap, group_id=None,
+                                max_partition_fetch_bytes=512, fetch_max_bytes=1024)
+        tp = kafka.TopicPartition("big-records", 0)
+        c.assign([tp])
+        c.seek_to_beginning(tp)
+        got = []
+        deadline = time.monotonic() + WAIT
+        while len(got) < len(rows) and time.monotonic() < deadline:
+            got += [m.value for batch in c.poll(timeout_ms=500).values() for m in batch]
+        c.close()
+    else:
+        async def go():
+            c = aiokafka.AIOKafkaConsumer(bootstrap_servers=matrix.server.bootstrap, group_id=None,
+                                          max_partition_fetch_bytes=512, fetch_max_bytes=1024)
+            await c.start()
+            tp = aiokafka.TopicPartition("big-records", 0)
+            c.assign([tp])
+            await c.seek_to_beginning(tp)
+            out = []
+            deadline = time.monotonic() + WAIT
+            try:
+                while len(out) < len(rows) and time.monotonic() < deadline:
+                    out += [m.value for batch in (await c.getmany(timeout_ms=500)).values() for m in batch]
+            finally:
+                await c.stop()
+            return out
+
+        got = asyncio.run(go())
+    assert got == [v for _, v, _ in rows]
 
 
 # kcat ---------------------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import os
 import random
 import socket
 import struct
@@ -39,10 +40,11 @@ from compactlog.records import BatchInfo, Codec, build_batch
 from compactlog.server.versions import SERVED, request_class
 
 ServeProcess = wire.serve_process_class()
-SEED = 20240611
-CONNECTIONS = 1200  # about 4 requests each
+# a longer hunt: COMPACTLOG_FUZZ_SEED=7 COMPACTLOG_FUZZ_CONNECTIONS=20000 COMPACTLOG_FUZZ_SECONDS=300 pytest ...
+SEED = int(os.environ.get("COMPACTLOG_FUZZ_SEED", "20240611"))
+CONNECTIONS = int(os.environ.get("COMPACTLOG_FUZZ_CONNECTIONS", "1200"))  # about 4 requests each
 CONCURRENCY = 32
-WALL_BUDGET = 18.0  # seconds of fuzzing at most, whatever the machine
+WALL_BUDGET = float(os.environ.get("COMPACTLOG_FUZZ_SECONDS", "18"))  # seconds of fuzzing at most
 SILENCE = 2.0  # how long a connection may stay silent before it counts as parked
 MAX_REQUEST_BYTES = 1 << 20
 FUZZED_APIS = {0, 1, 2, 3, 10, 18, 22, 23, 60}  # produce, fetch, list offsets, metadata, ..., describe cluster
@@ -731,3 +733,19 @@ def test_clients_that_never_read_are_closed_once_nothing_moves(limits_server):
     finally:
         for s in stallers:
             s.close()
+
+
+def test_a_fetch_parked_longer_than_the_idle_limit_is_answered(limits_server):
+    """A long poll is the broker's wait, not the client's idleness: the connection stays for it."""
+    with wire.RawClient.to(limits_server, timeout=30) as c:
+        md = c.call(wire.metadata(["parked"], auto_create=True))
+        assert md.topics[0].error_code in (0, 5)
+        deadline = time.monotonic() + 10
+        while c.call(wire.metadata(["parked"])).topics[0].error_code and time.monotonic() < deadline:
+            time.sleep(0.1)
+        wait_ms = int(IDLE_MS * 1.6)
+        t = time.monotonic()
+        part = c.call(wire.fetch("parked", 0, 0, max_wait=wait_ms)).responses[0].partitions[0]
+        assert part.error_code == 0
+        assert time.monotonic() - t >= wait_ms / 1000 * 0.9
+        assert served(c)
