@@ -52,6 +52,21 @@ def check_records(records: bytes | None, where: str) -> None:
                                  "Produce v3 and later carry v2 record batches only")
 
 
+def cheap(topics, size: int) -> bool:
+    """Whether appending a request costs about its size, so that it may run on the event loop: it is
+    small, and no batch in it is compressed. A compressed batch is inflated to be checked, and a few
+    kilobytes of it can be tens of megabytes of records (up to message.max.decompressed.bytes): done
+    on the loop, that would stop every other client for as long."""
+    if size > INLINE_BYTES:
+        return False
+    for t in topics:
+        for p in t.partition_data:
+            r = p.records
+            if r is not None and len(r) > ATTRIBUTES_LOW_BYTE and r[ATTRIBUTES_LOW_BYTE] & 7:
+                return False
+    return True
+
+
 def _append_all(broker: Broker, topics, version: int) -> list[list[tuple]]:
     """(partition, error, base offset, log append time, log start offset, message) per partition."""
     out = []
@@ -84,7 +99,7 @@ async def produce(broker: Broker, req: Request, session: Session):
     else:
         allowed = [broker.authorize(session, "WRITE", "TOPIC", t.name) for t in body.topic_data]
         topics = [t for t, ok in zip(body.topic_data, allowed) if ok]
-        if req.size <= INLINE_BYTES:  # a small request costs less than the hop to a worker thread
+        if cheap(topics, req.size):  # a small request costs less than the hop to a worker thread
             results = _append_all(broker, topics, req.api_version)
         else:
             results = await broker.blocking(_append_all, broker, topics, req.api_version)
