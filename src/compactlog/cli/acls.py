@@ -46,7 +46,8 @@ def _entries(principals, hosts, permission: Permission) -> list[tuple[str, str, 
 @click.option("--add", is_flag=True, help="Add ACLs.")
 @click.option("--remove", is_flag=True, help="Remove the ACLs the other flags match.")
 @click.option("--list", "list_", is_flag=True, help="List ACLs (all, or those the other flags match).")
-@click.option("--allow-principal", multiple=True, help="Principal allowed (User:alice, User:* for everyone). Repeatable.")
+@click.option("--allow-principal", multiple=True,
+              help="Principal allowed (User:alice, User:* for everyone). Repeatable.")
 @click.option("--deny-principal", multiple=True, help="Principal denied. Repeatable.")
 @click.option("--allow-host", multiple=True, help="Host (IP address) the allow applies from; * when not given.")
 @click.option("--deny-host", multiple=True, help="Host (IP address) the deny applies from; * when not given.")
@@ -60,7 +61,8 @@ def _entries(principals, hosts, permission: Permission) -> list[tuple[str, str, 
 @click.option("--resource-pattern-type", "pattern", default="literal", show_default=True,
               help="literal or prefixed; with --list and --remove also any or match.")
 @click.option("--producer", is_flag=True, help="With --add: what a producer needs (Write, Describe, Create on topics).")
-@click.option("--consumer", is_flag=True, help="With --add: what a consumer needs (Read, Describe on topics, Read on groups).")
+@click.option("--consumer", is_flag=True,
+              help="With --add: what a consumer needs (Read, Describe on topics, Read on groups).")
 @kafka_errors
 def acls(data_dir, server_properties, add, remove, list_, allow_principal, deny_principal, allow_host, deny_host,
          principals, operations, topics, groups, cluster, pattern, producer, consumer):

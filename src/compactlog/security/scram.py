@@ -212,7 +212,8 @@ class ScramServer:
             raise SaslAuthenticationFailedError("Authentication failed: the authorization id differs from the username")
         for key, value in attrs[2:]:  # other extensions are ignored, as Kafka ignores ones it does not know
             if key == "m" or (key == "tokenauth" and value.lower() == "true"):
-                raise SaslAuthenticationFailedError(f"Unsupported SCRAM extension {key}={value} (no delegation tokens here)")
+                raise SaslAuthenticationFailedError(f"Unsupported SCRAM extension {key}={value} "
+                                                    "(no delegation tokens here)")
         self.username = user
         cred = self.lookup(user, self.mechanism)
         self._known = cred is not None

@@ -173,9 +173,9 @@ async def delete_acls(broker: Broker, req: Request, session: Session):
                                 matching_acls=()))
             continue
         results.append(make(s.DeleteAclsFilterResult, error_code=error_code(0), error_message=None, matching_acls=tuple(
-            make(s.DeleteAclsMatchingAcl, error_code=error_code(0), error_message=None, resource_type=b.resource_type.value,
-                 resource_name=b.name, pattern_type=b.pattern_type.value, principal=b.principal, host=b.host,
-                 operation=b.operation.value, permission_type=b.permission.value)
+            make(s.DeleteAclsMatchingAcl, error_code=error_code(0), error_message=None,
+                 resource_type=b.resource_type.value, resource_name=b.name, pattern_type=b.pattern_type.value,
+                 principal=b.principal, host=b.host, operation=b.operation.value, permission_type=b.permission.value)
             for b in next(removed))))
     return response(req, throttle_time=NO_THROTTLE, filter_results=tuple(results))
 

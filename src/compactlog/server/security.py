@@ -94,7 +94,8 @@ def _load_truststore(ctx: ssl.SSLContext, config) -> None:
         raise InvalidConfigError(f"Invalid value {location} for configuration ssl.truststore.location: "
                                  "no such file") from None
     except ssl.SSLError as exc:
-        raise InvalidConfigError(f"Cannot load the trusted certificates (ssl.truststore.*): {exc.reason or exc}") from None
+        raise InvalidConfigError(f"Cannot load the trusted certificates (ssl.truststore.*): "
+                                 f"{exc.reason or exc}") from None
 
 
 def server_ssl_context(config) -> ssl.SSLContext:
@@ -133,7 +134,11 @@ def _der_string(name: str, value: str) -> str:
     data = value.encode("utf-8")
     tag = 0x16 if name in _IA5_ATTRIBUTES else 0x0C
     n = len(data)
-    length = bytes([n]) if n < 0x80 else bytes([0x80 | ((n.bit_length() + 7) // 8)]) + n.to_bytes((n.bit_length() + 7) // 8, "big")
+    if n < 0x80:
+        length = bytes([n])
+    else:  # DER's long form: the count of length bytes, then the length
+        size = (n.bit_length() + 7) // 8
+        length = bytes([0x80 | size]) + n.to_bytes(size, "big")
     return "#" + (bytes([tag]) + length + data).hex()
 
 
