@@ -151,8 +151,8 @@ def test_separators_keep_non_ascii_characters_and_take_escapes(data):
 
 @pytest.mark.parametrize("args, code, message", [
     (["--create", "--delete", "--topic", "t"], 2,
-     "Error: Command must include exactly one action: --create, --delete, --list or --describe (got --create and --delete)"),
-    ([], 2, "Error: Command must include exactly one action: --create, --delete, --list or --describe"),
+     "Error: Command must include exactly one action: --create, --delete, --list, --describe or --alter (got --create and --delete)"),
+    ([], 2, "Error: Command must include exactly one action: --create, --delete, --list, --describe or --alter"),
     (["--create"], 2, "Error: --create needs --topic"),
     (["--delete"], 2, "Error: --delete needs --topic"),
     (["--describe", "--topic", "t", "--partitions", "3"], 2, "Error: --partitions only goes with --create, not --describe"),
@@ -437,8 +437,8 @@ def test_group_help_documents_the_exit_statuses():
 def test_unknown_command_and_option_are_usage_errors():
     res = cli("frobnicate")
     assert res.exit_code == 2 and "Error: No such command 'frobnicate'." in res.output
-    res = cli("topics", "--bootstrap-server", "localhost:9092", "--list")
-    assert res.exit_code == 2 and "Error: No such option '--bootstrap-server'." in res.output
+    res = cli("topics", "--zookeeper", "localhost:2181", "--list")
+    assert res.exit_code == 2 and "Error: No such option '--zookeeper'." in res.output
 
 
 # --- the error surface itself -------------------------------------------------------------------------

@@ -10,7 +10,13 @@ from pathlib import Path
 import pytest
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition  # noqa: E402
+from confluent_kafka import (  # noqa: E402
+    Consumer,
+    KafkaError,
+    KafkaException,
+    Producer,
+    TopicPartition,
+)
 from confluent_kafka.admin import (  # noqa: E402
     AdminClient,
     AlterConfigOpType,
@@ -256,7 +262,12 @@ def test_delete_topics(admin):
 def test_admin_requests_are_authorized_once_acls_exist(server):
     """With one ACL stored, what it does not allow is refused: CREATE of another topic (29) and the
     broker's configs (31); the topic it names stays open."""
-    from confluent_kafka.admin import AclBinding, AclOperation, AclPermissionType, ResourcePatternType
+    from confluent_kafka.admin import (
+        AclBinding,
+        AclOperation,
+        AclPermissionType,
+        ResourcePatternType,
+    )
 
     admin = AdminClient({"bootstrap.servers": server.bootstrap})
     acl = AclBinding(ResourceType.TOPIC, "open", ResourcePatternType.LITERAL, "User:ANONYMOUS", "*",

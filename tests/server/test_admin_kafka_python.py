@@ -10,8 +10,14 @@ import pytest
 
 pytest.importorskip("kafka")
 from kafka import KafkaConsumer, KafkaProducer  # noqa: E402
+from kafka.admin import (  # noqa: E402
+    ConfigResource,
+    ConfigResourceType,
+    KafkaAdminClient,
+    NewPartitions,
+    NewTopic,
+)
 from kafka.errors import UnknownTopicOrPartitionError  # noqa: E402
-from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient, NewPartitions, NewTopic  # noqa: E402
 from kafka.protocol.admin import (  # noqa: E402
     CreateTopicsRequest,
     DescribeConfigsRequest,

@@ -149,19 +149,61 @@ def _not_empty(ctx: click.Context, param: click.Parameter, value: str | None) ->
     return value
 
 
-def data_dir_option(f: Callable | None = None, *, may_create: bool = False) -> Callable:
+def data_dir_option(f: Callable | None = None, *, may_create: bool = False, wire: bool = False) -> Callable:
     """``--data-dir`` and ``--server-properties``. The directory must exist unless ``may_create`` (only
-    ``topics --create`` makes one), so that a mistyped path is an error, not a new empty directory."""
+    ``topics --create`` makes one), so that a mistyped path is an error, not a new empty directory.
+
+    ``wire``: the command also takes ``--bootstrap-server HOST:PORT`` instead, for a data directory a
+    running broker owns (``compactlog serve``), as Kafka's tools do; exactly one of the two is given,
+    and the command gets both arguments (the other is None)."""
 
     def decorate(f: Callable) -> Callable:
+        if wire:
+            f = _one_target(f)
+            f = click.option("--bootstrap-server", "bootstrap_server", metavar="HOST:PORT", callback=host_ports,
+                             help="A running broker (compactlog serve) to work through, instead of --data-dir.")(f)
         f = click.option("--server-properties", "server_properties", type=click.Path(exists=True, dir_okay=False),
                          help="Broker defaults in server.properties format (log.retention.ms=..., num.partitions=...).")(f)
-        return click.option("--data-dir", required=True, type=click.Path(file_okay=False, exists=not may_create),
-                            callback=_not_empty,
-                            help="The data directory (Kafka's log.dirs)" + ("; --create makes it if missing." if may_create
-                                                                              else "; it must exist."))(f)
+        where = "; --create makes it if missing." if may_create else "; it must exist."
+        return click.option("--data-dir", required=not wire, type=click.Path(file_okay=False, exists=not may_create),
+                            callback=_not_empty, help="The data directory (Kafka's log.dirs)" + where)(f)
 
     return decorate(f) if f is not None else decorate
+
+
+def _one_target(f: Callable) -> Callable:
+    @functools.wraps(f)
+    def checked(*args, **kwargs):
+        data_dir, bootstrap = kwargs.get("data_dir"), kwargs.get("bootstrap_server")
+        if (data_dir is None) == (bootstrap is None):
+            raise click.UsageError("Give exactly one of --data-dir (a data directory) and --bootstrap-server "
+                                   "(a running broker, HOST:PORT).")
+        if bootstrap is not None and kwargs.get("server_properties"):
+            raise click.UsageError("--server-properties goes with --data-dir; a running broker has its own settings.")
+        return f(*args, **kwargs)
+
+    return checked
+
+
+def host_ports(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """HOST:PORT[,HOST:PORT...], checked before any connection is tried."""
+    if value is None:
+        return None
+    for entry in value.split(","):
+        host, sep, port = entry.strip().rpartition(":")
+        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise click.BadParameter(f"expected HOST:PORT, got {entry.strip()!r}", ctx=ctx, param=param)
+    return value
+
+
+def open_target(data_dir: str | None, server_properties: str | None, bootstrap_server: str | None):
+    """What a command with ``data_dir_option(wire=True)`` works on: the data directory, opened here, or the
+    broker at ``bootstrap_server`` (``wire.WireClient``, which answers the same CompactLog calls)."""
+    if bootstrap_server is not None:
+        from .wire import WireClient
+
+        return WireClient(bootstrap_server)
+    return open_data_dir(data_dir, server_properties)
 
 
 def parse_key_values(items: tuple[str, ...] | list[str], what: str) -> dict[str, str]:

@@ -1,4 +1,6 @@
-"""``produce`` and ``consume``: kafka-console-producer and kafka-console-consumer over a data directory."""
+"""``produce`` and ``consume``: kafka-console-producer and kafka-console-consumer over a data directory, or
+through a running broker with ``--bootstrap-server`` (``wire.py``): the same line parsing and the same
+record formatting either way."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from .common import (
     data_dir_option,
     kafka_errors,
     open_data_dir,
+    open_target,
     parse_key_values,
     unescape_property,
 )
@@ -86,7 +89,7 @@ class LineReaderProps:
 
 
 @click.command("produce")
-@data_dir_option
+@data_dir_option(wire=True)
 @click.option("--topic", required=True, help="The topic to produce to.")
 @click.option("--property", "properties", multiple=True,
               help="parse.key, key.separator, null.marker, parse.headers, headers.delimiter, headers.separator, headers.key.separator.")
@@ -97,12 +100,16 @@ class LineReaderProps:
               help="Bytes per batch (Kafka's batch.size; 0: one record per batch). Batches also fit the topic's "
                    "max.message.bytes and segment.bytes.")
 @kafka_errors
-def produce(data_dir, server_properties, topic, properties, compression_codec, compression_level, batch_size):
+def produce(data_dir, server_properties, bootstrap_server, topic, properties, compression_codec, compression_level,
+            batch_size):
     """Read records from standard input, one per line (kafka-console-producer).
 
     Records are batched by the producer plan the API uses (compactlog.producer): keys pick partitions by
     murmur2, keyless records stick to a partition for a batch.size of bytes, and no batch exceeds what
     the topic takes. Every batch is built before any is appended.
+
+    Over --bootstrap-server the records go through a Kafka producer (acks=all, murmur2 partitioning), and
+    the command ends once every one is acknowledged.
 
     Example: printf 'p3:10\\n' | compactlog produce --data-dir data --topic prices --property parse.key=true --property key.separator=:
     """
@@ -114,7 +121,7 @@ def produce(data_dir, server_properties, topic, properties, compression_codec, c
         if line.endswith(b"\r"):
             line = line[:-1]
         rows.append(reader.parse(line, number))
-    with open_data_dir(data_dir, server_properties) as cl:
+    with open_target(data_dir, server_properties, bootstrap_server) as cl:
         cl.produce_batch(topic, rows, compression=compression_codec, level=compression_level, batch_bytes=batch_size)
 
 
@@ -168,7 +175,7 @@ class RecordFormatter:
 
 
 @click.command("consume")
-@data_dir_option
+@data_dir_option(wire=True)
 @click.option("--topic", required=True, help="The topic to read.")
 @click.option("--from-beginning", is_flag=True, help="Start at the log start offset (default: the end).")
 @click.option("--partition", type=click.IntRange(min=0), help="Read only this partition.")
@@ -179,16 +186,20 @@ class RecordFormatter:
                    "(-1: never). Without it, stop at the current end of the log.")
 @click.option("--read-compacted", is_flag=True,
               help="Read the compacted view (compact-topic): latest record per key below its horizon, then the live log.")
+@click.option("--group", help="With --bootstrap-server: read as a member of this consumer group, from its committed "
+                              "offsets (else as --from-beginning says), and commit what was read.")
 @click.option("--property", "properties", multiple=True,
               help="print.key, print.value, print.timestamp, print.offset, print.partition, print.headers, key.separator, line.separator, null.literal (alias null.marker).")
 @click.option("--consumer-property", "consumer_properties", multiple=True,
               help="check.crcs=true|false: verify every batch's CRC (the default, as Kafka's consumer does).")
 @kafka_errors
-def consume(data_dir, server_properties, topic, from_beginning, partition, offset, max_messages, timeout_ms, read_compacted,
-            properties, consumer_properties):
+def consume(data_dir, server_properties, bootstrap_server, topic, from_beginning, partition, offset, max_messages,
+            timeout_ms, read_compacted, group, properties, consumer_properties):
     """Print records up to the current end of the log, or follow it with --timeout-ms (kafka-console-consumer).
 
     Example: compactlog consume --data-dir data --topic prices --from-beginning --property print.key=true
+
+    Example: compactlog consume --bootstrap-server 127.0.0.1:9092 --topic prices --group cache --max-messages 10
     """
     fmt = RecordFormatter(parse_key_values(properties, "--property"))
     check_crcs = consumer_settings(parse_key_values(consumer_properties, "--consumer-property"))
@@ -203,14 +214,31 @@ def consume(data_dir, server_properties, topic, from_beginning, partition, offse
             from_beginning = True
         elif offset != "latest":
             start = offset
+    if bootstrap_server is not None:
+        if read_compacted:
+            raise click.UsageError("--read-compacted reads a data directory's compacted view; give --data-dir")
+        if group is not None and partition is not None:
+            raise click.UsageError("--group and --partition cannot be given together (the group assigns partitions)")
+        with open_target(data_dir, server_properties, bootstrap_server) as cl:
+            write_records(cl.consume(topic, partition, from_beginning=from_beginning, offset=start,
+                                     max_records=max_messages, group=group, timeout_ms=timeout_ms,
+                                     check_crcs=check_crcs), fmt, out)
+        return
+    if group is not None:
+        raise click.UsageError("--group needs --bootstrap-server: consumer groups live in a running broker")
     if timeout_ms is not None:
         follow(data_dir, topic, partition, start if start is not None else "earliest" if from_beginning else "latest",
                max_messages, timeout_ms, read_compacted, fmt, out, check_crcs)
         return
     with open_data_dir(data_dir, server_properties) as cl:
-        for rec in cl.consume(topic, partition, from_beginning=from_beginning, offset=start, max_records=max_messages,
-                              read_compacted=read_compacted, check_crcs=check_crcs):
-            out.write(fmt.format(rec))
+        write_records(cl.consume(topic, partition, from_beginning=from_beginning, offset=start, max_records=max_messages,
+                                 read_compacted=read_compacted, check_crcs=check_crcs), fmt, out)
+
+
+def write_records(records, fmt: RecordFormatter, out) -> None:
+    """Print records as they come (a follower sees each at once), then flush."""
+    for rec in records:
+        out.write(fmt.format(rec))
     out.flush()
 
 

@@ -13,6 +13,7 @@ from .compaction import compact_topic, compaction_status
 from .console import consume, produce
 from .demo import demo
 from .dumplog import dump_log
+from .groups import consumer_groups
 from .housekeeping import clean
 from .serve import serve
 from .spark import spark
@@ -34,3 +35,4 @@ for command in (topics, configs, produce, consume, dump_log, clean, compact_topi
                 spark, serve):
     main.add_command(command)
 main.add_command(acls)
+main.add_command(consumer_groups)

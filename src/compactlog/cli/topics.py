@@ -1,4 +1,5 @@
-"""``topics`` and ``configs``: kafka-topics and kafka-configs over a data directory."""
+"""``topics`` and ``configs``: kafka-topics and kafka-configs over a data directory, or through a running
+broker with ``--bootstrap-server`` (``wire.py``; same calls, same output)."""
 
 from __future__ import annotations
 
@@ -6,12 +7,28 @@ import os
 
 import click
 
-from .common import data_dir_option, kafka_errors, open_data_dir, parse_key_values
+from .common import data_dir_option, kafka_errors, open_target, parse_key_values
 from .users import configure_users
 
 
 def _config_summary(overrides: dict[str, str]) -> str:
     return ",".join(f"{k}={v}" for k, v in sorted(overrides.items()))
+
+
+def describe_lines(d, leader: int = 0) -> list[str]:
+    """kafka-topics --describe for one TopicDescription: a topic line, then one line per partition. The
+    topic id, size and segment count are left out where they are unknown (over the wire)."""
+    head = [f"Topic: {d.name}"] + ([f"TopicId: {d.topic_id}"] if d.topic_id else [])
+    head += [f"PartitionCount: {len(d.partitions)}", "ReplicationFactor: 1",
+             f"Configs: {_config_summary(d.config.overrides)}"]
+    lines = ["\t".join(head)]
+    for p in d.partitions:
+        cols = [f"Topic: {d.name}", f"Partition: {p.partition}", f"Leader: {leader}", f"Replicas: {leader}",
+                f"Isr: {leader}", f"LogStartOffset: {p.log_start_offset}", f"LogEndOffset: {p.log_end_offset}"]
+        if p.size_bytes is not None:
+            cols += [f"Size: {p.size_bytes}", f"Segments: {p.segments}"]
+        lines.append("\t" + "\t".join(cols))
+    return lines
 
 
 def one_action(actions: dict[str, bool]) -> str:
@@ -25,38 +42,46 @@ def one_action(actions: dict[str, bool]) -> str:
 
 
 @click.command("topics")
-@data_dir_option(may_create=True)
+@data_dir_option(may_create=True, wire=True)
 @click.option("--create", is_flag=True, help="Create a topic.")
 @click.option("--delete", is_flag=True, help="Delete a topic and all its data.")
 @click.option("--list", "list_", is_flag=True, help="List topic names.")
 @click.option("--describe", is_flag=True, help="Describe one topic or all.")
+@click.option("--alter", is_flag=True, help="Add partitions to a topic: --alter --topic T --partitions N (only growth).")
 @click.option("--topic", help="The topic name.")
-@click.option("--partitions", type=int, help="Partition count for --create (default num.partitions).")
+@click.option("--partitions", type=int,
+              help="Partition count for --create (default num.partitions), or the new, larger count for --alter.")
 @click.option("--replication-factor", type=int, help="Accepted for compatibility; must be 1 (one node).")
 @click.option("--config", "configs", multiple=True, help="Topic config override k=v; repeatable.")
 @click.option("--if-not-exists", is_flag=True, help="With --create, do nothing if the topic exists.")
 @kafka_errors
-def topics(data_dir, server_properties, create, delete, list_, describe, topic, partitions, replication_factor, configs,
-           if_not_exists):
-    """Create, delete, list and describe topics (kafka-topics).
+def topics(data_dir, server_properties, bootstrap_server, create, delete, list_, describe, alter, topic, partitions,
+           replication_factor, configs, if_not_exists):
+    """Create, delete, list, describe and grow topics (kafka-topics), in a data directory or through a
+    running broker.
 
     Example: compactlog topics --data-dir data --create --topic prices --config cleanup.policy=compact
+
+    Example: compactlog topics --bootstrap-server 127.0.0.1:9092 --alter --topic prices --partitions 6
     """
-    action = one_action({"create": create, "delete": delete, "list": list_, "describe": describe})
-    if action in ("create", "delete") and not topic:
+    action = one_action({"create": create, "delete": delete, "list": list_, "describe": describe, "alter": alter})
+    if action in ("create", "delete", "alter") and not topic:
         raise click.UsageError(f"--{action} needs --topic")
+    if action == "alter" and partitions is None:
+        raise click.UsageError("--alter needs --partitions (the new, larger partition count)")
     if action != "create":
-        given = {"--partitions": partitions is not None, "--replication-factor": replication_factor is not None,
-                 "--config": bool(configs), "--if-not-exists": if_not_exists}
+        given = {"--partitions": partitions is not None and action != "alter",
+                 "--replication-factor": replication_factor is not None, "--config": bool(configs),
+                 "--if-not-exists": if_not_exists}
         for flag, on in given.items():
             if on:
                 raise click.UsageError(f"{flag} only goes with --create, not --{action}")
-        if not os.path.isdir(data_dir):
+        if data_dir is not None and not os.path.isdir(data_dir):
             raise click.BadParameter(f"Directory {data_dir!r} does not exist.", param_hint="'--data-dir'")
     if replication_factor not in (None, 1, -1):
         raise click.UsageError(f"--replication-factor {replication_factor}: this is a single node, so only 1 is possible")
     overrides = parse_key_values(configs, "--config")
-    with open_data_dir(data_dir, server_properties) as cl:
+    with open_target(data_dir, server_properties, bootstrap_server) as cl:
         if action == "create":
             if if_not_exists and topic in cl.list_topics():
                 return
@@ -65,27 +90,20 @@ def topics(data_dir, server_properties, create, delete, list_, describe, topic, 
         elif action == "delete":
             cl.delete_topic(topic)
             click.echo(f"Deleted topic {topic}.")
+        elif action == "alter":
+            cl.create_partitions(topic, partitions)
         elif action == "list":
             for name in cl.list_topics():
                 click.echo(name)
         else:
             names = [topic] if topic else cl.list_topics()
             for name in names:
-                d = cl.describe_topic(name)
-                click.echo(
-                    f"Topic: {d.name}\tTopicId: {d.topic_id}\tPartitionCount: {len(d.partitions)}\t"
-                    f"ReplicationFactor: 1\tConfigs: {_config_summary(d.config.overrides)}"
-                )
-                for p in d.partitions:
-                    click.echo(
-                        f"\tTopic: {d.name}\tPartition: {p.partition}\tLeader: 0\tReplicas: 0\tIsr: 0\t"
-                        f"LogStartOffset: {p.log_start_offset}\tLogEndOffset: {p.log_end_offset}\t"
-                        f"Size: {p.size_bytes}\tSegments: {p.segments}"
-                    )
+                for line in describe_lines(cl.describe_topic(name), getattr(cl, "node_id", 0)):
+                    click.echo(line)
 
 
 @click.command("configs")
-@data_dir_option
+@data_dir_option(wire=True)
 @click.option("--entity-type", type=click.Choice(["topics", "users"]), default="topics",
               help="topics, or users for their SCRAM credentials.")
 @click.option("--topic", "--entity-name", "topic", help="The topic (the user with --entity-type users).")
@@ -95,12 +113,17 @@ def topics(data_dir, server_properties, create, delete, list_, describe, topic, 
 @click.option("--delete-config", "delete", multiple=True, help="k[,k...] to remove (back to the default).")
 @click.option("--all", "show_all", is_flag=True, help="With --describe, every config, not only overrides.")
 @kafka_errors
-def configs(data_dir, server_properties, entity_type, topic, alter, describe, add, delete, show_all):
-    """Alter and describe topic configs (kafka-configs).
+def configs(data_dir, server_properties, bootstrap_server, entity_type, topic, alter, describe, add, delete, show_all):
+    """Alter and describe topic configs (kafka-configs), in a data directory or through a running broker.
 
     Example: compactlog configs --data-dir data --alter --topic prices --add-config compression.type=zstd
+
+    Example: compactlog configs --bootstrap-server 127.0.0.1:9092 --entity-type topics --entity-name prices --describe
     """
     action = one_action({"alter": alter, "describe": describe})
+    if entity_type == "users" and bootstrap_server is not None:
+        raise click.UsageError("users' credentials are kept in the data directory: give --data-dir (it works while "
+                               "serve runs)")
     if entity_type == "users":  # SCRAM credentials: users.py (no data directory lock needed)
         return configure_users(data_dir, topic, action, add, delete)
     if not topic:
@@ -114,7 +137,7 @@ def configs(data_dir, server_properties, entity_type, topic, alter, describe, ad
         names = [n.strip() for item in delete for n in item.split(",") if n.strip()]
     elif add or delete:
         raise click.UsageError("--add-config and --delete-config only go with --alter")
-    with open_data_dir(data_dir, server_properties) as cl:
+    with open_target(data_dir, server_properties, bootstrap_server) as cl:
         if action == "alter":
             cl.alter_topic_config(topic, changes, names)
             click.echo(f"Completed updating config for topic {topic}.")

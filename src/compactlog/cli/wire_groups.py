@@ -1,0 +1,137 @@
+"""Consumer groups of a running broker, as kafka-consumer-groups sees them: ListGroups, DescribeGroups,
+OffsetFetch, OffsetCommit, ListOffsets and DeleteGroups through librdkafka's admin client.
+
+Groups live only in a broker (their offsets in its ``__consumer_offsets``), so there is no local
+counterpart: ``compactlog consumer-groups`` always takes ``--bootstrap-server``. What the broker says
+is kept as it says it; the command (``groups.py``) only chooses and prints.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable, Mapping
+
+from ..errors import CompactLogError, InvalidRequestError, UnknownTopicOrPartitionError
+from .wire import TIMEOUT_S, WireClient, as_error, coded, result
+
+GROUP_ID_NOT_FOUND = 69
+# Kafka's names of group states (ConsumerGroupState's enum names are librdkafka's spelling).
+STATE_NAMES = {"UNKNOWN": "Unknown", "PREPARING_REBALANCING": "PreparingRebalance",
+               "COMPLETING_REBALANCING": "CompletingRebalance", "STABLE": "Stable", "DEAD": "Dead", "EMPTY": "Empty"}
+INACTIVE = frozenset({"Empty", "Dead"})  # states in which offsets may be reset (no member would overwrite them)
+
+TopicPartitionKey = tuple[str, int]
+
+
+@dataclass(frozen=True)
+class Member:
+    member_id: str
+    client_id: str
+    host: str
+    assignment: tuple[TopicPartitionKey, ...]
+
+
+@dataclass(frozen=True)
+class GroupView:
+    """One group: its state, members with their partitions, and committed offsets (next offset to read)."""
+
+    group_id: str
+    state: str
+    members: tuple[Member, ...]
+    committed: Mapping[TopicPartitionKey, int] = field(default_factory=dict)
+
+    def owner(self, tp: TopicPartitionKey) -> Member | None:
+        return next((m for m in self.members if tp in m.assignment), None)
+
+
+class GroupAdmin(WireClient):
+    """The group side of a broker (a ``WireClient`` with kafka-consumer-groups' calls)."""
+
+    def list_groups(self) -> list[str]:
+        listed = result(self.admin.list_consumer_groups(request_timeout=TIMEOUT_S))
+        return sorted(g.group_id for g in listed.valid)
+
+    def describe_group(self, group: str) -> GroupView:
+        """The group, or GROUP_ID_NOT_FOUND when the broker knows neither members nor offsets of it."""
+        from confluent_kafka import ConsumerGroupTopicPartitions
+
+        desc = result(self.admin.describe_consumer_groups([group], request_timeout=TIMEOUT_S)[group])
+        asked = ConsumerGroupTopicPartitions(group)
+        fetched = result(self.admin.list_consumer_group_offsets([asked], request_timeout=TIMEOUT_S)[group])
+        committed = {(tp.topic, tp.partition): tp.offset for tp in fetched.topic_partitions or () if tp.offset >= 0}
+        state = STATE_NAMES.get(getattr(desc.state, "name", str(desc.state)), str(desc.state))
+        members = tuple(
+            Member(m.member_id, m.client_id, m.host,
+                   tuple((tp.topic, tp.partition) for tp in (m.assignment.topic_partitions if m.assignment else ())))
+            for m in desc.members or ())
+        if state in ("Dead", "Unknown") and not members and not committed:
+            raise coded(GROUP_ID_NOT_FOUND, f"Consumer group '{group}' does not exist.")
+        return GroupView(group, state, members, committed)
+
+    def describe_group_or_new(self, group: str) -> GroupView:
+        """The group, or an empty one: offsets may be stored for a group nobody has joined yet, as Kafka
+        lets them (a consumer that joins later starts there)."""
+        try:
+            return self.describe_group(group)
+        except CompactLogError as exc:
+            if exc.code != GROUP_ID_NOT_FOUND:
+                raise
+            return GroupView(group, "Dead", ())
+
+    def end_offsets(self, partitions: Iterable[TopicPartitionKey]) -> dict[TopicPartitionKey, int]:
+        """Log end offsets (high watermarks), one ListOffsets for them all."""
+        return self._offsets(partitions, "latest")
+
+    def _offsets(self, partitions: Iterable[TopicPartitionKey], spec: str | int) -> dict[TopicPartitionKey, int]:
+        by_topic: dict[str, list[int]] = {}
+        for topic, p in partitions:
+            by_topic.setdefault(topic, []).append(p)
+        out = {}
+        for topic, parts in by_topic.items():
+            for p, offset in self.list_offsets(topic, parts, spec).items():
+                out[(topic, p)] = offset
+        return out
+
+    def topic_partitions(self, topic: str, only: Iterable[int] | None = None) -> list[TopicPartitionKey]:
+        count = self.partitions_for(topic)
+        parts = list(range(count)) if only is None else list(only)
+        missing = [p for p in parts if not 0 <= p < count]
+        if missing:
+            raise UnknownTopicOrPartitionError(
+                f"Partition {missing[0]} of topic '{topic}' does not exist (the topic has {count}).")
+        return [(topic, p) for p in parts]
+
+    def reset_plan(self, group: GroupView, partitions: list[TopicPartitionKey], to: str,
+                   value: int | None = None) -> dict[TopicPartitionKey, int]:
+        """New committed offsets for ``partitions``: ``to`` is earliest, latest, offset (``value``, kept
+        within each partition's earliest..latest as kafka-consumer-groups keeps it) or datetime (``value``
+        in ms: the first offset at or after it, the end when no record is that recent)."""
+        if group.state not in INACTIVE:
+            raise InvalidRequestError(
+                f"Offsets of group '{group.group_id}' can only be reset while it has no members (Empty); it is "
+                f"{group.state}. Stop its consumers first.")
+        if to in ("earliest", "latest"):
+            return self._offsets(partitions, to)
+        latest = self._offsets(partitions, "latest")
+        if to == "offset":
+            earliest = self._offsets(partitions, "earliest")
+            return {tp: min(max(value, earliest[tp]), latest[tp]) for tp in partitions}
+        found = self._offsets(partitions, value)
+        return {tp: latest[tp] if found[tp] < 0 else found[tp] for tp in partitions}
+
+    def commit(self, group: str, offsets: Mapping[TopicPartitionKey, int]) -> None:
+        """Store ``offsets`` as the group's committed offsets (OffsetCommit outside any generation)."""
+        from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+
+        tps = [TopicPartition(t, p, o) for (t, p), o in sorted(offsets.items())]
+        req = ConsumerGroupTopicPartitions(group, tps)
+        answer = result(self.admin.alter_consumer_group_offsets([req], request_timeout=TIMEOUT_S)[group])
+        for tp in answer.topic_partitions or ():
+            if tp.error is not None:
+                raise as_error(tp.error, f"{tp.topic}-{tp.partition}: ")
+
+    def delete_group(self, group: str) -> None:
+        result(self.admin.delete_consumer_groups([group], request_timeout=TIMEOUT_S)[group])
+
+
+__all__ = ["GroupAdmin", "GroupView", "Member"]

@@ -1,0 +1,206 @@
+"""The commands with --bootstrap-server against a real ``compactlog serve``: the same flags, the same
+output as over a data directory, the broker's refusals as ``Error: ...`` with exit status 1, and
+consumer-groups (list, describe with lag, reset, delete)."""
+
+from __future__ import annotations
+
+import importlib.util
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+pytest.importorskip("confluent_kafka")
+
+from compactlog.cli import main  # noqa: E402
+
+PRICES = "p3:10\np5:7\np3:11\np6:25\np6:12\np5:14\np5:17\n"
+KEYED = ("--property", "parse.key=true", "--property", "key.separator=:")
+SHOWN = ("--property", "print.key=true", "--property", "key.separator=:", "--property", "print.partition=true",
+         "--property", "print.offset=true")
+
+
+def _serve_process_class() -> type:
+    """tests/server's ServeProcess, loaded by path (several test directories have a conftest)."""
+    path = Path(__file__).parents[1] / "server" / "conftest.py"
+    spec = importlib.util.spec_from_file_location("_wire_cli_serve", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.ServeProcess
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory):
+    s = _serve_process_class()(tmp_path_factory.mktemp("wire-cli") / "data")
+    s.start()
+    yield s
+    s.kill()
+
+
+@pytest.fixture
+def run(broker, tmp_path):
+    runner = CliRunner()
+
+    def invoke(*args: str, input: str | None = None, code: int = 0):
+        argv = [broker.bootstrap if a == "BROKER" else str(tmp_path / "data") if a == "DATA" else a for a in args]
+        res = runner.invoke(main, argv, input=input)
+        assert res.exit_code == code, (argv, res.output, res.exception)
+        return res
+
+    return invoke
+
+
+def test_topics(run):
+    out = run("topics", "--bootstrap-server", "BROKER", "--create", "--topic", "t1", "--partitions", "2",
+              "--config", "cleanup.policy=compact").stdout
+    assert out == "Created topic t1.\n"
+    res = run("topics", "--bootstrap-server", "BROKER", "--create", "--topic", "t1", code=1)
+    assert res.output.strip().endswith("Error: Topic 't1' already exists.")
+    run("topics", "--bootstrap-server", "BROKER", "--create", "--topic", "t1", "--if-not-exists")
+    assert "t1" in run("topics", "--bootstrap-server", "BROKER", "--list").stdout.split()
+    lines = run("topics", "--bootstrap-server", "BROKER", "--describe", "--topic", "t1").stdout.splitlines()
+    assert lines[0] == "Topic: t1\tPartitionCount: 2\tReplicationFactor: 1\tConfigs: cleanup.policy=compact"
+    assert lines[1] == "\tTopic: t1\tPartition: 0\tLeader: 1\tReplicas: 1\tIsr: 1\tLogStartOffset: 0\tLogEndOffset: 0"
+    run("topics", "--bootstrap-server", "BROKER", "--alter", "--topic", "t1", "--partitions", "3")
+    assert "PartitionCount: 3" in run("topics", "--bootstrap-server", "BROKER", "--describe", "--topic", "t1").stdout
+    res = run("topics", "--bootstrap-server", "BROKER", "--alter", "--topic", "t1", "--partitions", "2", code=1)
+    assert "Error: Topic 't1' has 3 partitions; partitions can only be added" in res.output
+    res = run("topics", "--bootstrap-server", "BROKER", "--create", "--topic", "t2", "--replication-factor", "3", code=2)
+    assert "single node" in res.output
+    res = run("topics", "--bootstrap-server", "BROKER", "--create", "--topic", "t2", "--config", "segment.bytes=1", code=1)
+    assert "Error: Invalid value 1 for configuration segment.bytes: Value must be at least 14" in res.output
+    assert run("topics", "--bootstrap-server", "BROKER", "--delete", "--topic", "t1").stdout == "Deleted topic t1.\n"
+    res = run("topics", "--bootstrap-server", "BROKER", "--delete", "--topic", "t1", code=1)
+    assert "Error:" in res.output and "t1" not in run("topics", "--bootstrap-server", "BROKER", "--list").stdout.split()
+
+
+def test_configs_print_as_they_do_locally(run):
+    for target in (("--bootstrap-server", "BROKER"), ("--data-dir", "DATA")):
+        run("topics", *target, "--create", "--topic", "c1")
+        out = run("configs", *target, "--entity-type", "topics", "--entity-name", "c1", "--alter",
+                  "--add-config", "retention.ms=1000,cleanup.policy=compact").stdout
+        assert out == "Completed updating config for topic c1.\n"
+    shown = [run("configs", *target, "--entity-name", "c1", "--describe").stdout
+             for target in (("--bootstrap-server", "BROKER"), ("--data-dir", "DATA"))]
+    assert shown[0] == shown[1]
+    assert "  retention.ms=1000 sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:retention.ms=1000}" in shown[0]
+    every = run("configs", "--bootstrap-server", "BROKER", "--entity-name", "c1", "--describe", "--all").stdout
+    assert "  segment.bytes=1073741824 sensitive=false synonyms={DEFAULT_CONFIG:segment.bytes=1073741824}" in every
+    run("configs", "--bootstrap-server", "BROKER", "--entity-name", "c1", "--alter", "--delete-config", "retention.ms")
+    res = run("configs", "--bootstrap-server", "BROKER", "--entity-name", "c1", "--alter", "--delete-config",
+              "retention.ms", code=1)
+    assert "Error: Invalid config(s): retention.ms" in res.output
+    res = run("configs", "--bootstrap-server", "BROKER", "--entity-name", "c1", "--alter", "--add-config",
+              "retention.ms=soon", code=1)
+    assert "Error: Invalid value soon for configuration retention.ms: Not a number of type LONG" in res.output
+    res = run("configs", "--bootstrap-server", "BROKER", "--entity-name", "nope", "--describe", code=1)
+    assert "Error:" in res.output
+
+
+def test_produce_and_consume_match_the_local_commands(run):
+    outputs = []
+    for target in (("--bootstrap-server", "BROKER"), ("--data-dir", "DATA")):
+        run("topics", *target, "--create", "--topic", "prices", "--partitions", "3")
+        run("produce", *target, "--topic", "prices", *KEYED, "--compression-codec", "zstd", input=PRICES)
+        outputs.append(run("consume", *target, "--topic", "prices", "--from-beginning", *SHOWN).stdout)
+    # murmur2 partitions, offsets and formatting alike; the wire interleaves partitions as fetches answer
+    assert sorted(outputs[0].splitlines()) == sorted(outputs[1].splitlines())
+    assert sorted(line.split(":", 4)[4] for line in outputs[0].splitlines()) == sorted(PRICES.split())
+    _, partition, _, offset, _ = outputs[0].splitlines()[0].split(":", 4)
+    out = run("consume", "--bootstrap-server", "BROKER", "--topic", "prices", "--partition", partition, "--offset", offset,
+              "--max-messages", "1", *SHOWN).stdout
+    assert out.splitlines() == [outputs[0].splitlines()[0]]
+    res = run("consume", "--bootstrap-server", "BROKER", "--topic", "prices", "--partition", "0", "--offset", "99", code=1)
+    assert "Error: offset 99 is out of range for prices-0" in res.output
+    res = run("consume", "--bootstrap-server", "BROKER", "--topic", "nope", code=1)
+    assert "Error: Topic 'nope' does not exist." in res.output
+    # --timeout-ms follows the topic: nothing new arrives, so it ends after the wait
+    began = time.monotonic()
+    assert run("consume", "--bootstrap-server", "BROKER", "--topic", "prices", "--timeout-ms", "300").stdout == ""
+    assert time.monotonic() - began < 10
+
+
+def test_one_target_exactly(run, tmp_path):
+    (tmp_path / "data").mkdir()
+    for args in ((), ("--data-dir", "DATA", "--bootstrap-server", "BROKER")):
+        res = run("topics", *args, "--list", code=2)
+        assert "exactly one of --data-dir" in res.output
+    res = run("consume", "--data-dir", "DATA", "--topic", "t", "--group", "g", code=2)
+    assert "--group needs --bootstrap-server" in res.output
+    res = run("topics", "--bootstrap-server", "localhost", "--list", code=2)
+    assert "expected HOST:PORT" in res.output
+
+
+def test_an_unreachable_broker_is_an_error(run, monkeypatch):
+    from compactlog.cli import wire
+
+    monkeypatch.setattr(wire, "CONNECT_TIMEOUT_S", 1.0)
+    res = run("topics", "--bootstrap-server", "127.0.0.1:1", "--list", code=1)
+    assert "Error: no broker answered at 127.0.0.1:1" in res.output
+
+
+def _offsets(text: str) -> dict[tuple[str, str], tuple[str, ...]]:
+    """consumer-groups' table by (topic, partition), header checked."""
+    lines = [line.split() for line in text.splitlines() if line.strip()]
+    head = next(i for i, cols in enumerate(lines) if cols[0] == "GROUP")
+    return {(cols[1], cols[2]): tuple(cols[3:]) for cols in lines[head + 1:]}
+
+
+def test_consumer_groups(run, broker):
+    run("topics", "--bootstrap-server", "BROKER", "--create", "--topic", "orders", "--partitions", "2")
+    run("produce", "--bootstrap-server", "BROKER", "--topic", "orders", *KEYED, input=PRICES)
+    first = run("consume", "--bootstrap-server", "BROKER", "--topic", "orders", "--group", "cache", "--from-beginning",
+                "--property", "print.key=true", "--property", "key.separator=:").stdout
+    assert sorted(first.split()) == sorted(PRICES.split())
+    assert "cache" in run("consumer-groups", "--bootstrap-server", "BROKER", "--list").stdout.split()
+    described = run("consumer-groups", "--bootstrap-server", "BROKER", "--describe", "--group", "cache").stdout
+    assert "Consumer group 'cache' has no active members." in described
+    table = _offsets(described)
+    assert sum(int(cols[0]) for cols in table.values()) == 7  # committed = log end: everything read, lag 0
+    assert all(cols[0] == cols[1] and cols[2] == "0" for cols in table.values())
+
+    dry = run("consumer-groups", "--bootstrap-server", "BROKER", "--reset-offsets", "--group", "cache", "--topic", "orders",
+              "--to-earliest")
+    assert set(_offsets(dry.stdout).values()) == {("0",)}
+    assert _offsets(run("consumer-groups", "--bootstrap-server", "BROKER", "--describe", "--group", "cache").stdout) == table
+    run("consumer-groups", "--bootstrap-server", "BROKER", "--reset-offsets", "--group", "cache", "--topic", "orders",
+        "--to-datetime", "2000-01-01T00:00:00.000", "--execute")
+    again = run("consume", "--bootstrap-server", "BROKER", "--topic", "orders", "--group", "cache").stdout
+    assert sorted(again.split()) == sorted(v.split(":")[1] for v in PRICES.split())  # read again from the start
+    latest = run("consumer-groups", "--bootstrap-server", "BROKER", "--reset-offsets", "--group", "cache",
+                 "--topic", "orders:0", "--to-offset", "1000", "--execute").stdout
+    assert list(_offsets(latest)) == [("orders", "0")]  # kept within the partition: its log end offset
+    assert _offsets(latest)[("orders", "0")] == (table[("orders", "0")][1],)
+
+    res = run("consumer-groups", "--bootstrap-server", "BROKER", "--describe", "--group", "nobody", code=1)
+    assert "Error: Consumer group 'nobody' does not exist." in res.output
+    out = run("consumer-groups", "--bootstrap-server", "BROKER", "--delete", "--group", "cache").stdout
+    assert out == "Deleted consumer group 'cache'.\n"
+    assert "cache" not in run("consumer-groups", "--bootstrap-server", "BROKER", "--list").stdout.split()
+
+
+def test_an_active_group_is_described_with_its_member_and_not_reset(run, broker):
+    from confluent_kafka import Consumer
+
+    run("topics", "--bootstrap-server", "BROKER", "--create", "--topic", "live")
+    member = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "busy", "client.id": "cache-loader",
+                       "auto.offset.reset": "earliest"})
+    assigned = []
+    member.subscribe(["live"], on_assign=lambda c, tps: assigned.extend(tps))
+    try:
+        deadline = time.monotonic() + 20
+        while not assigned and time.monotonic() < deadline:
+            member.poll(0.1)
+        assert assigned, "the consumer never got its partition"
+        out = run("consumer-groups", "--bootstrap-server", "BROKER", "--describe", "--group", "busy").stdout
+        row = _offsets(out)[("live", "0")]
+        assert row[0] == "-" and row[2] == "-"  # nothing committed yet: no current offset, no lag
+        assert row[-1] == "cache-loader" and row[-3].startswith("cache-loader-")
+        res = run("consumer-groups", "--bootstrap-server", "BROKER", "--reset-offsets", "--group", "busy",
+                  "--topic", "live", "--to-latest", "--execute", code=1)
+        assert "Error: Offsets of group 'busy' can only be reset while it has no members" in res.output
+        res = run("consumer-groups", "--bootstrap-server", "BROKER", "--delete", "--group", "busy", code=1)
+        assert "Error:" in res.output
+    finally:
+        member.close()
