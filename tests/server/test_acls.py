@@ -10,7 +10,10 @@ from security_clients import (
     cli,
     confluent_consume,
     confluent_produce,
+    decode,
+    frame,
     kafka_python_roundtrip,
+    read_frame,
 )
 
 from compactlog.security.acls import (
@@ -207,3 +210,24 @@ def test_acl_apis_from_kafka_python_admin(acl_server):
         admin.close()
     listed = cli("acls", "--data-dir", str(acl_server.data_dir), "--list", "--principal", "User:alice")
     assert "TOPIC:PREFIXED:team-  ALLOW User:alice from host * to ALL" in listed
+
+
+def test_find_coordinator_needs_describe_on_the_group(acl_server):
+    import socket
+
+    from kio.schema.find_coordinator.v2.request import FindCoordinatorRequest
+    from kio.schema.find_coordinator.v2.response import FindCoordinatorResponse
+    from kio.schema.sasl_authenticate.v1.request import SaslAuthenticateRequest
+    from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
+
+    def coordinator_error(user: str) -> int:
+        with socket.create_connection(("127.0.0.1", acl_server.port), timeout=5) as sock:
+            sock.sendall(frame(SaslHandshakeRequest(mechanism="PLAIN"), 1))
+            read_frame(sock)
+            sock.sendall(frame(SaslAuthenticateRequest(auth_bytes=f"\0{user}\0{USERS[user]}".encode()), 2))
+            read_frame(sock)
+            sock.sendall(frame(FindCoordinatorRequest(key="some-group", key_type=0), 3))
+            return decode(FindCoordinatorResponse, read_frame(sock))[1].error_code
+
+    assert coordinator_error("bob") == 30  # GROUP_AUTHORIZATION_FAILED
+    assert coordinator_error("admin") == 0

@@ -101,6 +101,10 @@ async def find_coordinator(broker: Broker, req: Request, session: Session):
     if not req.body.key:
         return response(req, throttle_time=NO_THROTTLE, error_code=error_code(24),
                         error_message="the group id is empty", node_id=-1, host="", port=-1)
+    if not broker.authorize(session, "DESCRIBE", "GROUP", req.body.key):  # GROUP_AUTHORIZATION_FAILED
+        return response(req, throttle_time=NO_THROTTLE, error_code=error_code(30),
+                        error_message=f"Not authorized to describe group '{req.body.key}'", node_id=-1, host="",
+                        port=-1)
     host, port = broker.address(session)
     return response(req, throttle_time=NO_THROTTLE, error_code=error_code(0), error_message=None,
                     node_id=broker.node_id, host=host, port=port)
