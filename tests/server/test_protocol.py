@@ -205,7 +205,7 @@ def test_an_api_the_broker_has_no_handler_for_is_unknown_to_its_connections():
     refused(Connection(apis=apis), wire.request_frame(REQUESTS["fetch_v11"]), "unknown API key 1")
 
 
-@pytest.mark.parametrize("key,version", [(0, 2), (0, 9), (1, 3), (1, 12), (3, 9), (2, 0), (18, -1), (60, 1)])
+@pytest.mark.parametrize("key,version", [(0, 2), (0, 9), (1, 3), (1, 12), (3, 9), (2, 0), (60, 1), (3, -1)])
 def test_a_version_we_do_not_serve(key, version):
     refused(Connection(), wire.frame(header(key, version) + b"\x00" * 40), "not served")
 
@@ -238,9 +238,10 @@ def test_requests_before_a_bad_one_are_still_handed_out():
 
 # ApiVersions at a version we do not know --------------------------------------------------------------
 
-@pytest.mark.parametrize("version", [5, 9, 32767])
+@pytest.mark.parametrize("version", [5, 9, 32767, -1])
 def test_api_versions_too_new_is_answered_with_error_35_in_the_v0_layout(version):
-    # a future version: header v2 (tags), a body we cannot know and must not parse
+    # a future version: header v2 (tags), a body we cannot know and must not parse; a negative version
+    # is answered the same way (Kafka: any version it does not support)
     payload = struct.pack(">hhih", 18, version, 77, 4) + b"rdkf" + b"\x00" + b"\x05whatever\x00"
     conn = Connection()
     conn.receive_data(wire.frame(payload))

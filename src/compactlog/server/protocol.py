@@ -200,7 +200,7 @@ class Connection:
             if served is None:
                 raise ProtocolError(f"unknown API key {key}")
             if not served.min_version <= version <= served.max_version:
-                if key == API_VERSIONS and version > served.max_version:
+                if key == API_VERSIONS:  # too new or nonsense (negative): Kafka answers both with 35
                     return UnsupportedApiVersions(correlation, version)
                 raise ProtocolError(f"{served.name} version {version} is not served "
                                     f"(versions {served.min_version}-{served.max_version})")
