@@ -92,6 +92,7 @@ def matrix(tmp_path_factory) -> Matrix:
         cl.create_topic(f"idem-{client}", 1)
     for name in ("raw-idem", "timestamps", "zstd-old", "long-poll", "big-records"):
         cl.create_topic(name, 1)
+    cl.create_topic("append-time", 1, {"message.timestamp.type": "LogAppendTime"})
     cl.create_topic("two-parts", 2)
     cl.produce_batch("two-parts", [(b"a", b"x" * 300)] * 10, partition=0, compression="gzip")
     cl.produce_batch("two-parts", [(b"b", b"y" * 300)] * 10, partition=1)
@@ -263,8 +264,10 @@ def test_records_come_back_exactly(matrix, client, codec):
     got = CONSUME[client](matrix.server.bootstrap, topic, N)
     assert [o for o, *_ in got] == list(range(N))
     assert normalized([(k, v, h) for _, k, v, h in got]) == normalized(rows)
+    stored = stored_batches(matrix.server, topic)
     if codec != "none":  # the batches really were compressed (librdkafka falls back quietly otherwise)
-        assert {b.codec for b in stored_batches(matrix.server, topic)} == {Codec[codec.upper()]}
+        assert {b.codec for b in stored} == {Codec[codec.upper()]}
+    assert {b.partition_leader_epoch for b in stored} == {0}  # aiokafka writes -1: the broker stamps its own
 
 
 @pytest.mark.parametrize("reader", CLIENTS)
@@ -341,6 +344,48 @@ def test_a_retried_idempotent_batch_is_stored_once(matrix):
     assert raw_end_offset(matrix.server, "raw-idem") == base + 9
     values = [v for _, _, v, _ in consume_confluent(matrix.server.bootstrap, "raw-idem", base + 9)]
     assert values == [f"v{i}".encode() for i in range(6)] + [f"v{i}".encode() for i in range(3)]
+
+
+def test_a_retried_idempotent_batch_is_recognised_after_a_restart(serve_factory):
+    """The producer state is rebuilt from the log after a restart, so a retry that crosses it is not
+    stored twice either."""
+    server = serve_factory()
+    with wire.RawClient.to(server) as c:
+        assert c.call(wire.metadata(["after-restart"], auto_create=True)).topics[0].error_code in (0, 5)
+        pid = c.call(wire.init_producer_id()).producer_id
+        batch = idem_batch(pid, 0, 0)
+        deadline = time.monotonic() + WAIT
+        while (code_base := produce_raw(c, "after-restart", batch))[0] and time.monotonic() < deadline:
+            time.sleep(0.1)  # the topic is being created
+        assert code_base == (0, 0)
+    server.restart()
+    with wire.RawClient.to(server) as c:
+        assert produce_raw(c, "after-restart", batch) == (0, 0)
+        assert produce_raw(c, "after-restart", idem_batch(pid, 0, 3)) == (0, 3)
+        assert produce_raw(c, "after-restart", idem_batch(pid, 0, 9))[0] == 45
+    assert raw_end_offset(server, "after-restart") == 6
+
+
+def test_log_append_time_topics(matrix):
+    """On a LogAppendTime topic the broker's clock is the record time: in the produce answer, in the
+    stored batch, and in what a consumer sees."""
+    before = int(time.time() * 1000)
+    with wire.RawClient.to(matrix.server) as c:
+        part = c.call(wire.produce("append-time", 0, build_batch([b"k"], [b"v"], [1000]))).responses[0].partition_responses[0]
+    after = int(time.time() * 1000)
+    assert part.error_code == 0
+    appended = int(part.log_append_time.timestamp() * 1000)
+    assert before - 5 <= appended <= after + 5
+    (batch,) = stored_batches(matrix.server, "append-time")
+    assert (batch.timestamp_type, batch.max_timestamp) == (1, appended)
+    c = confluent_kafka.Consumer({"bootstrap.servers": matrix.server.bootstrap, "group.id": "append-time"})
+    c.assign([confluent_kafka.TopicPartition("append-time", 0, confluent_kafka.OFFSET_BEGINNING)])
+    m = None
+    deadline = time.monotonic() + WAIT
+    while (m is None or m.error()) and time.monotonic() < deadline:
+        m = c.poll(0.5)
+    c.close()
+    assert m.timestamp() == (confluent_kafka.TIMESTAMP_LOG_APPEND_TIME, appended)
 
 
 # a compacted topic with holes ------------------------------------------------------------------------
