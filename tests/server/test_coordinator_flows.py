@@ -91,11 +91,11 @@ def test_two_members_join_sync_heartbeat_commit_and_leave(tmp_path):
         assert c.fetch_offsets("g", [("t", 0), ("t", 1)]) == (0, [(("t", 0), offset(5, "m")), (("t", 1), None)])
         assert c.fetch_offsets("nobody", None) == (0, [])
         # a leaves: b is alone in generation 3 and becomes leader
-        assert c.leave_group("g", [(a.member_id, None)]) == (0, [0])
+        assert await c.leave_group("g", [(a.member_id, None)]) == (0, [0])
         assert c.heartbeat("g", 2, b2.member_id, None) == 27
         b3 = await join(c, member_id=b2.member_id)
         assert (b3.generation_id, b3.leader_id) == (3, b2.member_id)
-        assert c.leave_group("g", [(b2.member_id, None), ("ghost", None)]) == (0, [0, 25])
+        assert await c.leave_group("g", [(b2.member_id, None), ("ghost", None)]) == (0, [0, 25])
         await eventually(lambda: c.groups["g"].state is EMPTY)
         assert c.groups["g"].generation_id == 4
         code, group = c.describe_group("g")
@@ -198,7 +198,7 @@ def test_a_static_member_rejoining_with_unchanged_metadata_keeps_its_assignment_
         await join(c, member_id=d.member_id)
         assert (await task).generation_id == 3
         # an administrator removes it by instance id alone
-        assert c.leave_group("g", [("", "inst"), ("", "nobody")]) == (0, [0, 25])
+        assert await c.leave_group("g", [("", "inst"), ("", "nobody")]) == (0, [0, 25])
     run(tmp_path / "d", scenario)
 
 
@@ -260,7 +260,7 @@ def test_offsets_of_an_empty_group_expire(tmp_path):
         a = await join_with_id(c)
         await c.sync_group("g", 1, a.member_id, None, {})
         await c.commit_offsets("g", 1, a.member_id, None, {("t", 0): offset(7)})
-        c.leave_group("g", [(a.member_id, None)])
+        await c.leave_group("g", [(a.member_id, None)])
         assert c.groups["g"].state is EMPTY
         clock.sleep(59_999)
         assert await c.expire_offsets() == 0

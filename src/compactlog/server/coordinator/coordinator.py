@@ -86,6 +86,7 @@ class GroupCoordinator:
         self.loading = True
         self._tasks: set[asyncio.Task] = set()  # stores that must finish even if their client goes away
         self._loader: asyncio.Task | None = None
+        self._creating: asyncio.Task | None = None
 
     def now(self) -> int:
         return self.time.milliseconds()
@@ -141,6 +142,18 @@ class GroupCoordinator:
             except Exception:
                 log.exception("expiring old offsets failed")
 
+    def _prepare_topic(self) -> None:
+        """Start creating ``__consumer_offsets`` if it is missing: something will be stored soon."""
+        if self.store.has_topic() or (self._creating is not None and not self._creating.done()):
+            return
+
+        async def create() -> None:
+            try:
+                await asyncio.to_thread(self.store.ensure_topic)
+            except Exception as exc:  # the first store tries again and reports the error to its client
+                log.warning("cannot create __consumer_offsets yet: %s", exc)
+        self._creating = self._spawn(create())
+
     def _check(self, group_id: str) -> None:
         """Kafka's checks before any group operation, in its order."""
         if not group_id:
@@ -175,6 +188,7 @@ class GroupCoordinator:
         protocols = protocols_of(protocols)
         if not group.supports_protocols(protocol_type, [name for name, _ in protocols]):
             return JoinResult(member_id, INCONSISTENT_GROUP_PROTOCOL)
+        self._prepare_topic()
         join = _Join(client_id, client_host, session_ms, rebalance_ms, protocol_type, protocols)
         if not member_id:
             outcome = self._join_new(group, instance_id, require_known_member_id, join)
@@ -307,7 +321,7 @@ class GroupCoordinator:
                 await self.store.store_group(group, {})
             except Exception as exc:
                 log.warning("storing the empty generation of group %s failed: %s", group.group_id, exc)
-        self._spawn(store())
+        group.store_task = self._spawn(store())
 
     # SyncGroup, Heartbeat, LeaveGroup -----------------------------------------------------------
     def _member_check(self, group: GroupMetadata | None, member_id: str, instance_id: str | None,
@@ -382,9 +396,11 @@ class GroupCoordinator:
             self.rebalance.heartbeat(group, group.members[member_id])
         return HEARTBEAT_ANSWER[group.state]
 
-    def leave_group(self, group_id: str, leaving: Sequence[tuple[str, str | None]]) -> tuple[int, list[int]]:
+    async def leave_group(self, group_id: str, leaving: Sequence[tuple[str, str | None]]) -> tuple[int, list[int]]:
         """(error of the request, error per leaving member). A member may be named by its instance id
-        alone (an administrator removing a static member)."""
+        alone (an administrator removing a static member). When the last member leaves, the answer waits
+        until the empty generation is in the log, as Kafka's does: a broker killed right after it must
+        not bring the departed members back."""
         try:
             self._check(group_id)
         except CompactLogError as exc:
@@ -411,6 +427,8 @@ class GroupCoordinator:
             if code == NONE:
                 self.rebalance.remove_member(group, group.members[member_id], f"member {member_id} left")
             errors.append(code)
+        if group.store_task is not None and not group.store_task.done():
+            await asyncio.shield(group.store_task)
         return NONE, errors
 
     # offsets ------------------------------------------------------------------------------------
@@ -434,6 +452,7 @@ class GroupCoordinator:
             if code:
                 return every(code)
             self.rebalance.heartbeat(group, group.members[member_id])
+        self._prepare_topic()
         results: dict[TopicPartition, int] = {}
         valid = {}
         for tp, value in offsets.items():

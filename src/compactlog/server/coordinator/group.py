@@ -47,6 +47,7 @@ class GroupMetadata:
         self.join_is_initial = False  # the initial delay does not end early when everyone has joined
         self.join_remaining_ms = 0
         self.sync_timer = None
+        self.store_task = None  # the store of the last empty generation, until it is in the log
 
     def __repr__(self) -> str:
         return (f"GroupMetadata({self.group_id!r}, {self.state.value}, generation={self.generation_id}, "

@@ -5,6 +5,12 @@ OffsetDelete (47), ListGroups (16), DescribeGroups (15), DeleteGroups (42). The 
 ``coordinator.py``; this module only reads fields (some exist from a version on) and lays out each
 version's response. FindCoordinator is in ``metadata.py``: this node coordinates every group.
 
+Access is checked as Kafka checks it (``Broker.authorize``): READ on the group for JoinGroup, SyncGroup,
+Heartbeat, LeaveGroup and OffsetCommit, DESCRIBE for OffsetFetch and DescribeGroups, DELETE for
+DeleteGroups and OffsetDelete, refused with GROUP_AUTHORIZATION_FAILED (30); then READ (commit, delete) or
+DESCRIBE (fetch) on each topic, refused per partition with TOPIC_AUTHORIZATION_FAILED (29). ListGroups
+lists every group to those who may DESCRIBE the cluster, else the groups they may DESCRIBE.
+
 ``setup`` registers the coordinator as a broker service, so the broker starts it (replaying
 ``__consumer_offsets``) and stops it with the server.
 """
@@ -22,10 +28,10 @@ from .records import OffsetCommitValue
 from .state import DEAD
 
 EXTRA = "group_coordinator"
+TOPIC_AUTHORIZATION_FAILED, GROUP_AUTHORIZATION_FAILED = 29, 30
 DEFAULT_RETENTION = -1  # OffsetCommit v2-v4 retention_time: the broker's offsets.retention.minutes
 NOT_COMPUTED = -(2**31)  # DescribeGroups authorized_operations when not asked for (INT32_MIN)
-# Operations on a group a client may do here (no authorizer): READ (3), DELETE (6), DESCRIBE (8), as bits.
-GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
+GROUP_OPERATIONS = {"READ": 3, "DELETE": 6, "DESCRIBE": 8}  # what can be done to a group: Kafka's AclOperation codes
 
 
 def setup(broker: Broker) -> None:
@@ -46,8 +52,28 @@ def _exists(broker: Broker, topic: str, partition: int) -> bool:
     return (topic, partition) in broker.cl.manager.logs
 
 
+def _may(broker: Broker, session: Session, operation: str, group_id: str) -> bool:
+    return broker.authorize(session, operation, "GROUP", group_id)
+
+
+def _topic_errors(broker: Broker, session: Session, operation: str, topics, partitions_of) -> dict:
+    """TOPIC_AUTHORIZATION_FAILED, else UNKNOWN_TOPIC_OR_PARTITION, for the partitions that get one."""
+    errors = {}
+    for t in topics:
+        allowed = broker.authorize(session, operation, "TOPIC", t.name)
+        for p in partitions_of(t):
+            if not allowed:
+                errors[(t.name, p)] = TOPIC_AUTHORIZATION_FAILED
+            elif not _exists(broker, t.name, p):
+                errors[(t.name, p)] = 3
+    return errors
+
+
 async def join_group(broker: Broker, req: Request, session: Session):
     b = req.body
+    if not _may(broker, session, "READ", b.group_id):
+        return response(req, throttle_time=NO_THROTTLE, error_code=error_code(GROUP_AUTHORIZATION_FAILED),
+                        protocol_name="", leader="", member_id=b.member_id, members=())
     session_ms = _ms(b.session_timeout)
     rebalance = getattr(b, "rebalance_timeout", None)  # v0: the session timeout is both
     result = await _coordinator(broker).join_group(
@@ -64,6 +90,9 @@ async def join_group(broker: Broker, req: Request, session: Session):
 
 async def sync_group(broker: Broker, req: Request, session: Session):
     b = req.body
+    if not _may(broker, session, "READ", b.group_id):
+        return response(req, throttle_time=NO_THROTTLE, error_code=error_code(GROUP_AUTHORIZATION_FAILED),
+                        assignment=b"")
     result = await _coordinator(broker).sync_group(
         b.group_id, b.generation_id, b.member_id, getattr(b, "group_instance_id", None),
         {a.member_id: a.assignment for a in b.assignments})
@@ -72,6 +101,8 @@ async def sync_group(broker: Broker, req: Request, session: Session):
 
 async def heartbeat(broker: Broker, req: Request, session: Session):
     b = req.body
+    if not _may(broker, session, "READ", b.group_id):
+        return response(req, throttle_time=NO_THROTTLE, error_code=error_code(GROUP_AUTHORIZATION_FAILED))
     code = _coordinator(broker).heartbeat(b.group_id, b.generation_id, b.member_id,
                                           getattr(b, "group_instance_id", None))
     return response(req, throttle_time=NO_THROTTLE, error_code=error_code(code))
@@ -83,7 +114,10 @@ async def leave_group(broker: Broker, req: Request, session: Session):
         leaving = [(m.member_id, m.group_instance_id) for m in b.members]
     else:
         leaving = [(b.member_id, None)]
-    code, errors = _coordinator(broker).leave_group(b.group_id, leaving)
+    if not _may(broker, session, "READ", b.group_id):
+        code, errors = GROUP_AUTHORIZATION_FAILED, []
+    else:
+        code, errors = await _coordinator(broker).leave_group(b.group_id, leaving)
     if req.api_version < 3:  # one member: its error is the request's
         return response(req, throttle_time=NO_THROTTLE, error_code=error_code(code or (errors[0] if errors else 0)))
     s = schema(req)
@@ -99,15 +133,16 @@ async def offset_commit(broker: Broker, req: Request, session: Session):
     retention_ms = DEFAULT_RETENTION if retention is None else _ms(retention)
     expire = now + retention_ms if retention_ms >= 0 else -1  # v2-v4 may ask for their own retention
     offsets: dict[tuple[str, int], OffsetCommitValue] = {}
-    errors: dict[tuple[str, int], int] = {}
+    if not _may(broker, session, "READ", b.group_id):
+        errors = {(t.name, p.partition_index): GROUP_AUTHORIZATION_FAILED for t in b.topics for p in t.partitions}
+    else:
+        errors = _topic_errors(broker, session, "READ", b.topics, lambda t: [p.partition_index for p in t.partitions])
     for t in b.topics:
         for p in t.partitions:
             tp = (t.name, p.partition_index)
-            if not _exists(broker, t.name, p.partition_index):
-                errors[tp] = 3
-                continue
-            offsets[tp] = OffsetCommitValue(p.committed_offset, getattr(p, "committed_leader_epoch", -1),
-                                            p.committed_metadata or "", now, expire)
+            if tp not in errors:
+                offsets[tp] = OffsetCommitValue(p.committed_offset, getattr(p, "committed_leader_epoch", -1),
+                                                p.committed_metadata or "", now, expire)
     if offsets:
         errors.update(await _coordinator(broker).commit_offsets(
             b.group_id, b.generation_id_or_member_epoch, b.member_id, getattr(b, "group_instance_id", None), offsets))
@@ -125,7 +160,17 @@ async def offset_commit(broker: Broker, req: Request, session: Session):
 async def offset_fetch(broker: Broker, req: Request, session: Session):
     b = req.body
     wanted = None if b.topics is None else [(t.name, p) for t in b.topics for p in t.partition_indexes]
-    code, rows = _coordinator(broker).fetch_offsets(b.group_id, wanted)
+    denied: dict[tuple[str, int], int] = {}
+    if not _may(broker, session, "DESCRIBE", b.group_id):
+        code, rows = GROUP_AUTHORIZATION_FAILED, []
+    else:
+        if wanted is not None:
+            denied = {tp: e for tp, e in _topic_errors(broker, session, "DESCRIBE", b.topics,
+                                                       lambda t: t.partition_indexes).items()
+                      if e == TOPIC_AUTHORIZATION_FAILED}
+        code, rows = _coordinator(broker).fetch_offsets(b.group_id, wanted)
+        if wanted is None:  # every committed partition: those of topics the client may not see are left out
+            rows = [r for r in rows if broker.authorize(session, "DESCRIBE", "TOPIC", r[0][0])]
     s = schema(req)
     if code:
         if req.api_version >= 2:  # the request's error says it all
@@ -137,7 +182,8 @@ async def offset_fetch(broker: Broker, req: Request, session: Session):
             s.OffsetFetchResponsePartition, partition_index=partition,
             committed_offset=-1 if value is None else value.offset,
             committed_leader_epoch=-1 if value is None else value.leader_epoch,
-            metadata="" if value is None else value.metadata, error_code=error_code(code)))
+            metadata="" if value is None else value.metadata,
+            error_code=error_code(code or denied.get((topic, partition), 0))))
     topics = tuple(make(s.OffsetFetchResponseTopic, name=name, partitions=tuple(parts))
                    for name, parts in by_topic.items())
     return response(req, throttle_time=NO_THROTTLE, topics=topics, error_code=error_code(code))
@@ -145,15 +191,13 @@ async def offset_fetch(broker: Broker, req: Request, session: Session):
 
 async def offset_delete(broker: Broker, req: Request, session: Session):
     b = req.body
-    wanted, errors = [], {}
-    for t in b.topics:
-        for p in t.partitions:
-            tp = (t.name, p.partition_index)
-            if _exists(broker, *tp):
-                wanted.append(tp)
-            else:
-                errors[tp] = 3
-    code, results = await _coordinator(broker).delete_offsets(b.group_id, wanted)
+    if not _may(broker, session, "DELETE", b.group_id):
+        code, results, errors = GROUP_AUTHORIZATION_FAILED, {}, {}
+    else:
+        errors = _topic_errors(broker, session, "READ", b.topics, lambda t: [p.partition_index for p in t.partitions])
+        wanted = [(t.name, p.partition_index) for t in b.topics for p in t.partitions
+                  if (t.name, p.partition_index) not in errors]
+        code, results = await _coordinator(broker).delete_offsets(b.group_id, wanted)
     s = schema(req)
     if code:
         return response(req, error_code=error_code(code), throttle_time=NO_THROTTLE, topics=())
@@ -170,6 +214,8 @@ async def offset_delete(broker: Broker, req: Request, session: Session):
 
 async def list_groups(broker: Broker, req: Request, session: Session):
     code, groups = _coordinator(broker).list_groups()
+    if not broker.authorize(session, "DESCRIBE", "CLUSTER"):
+        groups = [(g, t) for g, t in groups if _may(broker, session, "DESCRIBE", g)]
     s = schema(req)
     listed = tuple(make(s.ListedGroup, group_id=g, protocol_type=t) for g, t in groups)
     return response(req, throttle_time=NO_THROTTLE, error_code=error_code(code), groups=listed)
@@ -178,14 +224,18 @@ async def list_groups(broker: Broker, req: Request, session: Session):
 async def describe_groups(broker: Broker, req: Request, session: Session):
     s = schema(req)
     coordinator = _coordinator(broker)
-    operations = GROUP_OPERATIONS if getattr(req.body, "include_authorized_operations", False) else NOT_COMPUTED
+    asked = getattr(req.body, "include_authorized_operations", False)
     described = []
     for group_id in req.body.groups:
-        code, group = coordinator.describe_group(group_id)
+        operations = _group_operations(broker, session, group_id) if asked else NOT_COMPUTED
+        if not _may(broker, session, "DESCRIBE", group_id):
+            code, group = GROUP_AUTHORIZATION_FAILED, None
+        else:
+            code, group = coordinator.describe_group(group_id)
         if code or group is None or group.is_(DEAD):
             described.append(make(s.DescribedGroup, error_code=error_code(code), group_id=group_id,
-                                  group_state=DEAD.value, protocol_type="", protocol_data="", members=(),
-                                  authorized_operations=operations))
+                                  group_state="" if code else DEAD.value, protocol_type="", protocol_data="",
+                                  members=(), authorized_operations=operations))
             continue
         stable = group.described_protocol()
         members = tuple(
@@ -201,11 +251,19 @@ async def describe_groups(broker: Broker, req: Request, session: Session):
     return response(req, throttle_time=NO_THROTTLE, groups=tuple(described))
 
 
+def _group_operations(broker: Broker, session: Session, group_id: str) -> int:
+    """The operations ``session`` may do on the group, as bits of Kafka's operation codes (KIP-430)."""
+    return sum(1 << code for op, code in GROUP_OPERATIONS.items() if _may(broker, session, op, group_id))
+
+
 async def delete_groups(broker: Broker, req: Request, session: Session):
     s = schema(req)
-    results = await _coordinator(broker).delete_groups(list(req.body.groups_names))
+    names = list(req.body.groups_names)
+    allowed = [g for g in names if _may(broker, session, "DELETE", g)]
+    results = dict.fromkeys(names, GROUP_AUTHORIZATION_FAILED)
+    results.update(await _coordinator(broker).delete_groups(allowed))
     return response(req, throttle_time=NO_THROTTLE, results=tuple(
-        make(s.DeletableGroupResult, group_id=g, error_code=error_code(results[g])) for g in req.body.groups_names))
+        make(s.DeletableGroupResult, group_id=g, error_code=error_code(results[g])) for g in names))
 
 
 HANDLERS = {11: join_group, 14: sync_group, 12: heartbeat, 13: leave_group, 8: offset_commit, 9: offset_fetch,

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
@@ -60,6 +61,7 @@ class GroupMetadataManager:
         self.config = config
         self.on_append = on_append  # wakes parked fetches (someone may read the topic)
         self._locks: dict[int, asyncio.Lock] = {}
+        self._creating = threading.Lock()  # one creator; appenders wait until every partition exists
 
     # where ---------------------------------------------------------------------------------------
     def partitions(self) -> int:
@@ -73,10 +75,26 @@ class GroupMetadataManager:
     def partition_for(self, group_id: str) -> int:
         return partition_for(group_id, self.partitions())
 
-    def _ensure_topic(self) -> None:
+    def has_topic(self) -> bool:
+        """The topic exists with every partition (its creation registers it before making them)."""
         manager = self.cl.manager
-        if TOPIC in manager.topics:
+        meta = manager.topics.get(TOPIC)
+        return meta is not None and all((TOPIC, p) in manager.logs for p in range(meta["partitions"]))
+
+    def ensure_topic(self) -> None:
+        """Create the topic unless it exists (blocking). Kafka creates it at the first FindCoordinator;
+        the coordinator calls this in the background at a group's first JoinGroup or OffsetCommit, so
+        that the first SyncGroup does not wait for 50 partitions to be made."""
+        if self.has_topic():
             return
+        with self._creating:
+            if TOPIC not in self.cl.manager.topics:
+                self._create()
+        with self.cl.manager.lock:  # whoever else is creating it holds this until every partition exists
+            pass
+
+    def _create(self) -> None:
+        manager = self.cl.manager
         try:
             self.cl.create_topic(TOPIC, self.config.get("offsets.topic.num.partitions"), {
                 "cleanup.policy": "compact",
@@ -89,7 +107,7 @@ class GroupMetadataManager:
 
     # writing ------------------------------------------------------------------------------------
     def _append(self, partition: int, records: list[Record]) -> None:
-        self._ensure_topic()
+        self.ensure_topic()
         now = self.cl.time.milliseconds()
         keys = [k for k, _ in records]
         values = [v for _, v in records]

@@ -1,0 +1,117 @@
+"""Consumer groups with aiokafka against a real ``compactlog serve``: reading and committing, sharing
+partitions, losing a member that left or died, resuming after broker restarts (SIGTERM and SIGKILL), and
+nothing committed for a group that never existed."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+aiokafka = pytest.importorskip("aiokafka")
+from aiokafka import AIOKafkaConsumer, TopicPartition  # noqa: E402
+
+from groups_support import SESSION_MS, MemberProcess, create_topic, produce, values  # noqa: E402
+
+
+def consumer(bootstrap: str, group: str, *topics: str) -> AIOKafkaConsumer:
+    return AIOKafkaConsumer(*topics, bootstrap_servers=bootstrap, group_id=group, auto_offset_reset="earliest",
+                            enable_auto_commit=False, session_timeout_ms=SESSION_MS, heartbeat_interval_ms=300,
+                            max_poll_interval_ms=SESSION_MS, rebalance_timeout_ms=SESSION_MS)
+
+
+async def until(check, timeout: float, what: str, *consumers: AIOKafkaConsumer) -> None:
+    """Wait for ``check()`` while the consumers keep consuming (aiokafka leaves the group of a consumer
+    whose application has not called getmany within max_poll_interval_ms)."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, f"{what} not reached within {timeout} s"
+        if consumers:
+            await asyncio.gather(*(c.getmany(timeout_ms=100) for c in consumers))
+        else:
+            await asyncio.sleep(0.05)
+
+
+async def read_all_and_commit(bootstrap: str, group: str, topic: str, expected: list[bytes]) -> None:
+    c = consumer(bootstrap, group, topic)
+    await c.start()
+    try:
+        got = []
+        deadline = time.monotonic() + 30
+        while len(got) < len(expected):
+            assert time.monotonic() < deadline, f"read {len(got)} of {len(expected)} records"
+            for records in (await c.getmany(timeout_ms=500)).values():
+                got.extend(r.value for r in records)
+        assert sorted(got) == sorted(expected)
+        await c.commit()
+    finally:
+        await c.stop()
+
+
+def partitions(c: AIOKafkaConsumer) -> list[int]:
+    return sorted(p.partition for p in c.assignment())
+
+
+def test_a_group_reads_from_the_beginning_and_resumes_after_restarts(server):
+    create_topic(server.bootstrap, "prices", 3)
+    first = values("a", 60)
+    produce(server.bootstrap, "prices", first)
+    asyncio.run(read_all_and_commit(server.bootstrap, "shop", "prices", first))
+    for kill in (False, True):
+        server.restart(kill=kill)
+        more = values(f"after-restart-{kill}", 30)
+        produce(server.bootstrap, "prices", more)
+        asyncio.run(read_all_and_commit(server.bootstrap, "shop", "prices", more))
+
+    async def committed() -> list:
+        c = consumer(server.bootstrap, "shop")
+        await c.start()
+        try:
+            return [await c.committed(TopicPartition("prices", p)) for p in range(3)]
+        finally:
+            await c.stop()
+
+    assert sum(asyncio.run(committed())) == 120
+
+
+def test_members_share_partitions_and_take_over_from_one_that_leaves_or_dies(server):
+    create_topic(server.bootstrap, "orders", 4)
+
+    async def scenario() -> None:
+        a = consumer(server.bootstrap, "workers", "orders")
+        await a.start()
+        await until(lambda: partitions(a) == [0, 1, 2, 3], 30, "a alone owns every partition", a)
+        killed = MemberProcess("aiokafka", server.bootstrap, "workers", "orders")
+        try:
+            await until(lambda: len(partitions(a)) == 2 and len(killed.assignment) == 2, 30,
+                        "the partitions split between a and the other process", a)
+            assert sorted(partitions(a) + killed.assignment) == [0, 1, 2, 3]
+            killed.kill()
+            await until(lambda: partitions(a) == [0, 1, 2, 3], 30, "a takes over after the session", a)
+        finally:
+            killed.kill()
+        b = consumer(server.bootstrap, "workers", "orders")
+        await b.start()
+        await until(lambda: len(partitions(a)) == 2 and len(partitions(b)) == 2, 30, "a and b share", a, b)
+        await b.stop()
+        started = time.monotonic()
+        await until(lambda: partitions(a) == [0, 1, 2, 3], 30, "a takes over after b left", a)
+        assert time.monotonic() - started < SESSION_MS / 1000
+        await a.stop()
+
+    asyncio.run(asyncio.wait_for(scenario(), 90))
+
+
+def test_a_group_that_never_committed_has_no_offsets(server):
+    create_topic(server.bootstrap, "stock", 1)
+
+    async def scenario() -> None:
+        c = AIOKafkaConsumer(bootstrap_servers=server.bootstrap, group_id="never", enable_auto_commit=False)
+        await c.start()
+        try:
+            assert await c.committed(TopicPartition("stock", 0)) is None  # OffsetFetch answered -1
+        finally:
+            await c.stop()
+
+    asyncio.run(asyncio.wait_for(scenario(), 30))

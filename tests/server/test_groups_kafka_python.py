@@ -1,0 +1,155 @@
+"""Consumer groups with kafka-python against a real ``compactlog serve``: reading and committing, sharing
+partitions, losing a member that left or died, resuming after broker restarts (SIGTERM and SIGKILL), and
+KafkaAdminClient's group calls (ListGroups, DescribeGroups, OffsetFetch, OffsetDelete, LeaveGroup by
+instance id, DeleteGroups)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+kafka = pytest.importorskip("kafka")
+from kafka import KafkaConsumer, TopicPartition  # noqa: E402
+from kafka.admin import KafkaAdminClient, MemberToRemove  # noqa: E402
+
+from groups_support import SESSION_MS, MemberProcess, create_topic, produce, values, wait_until  # noqa: E402
+
+
+# kafka-python 3.0.12 loses a rejoin (no heartbeats, no assignment) when a poll() times out while the
+# JoinGroup/SyncGroup of a rejoin its leader started for changed metadata is in flight. Two habits keep
+# these tests clear of it: the topic's metadata is known before subscribing (so the first assignment is
+# complete and no such rejoin follows), and polls wait longer than a join round trip.
+POLL_MS = 1000
+
+
+def consumer(bootstrap: str, group: str, *topics: str, **conf) -> KafkaConsumer:
+    c = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group, auto_offset_reset="earliest",
+                      enable_auto_commit=False, session_timeout_ms=SESSION_MS, heartbeat_interval_ms=300,
+                      max_poll_interval_ms=SESSION_MS, **conf)
+    for t in topics:
+        assert c.partitions_for_topic(t)
+    if topics:
+        c.subscribe(list(topics))
+    return c
+
+
+def read(c: KafkaConsumer, n: int, timeout: float = 30) -> list:
+    out = []
+    deadline = time.monotonic() + timeout
+    while len(out) < n:
+        assert time.monotonic() < deadline, f"read {len(out)} of {n} records"
+        for records in c.poll(POLL_MS).values():
+            out.extend(records)
+    return out
+
+
+def read_all_and_commit(bootstrap: str, group: str, topic: str, expected: list[bytes]) -> None:
+    c = consumer(bootstrap, group, topic)
+    try:
+        assert sorted(r.value for r in read(c, len(expected))) == sorted(expected)
+        c.commit()
+    finally:
+        c.close()
+
+
+def partitions(c: KafkaConsumer) -> list[int]:
+    return sorted(p.partition for p in c.assignment())
+
+
+def test_a_group_reads_from_the_beginning_and_resumes_after_restarts(server):
+    create_topic(server.bootstrap, "prices", 3)
+    first = values("a", 60)
+    produce(server.bootstrap, "prices", first)
+    read_all_and_commit(server.bootstrap, "shop", "prices", first)
+    for kill in (False, True):
+        server.restart(kill=kill)
+        more = values(f"after-restart-{kill}", 30)
+        produce(server.bootstrap, "prices", more)
+        read_all_and_commit(server.bootstrap, "shop", "prices", more)
+    c = consumer(server.bootstrap, "shop")
+    try:
+        assert sum(c.committed(TopicPartition("prices", p)) for p in range(3)) == 120
+        assert c.committed(TopicPartition("prices", 0)) is not None
+    finally:
+        c.close()
+
+
+def test_members_share_partitions_and_take_over_from_one_that_leaves_or_dies(server):
+    create_topic(server.bootstrap, "orders", 4)
+    a = consumer(server.bootstrap, "workers", "orders")
+    wait_until(lambda: partitions(a) == [0, 1, 2, 3], 30, lambda: a.poll(POLL_MS), "a alone owns every partition")
+    killed = MemberProcess("kafka-python", server.bootstrap, "workers", "orders")
+    try:
+        wait_until(lambda: len(partitions(a)) == 2 and len(killed.assignment) == 2, 30, lambda: a.poll(POLL_MS),
+                   "the partitions split between a and the other process")
+        assert sorted(partitions(a) + killed.assignment) == [0, 1, 2, 3]
+        killed.kill()
+        wait_until(lambda: partitions(a) == [0, 1, 2, 3], 30, lambda: a.poll(POLL_MS), "a takes over after the session")
+    finally:
+        killed.kill()
+    b = consumer(server.bootstrap, "workers", "orders")
+
+    def both() -> None:
+        a.poll(POLL_MS // 2)
+        b.poll(POLL_MS // 2)
+
+    wait_until(lambda: len(partitions(a)) == 2 and len(partitions(b)) == 2, 30, both, "a and b share")
+    b.close()
+    started = time.monotonic()
+    wait_until(lambda: partitions(a) == [0, 1, 2, 3], 30, lambda: a.poll(POLL_MS), "a takes over after b left")
+    assert time.monotonic() - started < SESSION_MS / 1000
+    a.close()
+
+
+def test_admin_client_group_calls(server):
+    create_topic(server.bootstrap, "stock", 2)
+    create_topic(server.bootstrap, "old", 1)
+    produce(server.bootstrap, "stock", values("s", 10))
+    admin = KafkaAdminClient(bootstrap_servers=server.bootstrap)
+    try:
+        c = consumer(server.bootstrap, "warehouse", "stock", client_id="picker", group_instance_id="picker-1")
+        read(c, 10)
+        c.commit()
+        # a partition of a topic nobody in the group reads, committed by a client outside the group
+        standalone = KafkaConsumer(bootstrap_servers=server.bootstrap, group_id="warehouse", enable_auto_commit=False)
+        with pytest.raises(kafka.errors.KafkaError):  # a member-less commit into a live group is refused
+            standalone.commit({TopicPartition("old", 0): kafka.structs.OffsetAndMetadata(5, "", -1)})
+        standalone.close()
+
+        assert {"group_id": "warehouse", "protocol_type": "consumer"}.items() <= {
+            g["group_id"]: g for g in admin.list_groups()}["warehouse"].items()
+        desc = admin.describe_groups(["warehouse"])["warehouse"]
+        assert (desc["error"], desc["group_state"], desc["protocol_type"], desc["protocol_data"]) == (
+            None, "Stable", "consumer", "range")
+        assert sorted(desc["authorized_operations"]) == ["DELETE", "DESCRIBE", "READ"]
+        (member,) = desc["members"]
+        assert (member["client_id"], member["client_host"]) == ("picker", "/127.0.0.1")
+        assert member["member_metadata"]["topics"] == ["stock"]  # decoded by the client: our bytes are its own
+        assignment = member["member_assignment"]["assigned_partitions"]
+        assert [(a["topic"], sorted(a["partitions"])) for a in assignment] == [("stock", [0, 1])]
+        offsets = admin.list_group_offsets({"warehouse": None})["warehouse"]
+        assert sorted(offsets) == [TopicPartition("stock", 0), TopicPartition("stock", 1)]
+        assert sum(om.offset for om in offsets.values()) == 10
+        assert admin.delete_group_offsets("warehouse", [TopicPartition("stock", 0)]) == {
+            TopicPartition("stock", 0): kafka.errors.GroupSubscribedToTopicError}
+        assert admin.delete_groups(["warehouse"]) == {"warehouse": "NonEmptyGroupError"}
+
+        # a static member does not leave on close; an administrator removes it by its instance id
+        c.close()
+        assert admin.describe_groups(["warehouse"])["warehouse"]["group_state"] == "Stable"
+        removed = admin.remove_group_members("warehouse", [MemberToRemove(group_instance_id="picker-1")])
+        assert list(removed.values()) == [kafka.errors.NoError]
+        assert admin.describe_groups(["warehouse"])["warehouse"]["group_state"] == "Empty"
+        assert admin.delete_group_offsets("warehouse", [TopicPartition("stock", 0)]) == {
+            TopicPartition("stock", 0): kafka.errors.NoError}
+        assert list(admin.list_group_offsets({"warehouse": None})["warehouse"]) == [TopicPartition("stock", 1)]
+        assert admin.delete_groups(["warehouse", "never"]) == {"warehouse": "OK", "never": "GroupIdNotFoundError"}
+        assert "warehouse" not in {g["group_id"] for g in admin.list_groups()}
+        # unknown group: OffsetFetch answers -1 for a named partition, nothing for "all"
+        fetched = admin.list_group_offsets({"never": [TopicPartition("stock", 0)]})["never"]
+        assert fetched[TopicPartition("stock", 0)].offset == -1
+        assert admin.list_group_offsets({"never": None})["never"] == {}
+        assert admin.describe_groups(["never"])["never"]["group_state"] == "Dead"
+    finally:
+        admin.close()
