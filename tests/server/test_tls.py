@@ -139,3 +139,20 @@ def test_the_principal_is_the_rfc2253_subject():
                (("commonName", "client"),))
     assert "User:" + rfc2253_name(subject) == CLIENT_PRINCIPAL
     assert rfc2253_name(((("commonName", "#a+b "),),)) == "CN=\\#a\\+b\\ "
+
+
+def test_settings_per_listener_and_client_auth_on_sasl_ssl(certs):  # noqa: F811
+    """``listener.name.<name>.ssl.*`` wins for that listener; SASL_SSL takes ssl.client.auth only so (KIP-684)."""
+    from compactlog.server.network import Listener
+    from compactlog.server.security import server_ssl_context
+    from compactlog.storage.config import BrokerConfig
+
+    base = {"ssl.keystore.location": str(certs.server_keystore), "ssl.truststore.location": str(certs.ca),
+            "ssl.client.auth": "required"}
+    ssl_listener, sasl_listener = Listener("SSL", "SSL", "", 0), Listener("SASL_SSL", "SASL_SSL", "", 0)
+    assert server_ssl_context(BrokerConfig(base), ssl_listener).verify_mode == ssl.CERT_REQUIRED
+    assert server_ssl_context(BrokerConfig(base), sasl_listener).verify_mode == ssl.CERT_NONE
+    prefixed = BrokerConfig({**base, "listener.name.sasl_ssl.ssl.client.auth": "requested",
+                             "listener.name.ssl.ssl.enabled.protocols": "TLSv1.3"})
+    assert server_ssl_context(prefixed, sasl_listener).verify_mode == ssl.CERT_OPTIONAL
+    assert server_ssl_context(prefixed, ssl_listener).minimum_version == ssl.TLSVersion.TLSv1_3

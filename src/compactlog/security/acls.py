@@ -192,13 +192,27 @@ class AclStore:
         self.file = JsonFile(data_dir, files.ACLS_FILE, lambda: {"version": VERSION, "acls": []})
         self._doc: dict | None = None
         self._bindings: tuple[AclBinding, ...] = ()
+        self._literal: dict[tuple[ResourceType, str], list[AclBinding]] = {}  # also '*' under its own name
+        self._prefixed: dict[ResourceType, list[AclBinding]] = {}
 
     def bindings(self) -> tuple[AclBinding, ...]:
         doc = self.file.read()
-        if doc is not self._doc:  # parsed again only when the file changed
+        if doc is not self._doc:  # parsed and indexed again only when the file changed
             self._bindings = tuple(AclBinding.from_json(d) for d in doc.get("acls", []))
+            self._literal, self._prefixed = {}, {}
+            for b in self._bindings:
+                if b.pattern_type == PatternType.LITERAL:
+                    self._literal.setdefault((b.resource_type, b.name), []).append(b)
+                else:
+                    self._prefixed.setdefault(b.resource_type, []).append(b)
             self._doc = doc
         return self._bindings
+
+    def naming(self, resource_type: ResourceType, name: str) -> list[AclBinding]:
+        """The bindings whose pattern covers one resource (what a decision looks at), from the index of the
+        last ``bindings()`` call (one ``stat`` of the file per decision, not two)."""
+        return (self._literal.get((resource_type, name), []) + self._literal.get((resource_type, WILDCARD), [])
+                + [b for b in self._prefixed.get(resource_type, ()) if name.startswith(b.name)])
 
     def matching(self, flt: AclFilter) -> list[AclBinding]:
         return [b for b in self.bindings() if flt.matches(b)]
@@ -249,22 +263,19 @@ class Authorizer:
                   name: str) -> bool:
         if principal in self.super_users:
             return True
-        bindings = self.store.bindings()
-        if not bindings:
+        if not self.store.bindings():
             return True
         allowing = {operation, Operation.ALL} | IMPLIED_BY.get(operation, set())
-        named = allowed = False
-        for b in bindings:
-            if not b.names_resource(resource_type, name):
-                continue
-            named = True
+        naming = self.store.naming(resource_type, name)
+        allowed = False
+        for b in naming:
             if b.principal not in (principal, WILDCARD_PRINCIPAL) or b.host not in (host, WILDCARD):
                 continue
             if b.permission == Permission.DENY and b.operation in (operation, Operation.ALL):
                 return False
             if b.permission == Permission.ALLOW and b.operation in allowing:
                 allowed = True
-        return allowed or (self.allow_if_no_acl_found and not named)
+        return allowed or (self.allow_if_no_acl_found and not naming)
 
     def authorize_any(self, principal: str, host: str, operation: Operation, resource_type: ResourceType) -> bool:
         """Whether ``operation`` is allowed on at least one resource of the type (no DENY of it for every

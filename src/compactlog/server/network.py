@@ -309,7 +309,7 @@ class KafkaServer:
         if listener.security_protocol in ("SSL", "SASL_SSL"):
             from .security import server_ssl_context  # noqa: PLC0415 - only TLS listeners need it
 
-            return server_ssl_context(self.config)
+            return server_ssl_context(self.config, listener)
         return None
 
     async def stop(self) -> None:

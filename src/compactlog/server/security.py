@@ -1,6 +1,7 @@
 """Connection security: the TLS context of SSL and SASL_SSL listeners, and who a new connection is.
 
-``server_ssl_context`` builds one ``ssl.SSLContext`` from Kafka's ``ssl.*`` broker configs, PEM only:
+``server_ssl_context`` builds a listener's ``ssl.SSLContext`` from Kafka's ``ssl.*`` broker configs
+(``listener.name.<name>.ssl.*`` over them), PEM only:
 the broker's certificate chain and key from ``ssl.keystore.location`` (one PEM file holding both) or
 inline from ``ssl.keystore.certificate.chain`` and ``ssl.keystore.key``; CAs for client certificates
 from ``ssl.truststore.location`` or inline ``ssl.truststore.certificates``; ``ssl.client.auth`` and
@@ -55,7 +56,25 @@ def normalize_pem(text: str) -> str:
     return "".join(blocks)
 
 
-def _load_keystore(ctx: ssl.SSLContext, config) -> None:
+class _Settings:
+    """The ``ssl.*`` settings of one listener: ``listener.name.<name>.ssl.x`` over ``ssl.x``, as Kafka reads them."""
+
+    def __init__(self, config, listener: Any = None) -> None:
+        self.config = config
+        self.prefix = f"listener.name.{listener.name.lower()}." if listener is not None else None
+
+    def get(self, name: str) -> Any:
+        if self.prefix is not None and self.prefix + name in self.config.originals:
+            from ..storage.config import BROKER_CONFIGS  # noqa: PLC0415 - the table, for the type and checks
+
+            return BROKER_CONFIGS[name].parse(self.config.originals[self.prefix + name])
+        return self.config.get(name)
+
+    def is_set(self, name: str) -> bool:
+        return self.prefix is not None and self.prefix + name in self.config.originals
+
+
+def _load_keystore(ctx: ssl.SSLContext, config: _Settings) -> None:
     password = config.get("ssl.key.password")
     location = config.get("ssl.keystore.location")
     chain, key = config.get("ssl.keystore.certificate.chain"), config.get("ssl.keystore.key")
@@ -81,7 +100,7 @@ def _load_keystore(ctx: ssl.SSLContext, config) -> None:
                                  f"{exc.reason or exc}") from None
 
 
-def _load_truststore(ctx: ssl.SSLContext, config) -> None:
+def _load_truststore(ctx: ssl.SSLContext, config: _Settings) -> None:
     location, inline = config.get("ssl.truststore.location"), config.get("ssl.truststore.certificates")
     try:
         if location:
@@ -98,16 +117,24 @@ def _load_truststore(ctx: ssl.SSLContext, config) -> None:
                                  f"{exc.reason or exc}") from None
 
 
-def server_ssl_context(config) -> ssl.SSLContext:
-    """The TLS context every SSL and SASL_SSL listener serves with (InvalidConfigError when incomplete)."""
+def server_ssl_context(config, listener: Any = None) -> ssl.SSLContext:
+    """The TLS context of an SSL or SASL_SSL ``listener`` (InvalidConfigError when incomplete).
+
+    Settings prefixed ``listener.name.<name>.`` apply to that listener only. On a SASL_SSL listener the
+    client logs in with SASL, so ``ssl.client.auth`` applies there only when given with the listener's
+    prefix (Kafka's rule since KIP-684).
+    """
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    versions = sorted(_TLS_VERSIONS[p] for p in config.get("ssl.enabled.protocols"))
+    settings = _Settings(config, listener)
+    versions = sorted(_TLS_VERSIONS[p] for p in settings.get("ssl.enabled.protocols"))
     if not versions:
         raise InvalidConfigError("ssl.enabled.protocols must name at least one TLS version")
     ctx.minimum_version, ctx.maximum_version = versions[0], versions[-1]
-    ctx.verify_mode = _CLIENT_AUTH[config.get("ssl.client.auth")]
-    _load_keystore(ctx, config)
-    _load_truststore(ctx, config)
+    sasl = listener is not None and listener.security_protocol == "SASL_SSL"
+    client_auth = settings.get("ssl.client.auth") if not sasl or settings.is_set("ssl.client.auth") else "none"
+    ctx.verify_mode = _CLIENT_AUTH[client_auth]
+    _load_keystore(ctx, settings)
+    _load_truststore(ctx, settings)
     return ctx
 
 
