@@ -9,8 +9,8 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 SESSION_MS = 6000  # Kafka's group.min.session.timeout.ms: the shortest session a member may have
 MEMBER_SCRIPT = Path(__file__).with_name("group_member.py")

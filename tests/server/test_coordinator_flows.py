@@ -13,7 +13,12 @@ from compactlog.clock import MockTime
 from compactlog.server.broker import Broker
 from compactlog.server.coordinator.manager import TOPIC, GroupMetadataManager
 from compactlog.server.coordinator.records import OffsetCommitValue
-from compactlog.server.coordinator.state import COMPLETING_REBALANCE, EMPTY, PREPARING_REBALANCE, STABLE
+from compactlog.server.coordinator.state import (
+    COMPLETING_REBALANCE,
+    EMPTY,
+    PREPARING_REBALANCE,
+    STABLE,
+)
 from compactlog.storage.config import BrokerConfig
 
 SUB = b"\x00\x00\x00\x00\x00\x01\x00\x01t\xff\xff\xff\xff"  # ConsumerProtocolSubscription v0 of topic "t"

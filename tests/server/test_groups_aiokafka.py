@@ -10,9 +10,8 @@ import time
 import pytest
 
 aiokafka = pytest.importorskip("aiokafka")
-from aiokafka import AIOKafkaConsumer, TopicPartition  # noqa: E402
-
-from groups_support import SESSION_MS, MemberProcess, create_topic, produce, values  # noqa: E402
+from aiokafka import AIOKafkaConsumer, TopicPartition
+from groups_support import SESSION_MS, MemberProcess, create_topic, produce, values
 
 
 def consumer(bootstrap: str, group: str, *topics: str) -> AIOKafkaConsumer:

@@ -9,10 +9,16 @@ import time
 import pytest
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
-from confluent_kafka import Consumer, ConsumerGroupState, TopicPartition  # noqa: E402
-from confluent_kafka.admin import AdminClient  # noqa: E402
-
-from groups_support import SESSION_MS, MemberProcess, create_topic, produce, values, wait_until  # noqa: E402
+from confluent_kafka import Consumer, ConsumerGroupState, TopicPartition
+from confluent_kafka.admin import AdminClient
+from groups_support import (
+    SESSION_MS,
+    MemberProcess,
+    create_topic,
+    produce,
+    values,
+    wait_until,
+)
 
 OFFSET_INVALID = -1001  # librdkafka's "no committed offset"
 

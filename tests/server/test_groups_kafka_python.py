@@ -10,11 +10,16 @@ import time
 import pytest
 
 kafka = pytest.importorskip("kafka")
-from kafka import KafkaConsumer, TopicPartition  # noqa: E402
-from kafka.admin import KafkaAdminClient, MemberToRemove  # noqa: E402
-
-from groups_support import SESSION_MS, MemberProcess, create_topic, produce, values, wait_until  # noqa: E402
-
+from groups_support import (
+    SESSION_MS,
+    MemberProcess,
+    create_topic,
+    produce,
+    values,
+    wait_until,
+)
+from kafka import KafkaConsumer, TopicPartition
+from kafka.admin import KafkaAdminClient, MemberToRemove
 
 # kafka-python 3.0.12 loses a rejoin (no heartbeats, no assignment) when a poll() times out while the
 # JoinGroup/SyncGroup of a rejoin its leader started for changed metadata is in flight. Two habits keep

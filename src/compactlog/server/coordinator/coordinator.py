@@ -4,12 +4,14 @@ Each public method is one API's meaning, free of wire types (``handlers.py`` con
 JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch, OffsetDelete, ListGroups,
 DescribeGroups, DeleteGroups. They follow Kafka's coordinator rule for rule, including its error codes
 (``errors.py`` names each); the states and what each state answers are tables in ``state.py``, the timed
-parts in ``rebalance.py``, the storage in ``manager.py``.
+parts in ``rebalance.py``, the storage in ``manager.py``; the codes are named in ``codes.py``.
 
 A JoinGroup or SyncGroup that must wait for other members is *parked*: the method awaits a future that
 the rebalance completes. Everything runs on the server's event loop; the only awaits are parked requests
 and appends to ``__consumer_offsets``, after which the group's state is checked again (it may have moved
 on meanwhile, exactly as Kafka's callbacks check it).
+
+Offsets (commit, fetch, delete, expiry) and group deletion are in ``offsets.py``.
 
 The coordinator is a broker service: ``start`` replays ``__consumer_offsets`` in a worker thread (every
 group API answers COORDINATOR_LOAD_IN_PROGRESS meanwhile, SyncGroup REBALANCE_IN_PROGRESS as Kafka does
@@ -21,8 +23,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, Sequence
+from typing import Any
 
 from ...errors import (
     CompactLogError,
@@ -30,40 +33,35 @@ from ...errors import (
     CoordinatorNotAvailableError,
     InvalidGroupIdError,
 )
-from .group import CONSUMER_PROTOCOL_TYPE, GroupMetadata, TopicPartition
+from .codes import (
+    COORDINATOR_NOT_AVAILABLE,
+    FENCED_INSTANCE_ID,
+    GROUP_MAX_SIZE_REACHED,
+    ILLEGAL_GENERATION,
+    INCONSISTENT_GROUP_PROTOCOL,
+    INVALID_SESSION_TIMEOUT,
+    MEMBER_ID_REQUIRED,
+    NONE,
+    NOT_COORDINATOR,
+    REBALANCE_IN_PROGRESS,
+    UNKNOWN_MEMBER_ID,
+)
+from .group import GroupMetadata
 from .manager import GroupMetadataManager, store_error
 from .member import JoinResult, MemberMetadata, Protocols, SyncResult, protocols_of
+from .offsets import OffsetMetadataManager
 from .rebalance import NEW_MEMBER_JOIN_TIMEOUT_MS, Rebalancer
-from .records import OffsetCommitValue
 from .state import (
     COMPLETING_REBALANCE,
     DEAD,
     EMPTY,
     HEARTBEAT_ANSWER,
-    MEMBER_COMMIT_ANSWER,
     PREPARING_REBALANCE,
     STABLE,
     SYNC_ANSWER,
 )
 
 log = logging.getLogger(__name__)
-
-# Kafka's codes for the answers below (the classes in errors.py carry the same numbers).
-NONE = 0
-OFFSET_METADATA_TOO_LARGE = 12
-COORDINATOR_NOT_AVAILABLE = 15
-NOT_COORDINATOR = 16
-ILLEGAL_GENERATION = 22
-INCONSISTENT_GROUP_PROTOCOL = 23
-UNKNOWN_MEMBER_ID = 25
-INVALID_SESSION_TIMEOUT = 26
-REBALANCE_IN_PROGRESS = 27
-NON_EMPTY_GROUP = 68
-GROUP_ID_NOT_FOUND = 69
-MEMBER_ID_REQUIRED = 79
-GROUP_MAX_SIZE_REACHED = 81
-FENCED_INSTANCE_ID = 82
-GROUP_SUBSCRIBED_TO_TOPIC = 86
 
 LOAD_RETRY_S = 5.0
 
@@ -87,6 +85,13 @@ class GroupCoordinator:
         self._tasks: set[asyncio.Task] = set()  # stores that must finish even if their client goes away
         self._loader: asyncio.Task | None = None
         self._creating: asyncio.Task | None = None
+        # OffsetCommit, OffsetFetch, OffsetDelete, DeleteGroups and expiry live in offsets.py.
+        self.offsets = OffsetMetadataManager(self)
+        self.commit_offsets = self.offsets.commit_offsets
+        self.fetch_offsets = self.offsets.fetch_offsets
+        self.delete_offsets = self.offsets.delete_offsets
+        self.delete_groups = self.offsets.delete_groups
+        self.expire_offsets = self.offsets.expire_offsets
 
     def now(self) -> int:
         return self.time.milliseconds()
@@ -111,7 +116,7 @@ class GroupCoordinator:
                 self.rebalance.answer_join(m, JoinResult(m.member_id, NOT_COORDINATOR))
                 self.rebalance.answer_sync(m, SyncResult(NOT_COORDINATOR))
 
-    def _spawn(self, coro: Awaitable[Any]) -> asyncio.Task:
+    def spawn(self, coro: Awaitable[Any]) -> asyncio.Task:
         """Run work that must finish even if the client that caused it goes away."""
         task = asyncio.get_running_loop().create_task(coro)
         self._tasks.add(task)
@@ -142,7 +147,7 @@ class GroupCoordinator:
             except Exception:
                 log.exception("expiring old offsets failed")
 
-    def _prepare_topic(self) -> None:
+    def prepare_topic(self) -> None:
         """Start creating ``__consumer_offsets`` if it is missing: something will be stored soon."""
         if self.store.has_topic() or (self._creating is not None and not self._creating.done()):
             return
@@ -150,11 +155,11 @@ class GroupCoordinator:
         async def create() -> None:
             try:
                 await asyncio.to_thread(self.store.ensure_topic)
-            except Exception as exc:  # the first store tries again and reports the error to its client
+            except Exception as exc:  # noqa: BLE001 - the first store tries again and reports it
                 log.warning("cannot create __consumer_offsets yet: %s", exc)
-        self._creating = self._spawn(create())
+        self._creating = self.spawn(create())
 
-    def _check(self, group_id: str) -> None:
+    def check(self, group_id: str) -> None:
         """Kafka's checks before any group operation, in its order."""
         if not group_id:
             raise InvalidGroupIdError("the group id is empty")
@@ -168,7 +173,7 @@ class GroupCoordinator:
                          client_host: str, session_ms: int, rebalance_ms: int, protocol_type: str,
                          protocols: Sequence[tuple[str, bytes]], require_known_member_id: bool) -> JoinResult:
         try:
-            self._check(group_id)
+            self.check(group_id)
         except CompactLogError as exc:
             return JoinResult(member_id, exc.code)
         if not self.min_session_ms <= session_ms <= self.max_session_ms:
@@ -188,7 +193,7 @@ class GroupCoordinator:
         protocols = protocols_of(protocols)
         if not group.supports_protocols(protocol_type, [name for name, _ in protocols]):
             return JoinResult(member_id, INCONSISTENT_GROUP_PROTOCOL)
-        self._prepare_topic()
+        self.prepare_topic()
         join = _Join(client_id, client_host, session_ms, rebalance_ms, protocol_type, protocols)
         if not member_id:
             outcome = self._join_new(group, instance_id, require_known_member_id, join)
@@ -210,7 +215,7 @@ class GroupCoordinator:
         return member is not None or len(group.members) < self.max_size
 
     def _join_new(self, group: GroupMetadata, instance_id: str | None, require_known: bool,
-                  join: "_Join") -> JoinResult | asyncio.Future:
+                  join: _Join) -> JoinResult | asyncio.Future:
         new_id = f"{instance_id if instance_id is not None else join.client_id}-{uuid.uuid4()}"
         if instance_id is not None:
             old_id = group.static_members.get(instance_id)
@@ -226,7 +231,7 @@ class GroupCoordinator:
         return self._add_member(group, new_id, None, join)
 
     def _join_known(self, group: GroupMetadata, member_id: str, instance_id: str | None,
-                    join: "_Join") -> JoinResult | asyncio.Future:
+                    join: _Join) -> JoinResult | asyncio.Future:
         if member_id in group.pending_members:
             return self._add_member(group, member_id, instance_id, join)
         if group.is_static_member_fenced(instance_id, member_id):
@@ -251,7 +256,7 @@ class GroupCoordinator:
         return JoinResult(member_id, UNKNOWN_MEMBER_ID)  # Empty: the client must join afresh
 
     def _add_member(self, group: GroupMetadata, member_id: str, instance_id: str | None,
-                    join: "_Join") -> asyncio.Future:
+                    join: _Join) -> asyncio.Future:
         member = MemberMetadata(member_id, instance_id, join.client_id, join.client_host, join.rebalance_ms,
                                 join.session_ms, join.protocol_type, join.protocols, is_new=True)
         if group.is_(PREPARING_REBALANCE) and group.generation_id == 0:
@@ -262,7 +267,7 @@ class GroupCoordinator:
         self.rebalance.maybe_prepare_rebalance(group, f"new member {member_id} joined")
         return future
 
-    def _update_member(self, group: GroupMetadata, member: MemberMetadata, join: "_Join",
+    def _update_member(self, group: GroupMetadata, member: MemberMetadata, join: _Join,
                        reason: str) -> asyncio.Future:
         group.update_member(member, join.protocols, join.rebalance_ms, join.session_ms)
         future = self.rebalance.park_join(member)
@@ -271,7 +276,7 @@ class GroupCoordinator:
         return future
 
     def _replace_static_member(self, group: GroupMetadata, instance_id: str, old_id: str, new_id: str,
-                               join: "_Join") -> asyncio.Future:
+                               join: _Join) -> asyncio.Future:
         """A static member's client restarted and joined without its old member id (KIP-345). The new id
         takes the old one's place, its assignment and leadership; the old id is fenced. In Stable, with
         unchanged metadata and protocol choice, there is no rebalance: the new id is stored and the member
@@ -290,7 +295,7 @@ class GroupCoordinator:
         self.rebalance.heartbeat(group, member)
         if group.is_(STABLE):
             if unchanged and group.protocol_name == group.select_protocol():
-                self._spawn(self._store_replacement(group, member, instance_id, old_id, leader_before, undo))
+                self.spawn(self._store_replacement(group, member, instance_id, old_id, leader_before, undo))
             else:
                 self.rebalance.prepare_rebalance(group, f"static member {instance_id} rejoined with new metadata")
         elif group.is_(COMPLETING_REBALANCE):
@@ -303,7 +308,7 @@ class GroupCoordinator:
         new_id = member.member_id
         try:
             await self.store.store_group(group, {m.member_id: m.assignment for m in group.members.values()})
-        except Exception as exc:
+        except (CompactLogError, OSError) as exc:
             log.warning("storing group %s after static member %s rejoined failed: %s", group.group_id,
                         instance_id, exc)
             if self.rebalance.current(group) and group.members.get(new_id) is member:
@@ -319,12 +324,12 @@ class GroupCoordinator:
         async def store() -> None:
             try:
                 await self.store.store_group(group, {})
-            except Exception as exc:
+            except (CompactLogError, OSError) as exc:
                 log.warning("storing the empty generation of group %s failed: %s", group.group_id, exc)
-        group.store_task = self._spawn(store())
+        group.store_task = self.spawn(store())
 
     # SyncGroup, Heartbeat, LeaveGroup -----------------------------------------------------------
-    def _member_check(self, group: GroupMetadata | None, member_id: str, instance_id: str | None,
+    def member_error(self, group: GroupMetadata | None, member_id: str, instance_id: str | None,
                       generation: int | None) -> int:
         """The error for a request from a member, or NONE: group gone, fenced, unknown, wrong generation."""
         if group is None:
@@ -344,11 +349,11 @@ class GroupCoordinator:
         if self.active and self.loading:
             return SyncResult(REBALANCE_IN_PROGRESS)  # the rebalance it belonged to is lost: rejoin
         try:
-            self._check(group_id)
+            self.check(group_id)
         except CompactLogError as exc:
             return SyncResult(exc.code)
         group = self.groups.get(group_id)
-        code = self._member_check(group, member_id, instance_id, generation)
+        code = self.member_error(group, member_id, instance_id, generation)
         if code:
             return SyncResult(code)
         member = group.members[member_id]
@@ -357,7 +362,7 @@ class GroupCoordinator:
             group.pending_sync.discard(member_id)
             if group.is_leader(member_id):
                 full = {m: bytes(assignments.get(m, b"")) for m in group.members}
-                self._spawn(self._store_assignment(group, generation, full))
+                self.spawn(self._store_assignment(group, generation, full))
             return await future
         code = SYNC_ANSWER[group.state]
         if code:
@@ -371,7 +376,7 @@ class GroupCoordinator:
         error = NONE
         try:
             await self.store.store_group(group, assignment)
-        except Exception as exc:
+        except (CompactLogError, OSError) as exc:
             log.warning("storing the assignment of group %s failed: %s", group.group_id, exc)
             error = store_error(exc)
         if not (self.rebalance.current(group) and group.is_(COMPLETING_REBALANCE) and group.generation_id == generation):
@@ -385,11 +390,11 @@ class GroupCoordinator:
 
     def heartbeat(self, group_id: str, generation: int, member_id: str, instance_id: str | None) -> int:
         try:
-            self._check(group_id)
+            self.check(group_id)
         except CompactLogError as exc:
             return exc.code
         group = self.groups.get(group_id)
-        code = self._member_check(group, member_id, instance_id, generation)
+        code = self.member_error(group, member_id, instance_id, generation)
         if code:
             return code
         if not group.is_(EMPTY):
@@ -402,7 +407,7 @@ class GroupCoordinator:
         until the empty generation is in the log, as Kafka's does: a broker killed right after it must
         not bring the departed members back."""
         try:
-            self._check(group_id)
+            self.check(group_id)
         except CompactLogError as exc:
             return exc.code, []
         group = self.groups.get(group_id)
@@ -423,7 +428,7 @@ class GroupCoordinator:
                 self.rebalance.try_complete_join(group)
                 errors.append(NONE)
                 continue
-            code = self._member_check(group, member_id, instance_id, None)
+            code = self.member_error(group, member_id, instance_id, None)
             if code == NONE:
                 self.rebalance.remove_member(group, group.members[member_id], f"member {member_id} left")
             errors.append(code)
@@ -431,118 +436,10 @@ class GroupCoordinator:
             await asyncio.shield(group.store_task)
         return NONE, errors
 
-    # offsets ------------------------------------------------------------------------------------
-    async def commit_offsets(self, group_id: str, generation: int, member_id: str, instance_id: str | None,
-                             offsets: dict[TopicPartition, OffsetCommitValue]) -> dict[TopicPartition, int]:
-        def every(code: int) -> dict[TopicPartition, int]:
-            return dict.fromkeys(offsets, code)
-        try:
-            self._check(group_id)
-        except CompactLogError as exc:
-            return every(exc.code)
-        group = self.groups.get(group_id)
-        if group is None:
-            if generation >= 0:  # a member of a generation this coordinator never had
-                return every(ILLEGAL_GENERATION)
-            group = self.groups[group_id] = GroupMetadata(group_id, self.now())
-        if group.is_(DEAD):
-            return every(COORDINATOR_NOT_AVAILABLE)
-        if not (generation < 0 and group.is_(EMPTY)):  # else: a client that only stores offsets here
-            code = self._member_check(group, member_id, instance_id, generation) or MEMBER_COMMIT_ANSWER[group.state]
-            if code:
-                return every(code)
-            self.rebalance.heartbeat(group, group.members[member_id])
-        self._prepare_topic()
-        results: dict[TopicPartition, int] = {}
-        valid = {}
-        for tp, value in offsets.items():
-            if len(value.metadata) > self.max_metadata:
-                results[tp] = OFFSET_METADATA_TOO_LARGE
-            else:
-                valid[tp] = value
-        if valid:
-            task = self._spawn(self.store.store_offsets(group_id, valid, lambda: group.offsets.update(valid)))
-            try:
-                await asyncio.shield(task)
-                code = NONE
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                log.warning("storing offsets of group %s failed: %s", group_id, exc)
-                code = store_error(exc)
-            results.update(dict.fromkeys(valid, code))
-        return results
-
-    def fetch_offsets(self, group_id: str, partitions: list[TopicPartition] | None
-                      ) -> tuple[int, list[tuple[TopicPartition, OffsetCommitValue | None]]]:
-        """(error, [(partition, committed value or None)]); ``partitions`` None: every committed one."""
-        try:
-            self._check(group_id)
-        except CompactLogError as exc:
-            return exc.code, []
-        group = self.groups.get(group_id)
-        offsets = {} if group is None or group.is_(DEAD) else group.offsets
-        if partitions is None:
-            return NONE, sorted(offsets.items())
-        return NONE, [(tp, offsets.get(tp)) for tp in partitions]
-
-    async def delete_offsets(self, group_id: str, partitions: list[TopicPartition]) -> tuple[int, dict[TopicPartition, int]]:
-        """OffsetDelete: allowed for an Empty group, and in a consumer group for topics no member consumes."""
-        try:
-            self._check(group_id)
-        except CompactLogError as exc:
-            return exc.code, {}
-        group = self.groups.get(group_id)
-        if group is None or group.is_(DEAD):
-            return GROUP_ID_NOT_FOUND, {}
-        errors: dict[TopicPartition, int] = {}
-        if group.is_(EMPTY):
-            eligible = list(partitions)
-        elif group.protocol_type == CONSUMER_PROTOCOL_TYPE:
-            eligible = [tp for tp in partitions if not group.is_subscribed_to(tp[0])]
-            errors = {tp: GROUP_SUBSCRIBED_TO_TOPIC for tp in partitions if group.is_subscribed_to(tp[0])}
-        else:
-            return NON_EMPTY_GROUP, {}
-        if eligible:
-            await self._cleanup(group, lambda g: g.remove_offsets(eligible))
-            errors.update(dict.fromkeys(eligible, NONE))
-        return NONE, errors
-
-    async def _cleanup(self, group: GroupMetadata, select: Callable[[GroupMetadata], list[TopicPartition]]) -> int:
-        """Remove the offsets ``select`` picks and write their tombstones; a group left Empty without
-        offsets is dead and its metadata record gets a tombstone too (unless no generation ever
-        completed, when there is none to delete)."""
-        removed = select(group)
-        if group.is_(EMPTY) and not group.offsets and not group.pending_members:
-            group.transition_to(DEAD, self.now())
-        group_too = False
-        if group.is_(DEAD) and self.rebalance.current(group):
-            del self.groups[group.group_id]
-            self.rebalance.cancel_all(group)
-            group_too = group.generation_id > 0
-        if removed or group_too:
-            try:
-                await asyncio.shield(self._spawn(self.store.tombstones(group.group_id, removed, group_too)))
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                log.warning("writing tombstones for group %s failed: %s", group.group_id, exc)
-        return len(removed)
-
-    async def expire_offsets(self) -> int:
-        """Remove offsets past ``offsets.retention.minutes`` (``GroupMetadata.expired_offsets``)."""
-        now = self.now()
-        total = 0
-        for group in list(self.groups.values()):
-            total += await self._cleanup(group, lambda g: g.remove_offsets(g.expired_offsets(now, self.retention_ms)))
-        if total:
-            log.info("removed %d expired offsets", total)
-        return total
-
     # groups -------------------------------------------------------------------------------------
     def list_groups(self) -> tuple[int, list[tuple[str, str]]]:
         try:
-            self._check("*")
+            self.check("*")
         except CompactLogError as exc:
             return exc.code, []
         return NONE, [(g.group_id, g.protocol_type or "") for g in self.groups.values() if not g.is_(DEAD)]
@@ -550,32 +447,10 @@ class GroupCoordinator:
     def describe_group(self, group_id: str) -> tuple[int, GroupMetadata | None]:
         """(error, group); an unknown group is no error: it is described as Dead with nothing in it."""
         try:
-            self._check(group_id)
+            self.check(group_id)
         except CompactLogError as exc:
             return exc.code, None
         return NONE, self.groups.get(group_id)
-
-    async def delete_groups(self, group_ids: Sequence[str]) -> dict[str, int]:
-        results: dict[str, int] = {}
-        doomed = []
-        for group_id in group_ids:
-            try:
-                self._check(group_id)
-            except CompactLogError as exc:
-                results[group_id] = exc.code
-                continue
-            group = self.groups.get(group_id)
-            if group is None or group.is_(DEAD):
-                results[group_id] = GROUP_ID_NOT_FOUND
-            elif group.is_(EMPTY):
-                group.transition_to(DEAD, self.now())
-                doomed.append(group)
-                results[group_id] = NONE
-            else:
-                results[group_id] = NON_EMPTY_GROUP
-        for group in doomed:
-            await self._cleanup(group, lambda g: g.remove_offsets(list(g.offsets)))
-        return results
 
 
 @dataclass(frozen=True, slots=True)

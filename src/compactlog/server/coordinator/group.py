@@ -10,7 +10,7 @@ maps to its current member id, and ``supported`` counts how many members support
 from __future__ import annotations
 
 from collections import Counter
-from typing import Iterable
+from collections.abc import Iterable
 
 from .member import MemberMetadata, Protocols
 from .records import (
@@ -254,7 +254,7 @@ class GroupMetadata:
                                   self.state_timestamp if self.state_timestamp is not None else now, members)
 
     @classmethod
-    def from_record(cls, group_id: str, value: GroupMetadataValue, now: int) -> "GroupMetadata":
+    def from_record(cls, group_id: str, value: GroupMetadataValue, now: int) -> GroupMetadata:
         """A group as its last stored generation left it: Stable with its members, or Empty."""
         group = cls(group_id, now, STABLE if value.members else EMPTY)
         group.generation_id = value.generation

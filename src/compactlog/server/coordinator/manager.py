@@ -20,12 +20,21 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Callable, Iterable
 
 from ...errors import CompactLogError, TopicAlreadyExistsError
 from ...records.batch import build_batch
 from ...storage.config import BrokerConfig
+from .codes import (
+    COORDINATOR_NOT_AVAILABLE,
+    INVALID_COMMIT_OFFSET_SIZE,
+    KAFKA_STORAGE_ERROR,
+    MESSAGE_TOO_LARGE,
+    NOT_COORDINATOR,
+    RECORD_LIST_TOO_LARGE,
+    UNKNOWN_TOPIC_OR_PARTITION,
+)
 from .group import GroupMetadata, TopicPartition
 from .records import (
     GroupMetadataKey,
@@ -193,10 +202,10 @@ def store_error(exc: BaseException) -> int:
     too large -> INVALID_COMMIT_OFFSET_SIZE, a failed disk -> NOT_COORDINATOR, a missing partition ->
     COORDINATOR_NOT_AVAILABLE (all but the first are retriable), anything else its own code."""
     code = exc.code if isinstance(exc, CompactLogError) else -1
-    if code in (10, 18):
-        return 28
-    if code == 56:
-        return 16
-    if code == 3:
-        return 15
+    if code in (MESSAGE_TOO_LARGE, RECORD_LIST_TOO_LARGE):
+        return INVALID_COMMIT_OFFSET_SIZE
+    if code == KAFKA_STORAGE_ERROR:
+        return NOT_COORDINATOR
+    if code == UNKNOWN_TOPIC_OR_PARTITION:
+        return COORDINATOR_NOT_AVAILABLE
     return code

@@ -11,8 +11,9 @@ member blocked in a rebalance cannot heartbeat (its connection serves one reques
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 Protocols = tuple[tuple[str, bytes], ...]  # (name, metadata) in the member's order of preference
 

@@ -22,8 +22,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
+from .codes import REBALANCE_IN_PROGRESS, UNKNOWN_MEMBER_ID
 from .group import GroupMetadata
 from .member import JoinResult, MemberMetadata, SyncResult, complete
 from .state import (
@@ -38,7 +40,6 @@ from .state import (
 log = logging.getLogger(__name__)
 
 NEW_MEMBER_JOIN_TIMEOUT_MS = 300_000
-UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS = 25, 27
 
 
 class Rebalancer:

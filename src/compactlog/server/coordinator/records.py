@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
-from typing import Union
 
 from ...errors import CorruptRecordError
 
@@ -106,7 +105,7 @@ class GroupMetadataValue:
     members: tuple[MemberMetadataValue, ...]
 
 
-Key = Union[OffsetCommitKey, GroupMetadataKey]
+Key = OffsetCommitKey | GroupMetadataKey
 
 
 # writing -------------------------------------------------------------------------------------------

@@ -20,8 +20,15 @@ following the code.
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Mapping
+
+from .codes import (
+    COORDINATOR_NOT_AVAILABLE,
+    NONE,
+    REBALANCE_IN_PROGRESS,
+    UNKNOWN_MEMBER_ID,
+)
 
 
 class GroupState(enum.Enum):
@@ -58,8 +65,6 @@ TRANSITIONS: Mapping[GroupState, frozenset[GroupState]] = _frozen({
 #: way: the change joins it; Dead groups never rebalance).
 CAN_REBALANCE: frozenset[GroupState] = frozenset({EMPTY, COMPLETING_REBALANCE, STABLE})
 
-# Kafka's error codes used by the answer tables below.
-NONE, COORDINATOR_NOT_AVAILABLE, UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS = 0, 15, 25, 27
 
 #: Heartbeat of a known member of the current generation: the answer in each state. PreparingRebalance
 #: answers REBALANCE_IN_PROGRESS, which is how members learn that they must rejoin; an Empty group has no
