@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import logging
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,6 +39,7 @@ from .security import CLOSE_AFTER_RESPONSE, SASL_PROTOCOLS, SECURITY_PROTOCOL
 SASL_HANDSHAKE, SASL_AUTHENTICATE, API_VERSIONS = 17, 36, 18
 ILLEGAL_SASL_STATE, UNSUPPORTED_SASL_MECHANISM, SASL_AUTHENTICATION_FAILED = 34, 33, 58
 STATE = "sasl"  # Session.extra key of the login's state
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -79,7 +81,11 @@ async def _step(broker: Broker, state: LoginState, token: bytes) -> bytes:
     return state.mechanism.step(token)
 
 
-async def _delay_failure(broker: Broker) -> None:
+async def _failed(broker: Broker, session: Session, state: LoginState, exc: Exception) -> None:
+    """Log a failed login (who tried, from where: the audit trail Kafka's log gives) and wait
+    ``connection.failed.authentication.delay.ms`` before the answer, to slow down password guessing."""
+    log.info("failed SASL %s login from %s:%s as %r: %s", state.mechanism.mechanism, session.client_host,
+             session.client_port, state.mechanism.username, exc)
     await asyncio.sleep(broker.config.get("connection.failed.authentication.delay.ms") / 1000)
 
 
@@ -117,7 +123,7 @@ async def sasl_authenticate(broker: Broker, req: Request, session: Session):
     try:
         reply = await _step(broker, state, req.body.auth_bytes)
     except SaslAuthenticationFailedError as exc:
-        await _delay_failure(broker)
+        await _failed(broker, session, state, exc)
         session.extra[CLOSE_AFTER_RESPONSE] = True
         return response(req, error_code=error_code(SASL_AUTHENTICATION_FAILED), error_message=str(exc),
                         auth_bytes=b"", session_lifetime=datetime.timedelta(0))
@@ -134,8 +140,8 @@ async def raw_token(broker: Broker, token: bytes, session: Session) -> bytes | N
         return None
     try:
         reply = await _step(broker, state, token)
-    except SaslAuthenticationFailedError:
-        await _delay_failure(broker)
+    except SaslAuthenticationFailedError as exc:
+        await _failed(broker, session, state, exc)
         return None
     if state.mechanism.complete:
         _logged_in(session, state)
