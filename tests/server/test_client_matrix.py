@@ -16,6 +16,7 @@ One server serves the whole module; topics are made with the local API before it
 from __future__ import annotations
 
 import asyncio
+import itertools
 import shutil
 import struct
 import subprocess
@@ -265,8 +266,10 @@ def test_records_come_back_exactly(matrix, client, codec):
     assert [o for o, *_ in got] == list(range(N))
     assert normalized([(k, v, h) for _, k, v, h in got]) == normalized(rows)
     stored = stored_batches(matrix.server, topic)
-    if codec != "none":  # the batches really were compressed (librdkafka falls back quietly otherwise)
-        assert {b.codec for b in stored} == {Codec[codec.upper()]}
+    if codec != "none":  # the batches really were compressed (librdkafka falls back quietly otherwise);
+        # a client may still send a batch too small to gain from it uncompressed (librdkafka does)
+        codecs = {b.codec for b in stored}
+        assert Codec[codec.upper()] in codecs and codecs <= {Codec[codec.upper()], Codec.NONE}, codecs
     assert {b.partition_leader_epoch for b in stored} == {0}  # aiokafka writes -1: the broker stamps its own
 
 
@@ -508,7 +511,7 @@ def test_zstd_needs_produce_v7(matrix, version):
 
 def legacy_message_set(magic: int) -> bytes:
     """One magic v0/v1 message (the format before record batches), CRC and all."""
-    import zlib  # noqa: PLC0415 - only this test builds one
+    import zlib
 
     body = bytes([magic, 0]) + (struct.pack(">q", int(time.time() * 1000)) if magic else b"")
     body += struct.pack(">i", 1) + b"k" + struct.pack(">i", 5) + b"value"
@@ -589,7 +592,7 @@ def test_a_fetch_inside_a_compressed_batch_gets_the_whole_batch(matrix):
 
 def test_a_fetch_inside_a_hole_of_a_compacted_topic_gets_the_next_batch(matrix):
     offsets = [o for o, _, _ in matrix.compacted]
-    hole = next(o + 1 for o, nxt in zip(offsets, offsets[1:]) if nxt > o + 1 and (o + 1) % KEYS_PER_ROUND)
+    hole = next(o + 1 for o, nxt in itertools.pairwise(offsets) if nxt > o + 1 and (o + 1) % KEYS_PER_ROUND)
     with wire.RawClient.to(matrix.server) as c:
         part = fetch_raw(c, COMPACTED, hole)
     batches = [b for _, b in iter_batches(part.records)]

@@ -116,7 +116,7 @@ class Seed:
 
 
 def corpus(rng: random.Random) -> list[Seed]:
-    seeds = [Seed(wire.api_versions(v)) for v in range(0, 5)]
+    seeds = [Seed(wire.api_versions(v)) for v in range(5)]
     seeds += [Seed(wire.metadata(t, v)) for v in (0, 1, 4, 5, 8) for t in (None, ["fuzz"], ["fuzz", "nope"])]
     for v in (3, 5, 7, 8):
         for b in batches(rng):
@@ -288,7 +288,7 @@ def _sized(payload: bytes | bytearray) -> bytes:
 
 
 def _fix_crc(batch: bytearray) -> None:
-    from compactlog.records.batch import crc32c  # noqa: PLC0415 - the builder's own CRC-32C
+    from compactlog.records.batch import crc32c
 
     if len(batch) >= 61:
         struct.pack_into(">I", batch, 17, crc32c(memoryview(batch)[21:]))
@@ -300,7 +300,6 @@ def mutate(rng: random.Random, seed: Seed, correlation: int) -> Frame:
     key_bytes = bytes(payload[:2])
     kind = rng.randrange(12)
     uncertain = False
-    close_after = False
     if kind == 0:  # bit flips
         for _ in range(rng.randint(1, 4)):
             i = rng.randrange(len(payload))
@@ -582,9 +581,10 @@ def test_an_api_without_a_handler_closes_the_connection_quietly(fuzz_server):
 
 
 def rss_kib(pid: int) -> int:
-    for line in open(f"/proc/{pid}/status"):
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
     raise AssertionError("no VmRSS")
 
 
@@ -648,7 +648,7 @@ def connect_from(server, source_ip: str) -> wire.RawClient:
 def served(c: wire.RawClient) -> bool:
     try:
         return c.call(wire.api_versions(0)).error_code == 0
-    except (ConnectionError, socket.timeout):
+    except (TimeoutError, ConnectionError):
         return False
 
 
@@ -715,8 +715,15 @@ def test_clients_that_never_read_are_closed_once_nothing_moves(limits_server):
     side moves. After connections.max.idle.ms the broker drops them, and their slots are free again
     (max.connections.per.ip=3 here, so a fourth connection from their address is the evidence; reading
     from them to see the close would make them move again)."""
+    with wire.RawClient.to(limits_server) as c:  # big answers, so that the socket buffers fill at once
+        assert c.call(wire.metadata(["stalled"], auto_create=True)).topics[0].error_code in (0, 5)
+        big = build_batch([b"k"], [b"s" * 900_000], [int(time.time() * 1000)])
+        deadline = time.monotonic() + 10
+        while c.call(wire.produce("stalled", 0, big)).responses[0].partition_responses[0].error_code:
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
     stallers = [connect_from(limits_server, "127.0.0.7") for _ in range(3)]
-    request = wire.request_frame(wire.metadata(None), 1)
+    request = wire.request_frame(wire.fetch("stalled", 0, 0, max_bytes=1 << 20), 1)
     try:
         for s in stallers:
             s.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
@@ -727,8 +734,8 @@ def test_clients_that_never_read_are_closed_once_nothing_moves(limits_server):
                     s.sock.send(request * 50)
                 except BlockingIOError:
                     break
-        time.sleep(IDLE_MS / 1000 * 2)
-        c = eventually_admitted(limits_server, "127.0.0.7", timeout=IDLE_MS / 1000 * 3)
+        time.sleep(IDLE_MS / 1000 * 1.5)
+        c = eventually_admitted(limits_server, "127.0.0.7", timeout=IDLE_MS / 1000 * 4)
         c.close()
     finally:
         for s in stallers:
@@ -786,3 +793,26 @@ def test_small_requests_that_inflate_a_lot_do_not_stall_other_clients(fuzz_serve
     assert codes and set(codes) == {87}, codes
     rounds.sort()
     assert rounds[len(rounds) // 2] < 0.25, f"median round trip {rounds[len(rounds) // 2]:.2f}s while others inflate"
+
+
+def test_shutdown_is_prompt_and_clean_with_a_client_that_never_reads(serve_factory):
+    server = serve_factory()
+    with wire.RawClient.to(server) as c:
+        assert c.call(wire.metadata(["t"], auto_create=True)).topics[0].error_code in (0, 5)
+    staller = socket.create_connection(("127.0.0.1", server.port))
+    staller.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    staller.setblocking(False)
+    request = wire.request_frame(wire.metadata(None), 1)
+    try:
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 2:
+            try:
+                staller.send(request * 50)
+            except BlockingIOError:
+                break
+        t = time.monotonic()
+        assert server.stop(timeout=30) == 0
+        assert time.monotonic() - t < 15
+        assert not server_log_problems(server)
+    finally:
+        staller.close()

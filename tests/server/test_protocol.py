@@ -5,9 +5,11 @@ request we serve raises ProtocolError; response headers as each client expects t
 
 from __future__ import annotations
 
+import itertools
 import struct
 
 import pytest
+import wire
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from kio.schema.errors import ErrorCode
@@ -22,8 +24,6 @@ from compactlog.server.protocol import (
     encode_unsupported_api_versions,
 )
 from compactlog.server.versions import SERVED, response_class
-
-import wire
 
 REQUESTS = {
     "api_versions_v0": wire.api_versions(0),
@@ -112,7 +112,7 @@ def test_any_split_of_a_stream_gives_the_same_requests(cuts):
     points = sorted({min(c, len(data)) for c in cuts} | {0, len(data)})
     conn = Connection()
     got = []
-    for lo, hi in zip(points, points[1:]):
+    for lo, hi in itertools.pairwise(points):
         conn.receive_data(data[lo:hi])
         got += drain(conn)
     assert [r.correlation_id for r in got] == list(range(len(bodies)))
@@ -272,7 +272,7 @@ def encoded(name: str, **values):
 
 def test_non_flexible_versions_answer_with_response_header_v0():
     mod = wire.module_of("metadata", 8, "response")
-    body, req, data = encoded("metadata_v8", throttle_time=wire.ms(0), brokers=(
+    body, _req, data = encoded("metadata_v8", throttle_time=wire.ms(0), brokers=(
         mod.MetadataResponseBroker(node_id=1, host="h", port=9, rack=None),), cluster_id="c", controller_id=1,
         topics=(), cluster_authorized_operations=-(2**31))
     assert struct.unpack_from(">ii", data) == (len(data) - 4, 99)
@@ -283,7 +283,7 @@ def test_non_flexible_versions_answer_with_response_header_v0():
 
 def test_flexible_versions_answer_with_response_header_v1():
     mod = wire.module_of("describe_cluster", 0, "response")
-    body, req, data = encoded("describe_cluster_v0", throttle_time=wire.ms(0), error_code=ErrorCode.none,
+    body, _req, data = encoded("describe_cluster_v0", throttle_time=wire.ms(0), error_code=ErrorCode.none,
                               error_message=None, cluster_id="c", controller_id=1, brokers=(
                                   mod.DescribeClusterBroker(broker_id=1, host="h", port=9, rack=None),),
                               cluster_authorized_operations=-(2**31))
@@ -296,7 +296,7 @@ def test_flexible_versions_answer_with_response_header_v1():
 
 def test_api_versions_v3_answers_with_header_v0_although_its_body_is_flexible():
     mod = wire.module_of("api_versions", 3, "response")
-    body, req, data = encoded("api_versions_v3", error_code=ErrorCode.none, throttle_time=wire.ms(0), api_keys=(
+    body, _req, data = encoded("api_versions_v3", error_code=ErrorCode.none, throttle_time=wire.ms(0), api_keys=(
         mod.ApiVersion(api_key=18, min_version=0, max_version=4),))
     assert struct.unpack_from(">ii", data) == (len(data) - 4, 99)
     resp, used = entity_reader(wire.response_class_for(body))(memoryview(data), 8)  # no tag byte after the id

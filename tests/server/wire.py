@@ -15,7 +15,7 @@ import socket
 import struct
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from kio.serial import entity_reader, entity_writer
 
@@ -105,13 +105,13 @@ class RawClient:
         self.correlation = 0
 
     @classmethod
-    def to(cls, server, timeout: float = 10.0) -> "RawClient":
+    def to(cls, server, timeout: float = 10.0) -> RawClient:
         return cls("127.0.0.1", server.port, timeout)
 
     def close(self) -> None:
         self.sock.close()
 
-    def __enter__(self) -> "RawClient":
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -159,7 +159,7 @@ class RawClient:
                     return True
         except (ConnectionResetError, BrokenPipeError):
             return True
-        except socket.timeout:
+        except TimeoutError:
             return False
         return False
 
