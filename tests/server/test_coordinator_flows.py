@@ -281,3 +281,27 @@ def test_a_pending_member_id_that_is_never_used_expires(tmp_path):
         assert first.error == 79 and c.groups["g"].pending_members == {first.member_id}
         await eventually(lambda: not c.groups["g"].pending_members, 3)
     run(tmp_path / "d", scenario)
+
+
+def test_the_log_cleaner_compacts_consumer_offsets_and_a_reload_after_it_is_exact(tmp_path):
+    data = tmp_path / "d"
+    small = {"offsets.topic.segment.bytes": "2048", "offsets.topic.num.partitions": "1"}
+
+    async def write(broker, c):
+        for n in range(200):  # the same two partitions over and over: a compacted log keeps the last of each
+            await c.commit_offsets("g", -1, "", None, {("t", 0): offset(n), ("t", 1): offset(1000 + n)})
+        await c.commit_offsets("gone", -1, "", None, {("t", 0): offset(5)})
+        assert await c.delete_groups(["gone"]) == {"gone": 0}
+        log = broker.cl.manager.get_log(TOPIC, 0)
+        before = log.size
+        report = broker.cl.clean(TOPIC)
+        assert report.compactions and log.size < before / 4
+        survivors = [r for b in log.batches() for r in b.records()]
+        assert len(survivors) < 40  # the active segment's records, the latest of each key, one tombstone
+
+    async def reload(broker, c):
+        assert c.fetch_offsets("g", None) == (0, [(("t", 0), offset(199)), (("t", 1), offset(1199))])
+        assert "gone" not in c.groups
+
+    run(data, write, **small)
+    run(data, reload, **small)

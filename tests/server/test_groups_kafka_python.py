@@ -140,9 +140,18 @@ def test_admin_client_group_calls(server):
             TopicPartition("stock", 0): kafka.errors.GroupSubscribedToTopicError}
         assert admin.delete_groups(["warehouse"]) == {"warehouse": "NonEmptyGroupError"}
 
-        # a static member does not leave on close; an administrator removes it by its instance id
+        # a static member does not leave on close; restarted with the same instance id, it takes its old
+        # place without a rebalance (same generation, same partitions, a new member id)
+        generation = c._coordinator._generation.generation_id
         c.close()
         assert admin.describe_groups(["warehouse"])["warehouse"]["group_state"] == "Stable"
+        again = consumer(server.bootstrap, "warehouse", "stock", client_id="picker", group_instance_id="picker-1")
+        wait_until(lambda: partitions(again) == [0, 1], 30, lambda: again.poll(POLL_MS), "the static member is back")
+        assert again._coordinator._generation.generation_id == generation
+        (back,) = admin.describe_groups(["warehouse"])["warehouse"]["members"]
+        assert back["member_id"] != member["member_id"]
+        again.close()
+        # an administrator removes it by its instance id
         removed = admin.remove_group_members("warehouse", [MemberToRemove(group_instance_id="picker-1")])
         assert list(removed.values()) == [kafka.errors.NoError]
         assert admin.describe_groups(["warehouse"])["warehouse"]["group_state"] == "Empty"
