@@ -305,3 +305,23 @@ def test_the_log_cleaner_compacts_consumer_offsets_and_a_reload_after_it_is_exac
 
     run(data, write, **small)
     run(data, reload, **small)
+
+
+def test_a_static_member_comes_back_after_a_broker_restart_without_a_rebalance(tmp_path):
+    data = tmp_path / "d"
+    both = (("range", SUB), ("roundrobin", SUB))
+    ids = {}
+
+    async def first(broker, c):
+        s = await join(c, instance="inst", protocols=both)
+        assert (await c.sync_group("g", 1, s.member_id, "inst", {s.member_id: b"S"})).error == 0
+        ids["s"] = s.member_id
+
+    async def second(broker, c):
+        again = await join(c, instance="inst", protocols=both)  # the client restarted too: no member id
+        assert (again.error, again.generation_id, again.leader_id) == (0, 1, ids["s"])
+        assert (await c.sync_group("g", 1, again.member_id, "inst", {})).assignment == b"S"
+        assert c.groups["g"].state is STABLE
+
+    run(data, first)
+    run(data, second)

@@ -279,7 +279,7 @@ class GroupCoordinator:
                                join: _Join) -> asyncio.Future:
         """A static member's client restarted and joined without its old member id (KIP-345). The new id
         takes the old one's place, its assignment and leadership; the old id is fenced. In Stable, with
-        unchanged metadata and protocol choice, there is no rebalance: the new id is stored and the member
+        unchanged metadata for the chosen protocol and the same protocol choice, there is no rebalance: the new id is stored and the member
         gets the current generation. Its answer names the leader as it was before the replacement, so a
         restarted leader does not recompute an assignment nobody asked for."""
         old = group.members[old_id]
@@ -287,7 +287,9 @@ class GroupCoordinator:
         self.rebalance.answer_sync(old, SyncResult(FENCED_INSTANCE_ID))
         leader_before = group.leader_id or ""
         undo = (old.protocols, old.rebalance_timeout_ms, old.session_timeout_ms, old.client_id, old.client_host)
-        unchanged = old.matches(join.protocols)
+        # What the assignment was computed from: the metadata for the chosen protocol (a member loaded after
+        # a broker restart remembers no other).
+        unchanged = dict(join.protocols).get(group.protocol_name) == old.metadata(group.protocol_name)
         member = group.replace_static_member(instance_id, old_id, new_id)
         member.client_id, member.client_host = join.client_id, join.client_host
         group.update_member(member, join.protocols, join.rebalance_ms, join.session_ms)
