@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from typing import Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from ..errors import (
     CompactLogError,
@@ -141,21 +141,33 @@ def create_one(broker: Broker, t, validate_only: bool) -> None:
         cl.create_topic(t.name, count, configs)
 
 
-def _create_all(broker: Broker, topics, validate_only: bool, denied: set[str]) -> list[Outcome]:
-    twice = _repeated(t.name for t in topics)
+def _name(topic) -> str:
+    return topic.name
+
+
+def _for_each(items, name_of: Callable[[Any], str], operation: str, denied: set[str],
+              action: Callable[[Any], None], *, unique: bool = True) -> list[Outcome]:
+    """Run ``action`` on every item of a request: a name the principal may not touch, a name given twice
+    (when ``unique``) and our typed errors become that item's outcome, and the others go on."""
+    twice = _repeated(name_of(i) for i in items) if unique else set()
     out = []
-    for t in topics:
-        if t.name in denied:
-            out.append(_not_allowed("CREATE", t.name))
+    for item in items:
+        name = name_of(item)
+        if name in denied:
+            out.append(_not_allowed(operation, name))
             continue
         try:
-            if t.name in twice:
-                raise _twice("topic", t.name)
-            create_one(broker, t, validate_only)
+            if name in twice:
+                raise _twice("topic", name)
+            action(item)
             out.append(_outcome(None))
         except CompactLogError as exc:
             out.append(_outcome(exc))
     return out
+
+
+def _create_all(broker: Broker, topics, validate_only: bool, denied: set[str]) -> list[Outcome]:
+    return _for_each(topics, _name, "CREATE", denied, lambda t: create_one(broker, t, validate_only))
 
 
 async def create_topics(broker: Broker, req: Request, session: Session):
@@ -178,17 +190,7 @@ def delete_one(broker: Broker, name: str) -> None:
 
 
 def _delete_all(broker: Broker, names: Sequence[str], denied: set[str]) -> list[Outcome]:
-    out = []
-    for name in names:
-        if name in denied:
-            out.append(_not_allowed("DELETE", name))
-            continue
-        try:
-            delete_one(broker, name)
-            out.append(_outcome(None))
-        except CompactLogError as exc:
-            out.append(_outcome(exc))
-    return out
+    return _for_each(names, str, "DELETE", denied, lambda n: delete_one(broker, n), unique=False)
 
 
 async def delete_topics(broker: Broker, req: Request, session: Session):
@@ -217,20 +219,7 @@ def grow_one(broker: Broker, t, validate_only: bool) -> None:
 
 
 def _grow_all(broker: Broker, topics, validate_only: bool, denied: set[str]) -> list[Outcome]:
-    twice = _repeated(t.name for t in topics)
-    out = []
-    for t in topics:
-        if t.name in denied:
-            out.append(_not_allowed("ALTER", t.name))
-            continue
-        try:
-            if t.name in twice:
-                raise _twice("topic", t.name)
-            grow_one(broker, t, validate_only)
-            out.append(_outcome(None))
-        except CompactLogError as exc:
-            out.append(_outcome(exc))
-    return out
+    return _for_each(topics, _name, "ALTER", denied, lambda t: grow_one(broker, t, validate_only))
 
 
 async def create_partitions(broker: Broker, req: Request, session: Session):
