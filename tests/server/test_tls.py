@@ -156,3 +156,12 @@ def test_settings_per_listener_and_client_auth_on_sasl_ssl(certs):  # noqa: F811
                              "listener.name.ssl.ssl.enabled.protocols": "TLSv1.3"})
     assert server_ssl_context(prefixed, sasl_listener).verify_mode == ssl.CERT_OPTIONAL
     assert server_ssl_context(prefixed, ssl_listener).minimum_version == ssl.TLSVersion.TLSv1_3
+
+
+def test_fetch_answers_larger_than_the_zero_copy_size_go_through_tls_whole(tls_server, certs):  # noqa: F811
+    """Ranges of at least ZERO_COPY_BYTES are sent with asyncio's sendfile, which reads and writes through
+    TLS (no kernel sendfile there): 3 MB of records arrive byte for byte."""
+    values = [(b"%06d" % i) * 170 for i in range(3000)]  # ~1 KB each
+    assert confluent_produce(ssl_conf(tls_server, certs), "tls-big", values) == [None] * 3000
+    assert confluent_consume(ssl_conf(tls_server, certs, **{"max.partition.fetch.bytes": 4194304}),
+                             "tls-big", 3000) == values

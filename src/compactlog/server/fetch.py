@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import os
 import struct
 
 from ..errors import CompactLogError
@@ -35,6 +36,8 @@ LEADER_EPOCH = 0
 UNKNOWN_LEADER_EPOCH = 75
 FENCED_LEADER_EPOCH = 74
 INLINE_BYTES = 1024 * 1024
+ZERO_COPY_BYTES = 256 * 1024
+ZERO_COPY = os.environ.get("COMPACTLOG_ZERO_COPY", "1") != "0"
 
 
 def _string(s: str) -> bytes:
@@ -42,8 +45,47 @@ def _string(s: str) -> bytes:
     return _I16.pack(len(b)) + b
 
 
-def read_partitions(broker: Broker, body, version: int) -> tuple[list, int, bool]:
-    """Per topic, per partition: (index, error, high watermark, log start, records); total bytes; any error."""
+class FileRegion:
+    """A range of a segment file sent as it is (sendfile: the bytes never pass through this process).
+
+    It holds a descriptor of its own (``LogSegment.duplicate_handle``), so the range stays readable when
+    the cleaner swaps the segment out or retention deletes it before the answer goes out.
+    """
+
+    __slots__ = ("fd", "offset", "count")
+
+    def __init__(self, fd: int, offset: int, count: int) -> None:
+        self.fd, self.offset, self.count = fd, offset, count
+
+    def __len__(self) -> int:
+        return self.count
+
+    async def send(self, transport) -> None:
+        """asyncio's sendfile: ``os.sendfile`` on plain sockets, reads and writes through TLS."""
+        with os.fdopen(self.fd, "rb", closefd=True) as f:
+            self.fd = -1
+            await asyncio.get_running_loop().sendfile(transport, f, self.offset, self.count)
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+
+def release(topics: list) -> None:
+    """Close the descriptors of an answer that will not be sent."""
+    for _name, rows in topics:
+        for row in rows:
+            if isinstance(row[4], FileRegion):
+                row[4].close()
+
+
+def read_partitions(broker: Broker, body, version: int, zero_copy: bool = False) -> tuple[list, int, bool]:
+    """Per topic, per partition: (index, error, high watermark, log start, records); total bytes; any error.
+
+    With ``zero_copy`` a range of at least ZERO_COPY_BYTES comes back as a FileRegion to send with
+    sendfile; smaller ones are read (a copy costs less than a descriptor and the calls around it).
+    """
     manager = broker.cl.manager
     budget = body.max_bytes if version >= 3 else 2**31 - 1
     total = 0
@@ -66,10 +108,15 @@ def read_partitions(broker: Broker, body, version: int) -> tuple[list, int, bool
                 continue
             limit = min(p.partition_max_bytes, budget - total)
             try:
-                if limit <= 0 and not first:
-                    data = b""
-                else:
-                    data = lg.read(p.fetch_offset, max(limit, 0), min_one_message=first).records
+                data = b""
+                if limit > 0 or first:
+                    found = lg.locate(p.fetch_offset, max(limit, 0), min_one_message=first)
+                    if found is not None and found[2] > 0:
+                        seg, position, size = found
+                        if zero_copy and size >= ZERO_COPY_BYTES:
+                            data = FileRegion(seg.duplicate_handle(), position, size)
+                        else:
+                            data = seg.read_bytes(position, size)
             except CompactLogError as exc:
                 rows.append((p.partition, exc.code, lg.high_watermark, lg.log_start_offset, b""))
                 error = True
@@ -118,10 +165,12 @@ async def fetch(broker: Broker, req: Request, session: Session):
         if inline:
             topics, total, error = read_partitions(broker, body, req.api_version)
         else:
-            topics, total, error = await broker.blocking(read_partitions, broker, body, req.api_version)
+            topics, total, error = await broker.blocking(read_partitions, broker, body, req.api_version,
+                                                         ZERO_COPY)
         remaining = deadline - loop.time()
         if error or total >= body.min_bytes or remaining <= 0 or broker.stopping:
             return encode_fetch_response(req.correlation_id, req.api_version, topics)
+        release(topics)
         await broker.wait_for_data(remaining)
 
 

@@ -157,12 +157,20 @@ class ClientConnection(asyncio.Protocol):
         an 8 MB fetch answer handed over at once costs many copies of megabytes; slices of WRITE_SLICE
         bytes written as the socket drains keep that buffer small.
         """
-        for part in parts:
-            view = memoryview(part)
-            for i in range(0, len(view), WRITE_SLICE):
-                if not self.writable.is_set():
-                    await self.writable.wait()
-                self.transport.write(view[i:i + WRITE_SLICE])
+        try:
+            for part in parts:
+                if hasattr(part, "send"):  # a file range (fetch.FileRegion): sendfile
+                    await part.send(self.transport)
+                    continue
+                view = memoryview(part)
+                for i in range(0, len(view), WRITE_SLICE):
+                    if not self.writable.is_set():
+                        await self.writable.wait()
+                    self.transport.write(view[i:i + WRITE_SLICE])
+        finally:  # file ranges not sent (the connection went away) give their descriptors back
+            for part in parts:
+                if hasattr(part, "close"):
+                    part.close()
 
     # serving ----------------------------------------------------------------------------------------
     async def _serve(self) -> None:

@@ -182,6 +182,15 @@ class LogSegment:
         size = max(max_size, batch.size) if min_one_message else max_size
         return position, max(min(size, limit - position), 0)
 
+    def duplicate_handle(self) -> int:
+        """A descriptor of this segment's file of the caller's own (to close): it stays valid when the pool
+        closes its own or the file is renamed or unlinked (a zero-copy fetch sends from it later)."""
+        fd = POOL.acquire(self)
+        try:
+            return os.dup(fd)
+        finally:
+            POOL.release(self)
+
     def read_next_offset(self) -> int:
         """The offset after the last batch (the base offset when empty)."""
         _, pos = self.offset_index.lookup(2**63 - 1)
