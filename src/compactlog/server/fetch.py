@@ -26,15 +26,13 @@ import struct
 
 from ..errors import CompactLogError
 from .broker import Broker, Session
+from .metadata import epoch_problem
 from .protocol import Frame, Request
 
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _PART_V4 = struct.Struct(">ihqq")  # index, error, high watermark, last stable offset
 _I64 = struct.Struct(">q")
-LEADER_EPOCH = 0
-UNKNOWN_LEADER_EPOCH = 75
-FENCED_LEADER_EPOCH = 74
 INLINE_BYTES = 1024 * 1024
 ZERO_COPY_BYTES = 256 * 1024
 ZERO_COPY = os.environ.get("COMPACTLOG_ZERO_COPY", "1") != "0"
@@ -100,10 +98,9 @@ def read_partitions(broker: Broker, body, version: int, zero_copy: bool = False)
                 rows.append((p.partition, 3, -1, -1, b""))
                 error = True
                 continue
-            epoch = getattr(p, "current_leader_epoch", -1)
-            if epoch > LEADER_EPOCH or (epoch >= 0 and epoch < LEADER_EPOCH):
-                rows.append((p.partition, UNKNOWN_LEADER_EPOCH if epoch > LEADER_EPOCH else FENCED_LEADER_EPOCH,
-                             lg.high_watermark, lg.log_start_offset, b""))
+            problem = epoch_problem(getattr(p, "current_leader_epoch", -1))
+            if problem:
+                rows.append((p.partition, problem, lg.high_watermark, lg.log_start_offset, b""))
                 error = True
                 continue
             limit = min(p.partition_max_bytes, budget - total)

@@ -10,18 +10,12 @@ from __future__ import annotations
 
 from ..errors import CompactLogError
 from .broker import NO_THROTTLE, Broker, Session, error_code
+from ..storage.validator import LEADER_EPOCH
 from .entities import make, response, schema
+from .metadata import epoch_problem
 from .protocol import Request
 
 EARLIEST, LATEST = -2, -1
-LEADER_EPOCH = 0
-
-
-def _epoch_problem(current: int) -> int:
-    """The error for a client's current leader epoch: newer than ours 75, older 74, -1 means no check."""
-    if current < 0 or current == LEADER_EPOCH:
-        return 0
-    return 75 if current > LEADER_EPOCH else 74
 
 
 def _lookup(broker: Broker, topics) -> list[list[tuple]]:
@@ -34,7 +28,7 @@ def _lookup(broker: Broker, topics) -> list[list[tuple]]:
             if lg is None:
                 rows.append((p.partition_index, 3, -1, -1))
                 continue
-            problem = _epoch_problem(getattr(p, "current_leader_epoch", -1))
+            problem = epoch_problem(getattr(p, "current_leader_epoch", -1))
             if problem:
                 rows.append((p.partition_index, problem, -1, -1))
             elif p.timestamp == EARLIEST:
@@ -78,7 +72,7 @@ async def offset_for_leader_epoch(broker: Broker, req: Request, session: Session
         described = broker.authorize(session, "DESCRIBE", "TOPIC", t.topic)
         for p in t.partitions:
             lg = manager.logs.get((t.topic, p.partition))
-            code = 29 if not described else 3 if lg is None else _epoch_problem(p.current_leader_epoch)
+            code = 29 if not described else 3 if lg is None else epoch_problem(p.current_leader_epoch)
             if code == 0 and p.leader_epoch > LEADER_EPOCH:
                 parts.append(make(s.EpochEndOffset, error_code=error_code(0), partition=p.partition,
                                   leader_epoch=-1, end_offset=-1))  # Kafka: an epoch it never had is undefined

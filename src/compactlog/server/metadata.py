@@ -12,14 +12,22 @@ from __future__ import annotations
 
 from ..errors import CompactLogError, InvalidTopicError
 from ..storage import files
+from ..storage.validator import LEADER_EPOCH
 from .broker import NO_THROTTLE, Broker, Session, error_code
 from .entities import make, response, schema
 from .protocol import Request
 from .versions import SERVED
 
-LEADER_EPOCH = 0
 NOT_COMPUTED = -(2**31)  # authorized operations "not computed" (INT32_MIN)
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+
+
+def epoch_problem(current: int) -> int:
+    """The error for a client's current leader epoch (Fetch v9+, ListOffsets v4+, OffsetForLeaderEpoch):
+    newer than ours UNKNOWN_LEADER_EPOCH (75), older FENCED_LEADER_EPOCH (74); -1 asks for no check."""
+    if current < 0 or current == LEADER_EPOCH:
+        return 0
+    return 75 if current > LEADER_EPOCH else 74
 
 
 async def api_versions(broker: Broker, req: Request, session: Session):
