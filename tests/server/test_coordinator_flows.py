@@ -12,7 +12,8 @@ from pathlib import Path
 from compactlog.clock import MockTime
 from compactlog.server.broker import Broker
 from compactlog.server.coordinator.manager import TOPIC, GroupMetadataManager
-from compactlog.server.coordinator.records import OffsetCommitValue
+from compactlog.records.batch import iter_batches
+from compactlog.server.coordinator.records import OffsetCommitValue, partition_for
 from compactlog.server.coordinator.state import (
     COMPLETING_REBALANCE,
     EMPTY,
@@ -255,6 +256,35 @@ def test_groups_and_offsets_survive_a_restart_and_deletions_are_tombstones(tmp_p
         assert broker.cl.describe_topic(TOPIC).config.compact
 
     run(data, first)
+    run(data, second)
+
+
+def test_a_corrupt_batch_in_consumer_offsets_loses_only_its_own_commits(tmp_path):
+    """A flipped byte in the middle of one __consumer_offsets partition: the batch is skipped with an
+    error logged, every other commit (same partition and others) loads, and the coordinator serves."""
+    names = [f"g{i}" for i in range(40)]
+    a = names[0]
+    c = next(n for n in names[1:] if partition_for(n, 3) == partition_for(a, 3))
+    b = next(n for n in names[1:] if partition_for(n, 3) != partition_for(a, 3))
+    data = tmp_path / "d"
+
+    async def first(broker, co):
+        for group, n in ((a, 5), (a, 6), (c, 1), (b, 2)):  # one batch each
+            await co.commit_offsets(group, -1, "", None, {("t", 0): offset(n)})
+
+    run(data, first)
+    seg = next((data / f"{TOPIC}-{partition_for(a, 3)}").glob("*.log"))
+    raw = bytearray(seg.read_bytes())
+    pos, batch = list(iter_batches(bytes(raw)))[1]  # a's second commit
+    raw[pos + batch.size - 2] ^= 0xFF
+    seg.write_bytes(bytes(raw))
+
+    async def second(broker, co):
+        assert not co.loading
+        assert co.fetch_offsets(a, None) == (0, [(("t", 0), offset(5))])
+        assert co.fetch_offsets(c, None) == (0, [(("t", 0), offset(1))])
+        assert co.fetch_offsets(b, None) == (0, [(("t", 0), offset(2))])
+
     run(data, second)
 
 

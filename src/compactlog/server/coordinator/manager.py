@@ -159,26 +159,47 @@ class GroupMetadataManager:
     # loading ------------------------------------------------------------------------------------
     def load(self) -> dict[str, LoadedGroup]:
         """Replay every partition of the topic (blocking: run it in a thread). Later records win and
-        tombstones remove, so the result is what compaction would keep. A record that cannot be read
-        is skipped with a warning: one bad record must not make every group unreachable."""
+        tombstones remove, so the result is what compaction would keep. A batch whose CRC fails and a
+        record that cannot be read are skipped with a warning, and a partition whose structure is
+        damaged is read up to the damage: one bad byte must not make every group unreachable."""
         groups: dict[str, LoadedGroup] = {}
         manager = self.cl.manager
         if TOPIC not in manager.topics:
             return groups
         records = 0
         for p in range(manager.partitions_for(TOPIC)):
-            lg = manager.get_log(TOPIC, p)
-            for batch in lg.batches():
+            latest, offsets = self._latest(manager.get_log(TOPIC, p), p)
+            records += len(latest)
+            for key, value in latest.items():  # one partition holds all of a group's records, in order
+                try:
+                    self._replay(groups, key, value)
+                except CompactLogError as exc:
+                    log.warning("skipping the record at offset %d of %s-%d: %s", offsets[key], TOPIC, p, exc)
+        log.info("loaded %d groups from %d keys of %s", len(groups), records, TOPIC)
+        return {g: v for g, v in groups.items() if v.metadata is not None or v.offsets}
+
+    @staticmethod
+    def _latest(lg, p: int) -> tuple[dict[bytes, bytes | None], dict[bytes, int]]:
+        """The last value of each key in one partition (and its offset), as raw bytes: only what survives
+        is decoded, however many commits the log still holds."""
+        latest: dict[bytes, bytes | None] = {}
+        offsets: dict[bytes, int] = {}
+        try:
+            for batch in lg.batches(check_crcs=False):
                 if batch.is_control:
                     continue
+                if not batch.is_valid():
+                    log.error("skipping the corrupt batch at offset %d of %s-%d (CRC mismatch): its commits are lost",
+                              batch.base_offset, TOPIC, p)
+                    continue
                 for rec in batch.records(TOPIC, p):
-                    records += 1
-                    try:
-                        self._replay(groups, rec.key, rec.value)
-                    except CompactLogError as exc:
-                        log.warning("skipping the record at offset %d of %s-%d: %s", rec.offset, TOPIC, p, exc)
-        log.info("loaded %d groups from %d records of %s", len(groups), records, TOPIC)
-        return {g: v for g, v in groups.items() if v.metadata is not None or v.offsets}
+                    if rec.key is not None:
+                        latest.pop(rec.key, None)  # keep the dict in the order of each key's last record
+                        latest[rec.key] = rec.value
+                        offsets[rec.key] = rec.offset
+        except CompactLogError as exc:
+            log.error("%s-%d is damaged; its groups are loaded from the records before the damage: %s", TOPIC, p, exc)
+        return latest, offsets
 
     @staticmethod
     def _replay(groups: dict[str, LoadedGroup], key_bytes: bytes | None, value: bytes | None) -> None:

@@ -88,7 +88,12 @@ class MemberMetadata:
 
 
 def protocols_of(pairs: Sequence[tuple[str, bytes]]) -> Protocols:
-    return tuple((name, bytes(meta)) for name, meta in pairs)
+    """A member's protocols in its order of preference, each name once (its first entry): Kafka keeps
+    them as a set, and a name counted twice would leave no protocol every member supports."""
+    seen: dict[str, bytes] = {}
+    for name, meta in pairs:
+        seen.setdefault(name, bytes(meta))
+    return tuple(seen.items())
 
 
 def complete(future: Any, value: Any) -> None:
