@@ -104,6 +104,19 @@ def test_protocol_is_chosen_by_votes_among_protocols_all_members_support():
     assert g.select_protocol() == "range"  # b and c prefer it
 
 
+def test_a_protocol_named_twice_by_one_member_counts_once():
+    """A JoinGroup listing "range" twice: still a protocol every member supports (it once left none)."""
+    from compactlog.server.coordinator.member import protocols_of
+
+    assert protocols_of([("range", b"1"), ("sticky", b"2"), ("range", b"3")]) == (("range", b"1"), ("sticky", b"2"))
+    g = GroupMetadata("g", T0)
+    g.add(MemberMetadata("a", None, "client", "/127.0.0.1", 30_000, 10_000, "consumer",
+                         protocols_of([("range", b"m"), ("range", b"m")])))
+    g.add(member("b", "range"))
+    assert g.candidate_protocols() == {"range"}
+    assert g.select_protocol() == "range"
+
+
 def test_join_phase_bookkeeping():
     g = GroupMetadata("g", T0)
     a, b = member("a", "range", rebalance_ms=30_000), member("b", "range", rebalance_ms=90_000)
