@@ -21,6 +21,7 @@ import shutil
 import struct
 import subprocess
 import time
+import dataclasses
 from dataclasses import dataclass
 
 import pytest
@@ -686,3 +687,15 @@ def test_kcat_produces_and_consumes(matrix):
     out = subprocess.run(["kcat", "-b", matrix.server.bootstrap, "-C", "-t", COMPACTED, "-p", "0", "-e",
                           "-f", "%o\n"], capture_output=True, text=True, check=True, timeout=WAIT)
     assert [int(x) for x in out.stdout.split()] == [o for o, _, _ in matrix.compacted]
+
+
+def test_a_partition_listed_many_times_in_one_fetch_is_read_once(matrix):
+    """A small request naming one partition 2,000 times must not make the broker read it 2,000 times
+    (memory, descriptors): the first listing gets the records, the repeats none."""
+    req = wire.fetch("two-parts", 0, 0, max_bytes=1 << 30)
+    topic = req.topics[0]
+    req = dataclasses.replace(req, topics=(dataclasses.replace(topic, partitions=topic.partitions * 2000),))
+    with wire.RawClient.to(matrix.server) as c:
+        parts = c.call(req).responses[0].partitions
+    assert len(parts) == 2000 and all(p.error_code == 0 for p in parts)
+    assert parts[0].records and not any(p.records for p in parts[1:])

@@ -35,6 +35,7 @@ _PART_V4 = struct.Struct(">ihqq")  # index, error, high watermark, last stable o
 _I64 = struct.Struct(">q")
 INLINE_BYTES = 1024 * 1024
 ZERO_COPY_BYTES = 256 * 1024
+MAX_REGIONS = 64  # file ranges (descriptors) in one answer; further ranges are copied
 ZERO_COPY = os.environ.get("COMPACTLOG_ZERO_COPY", "1") != "0"
 
 
@@ -69,6 +70,8 @@ class FileRegion:
             os.close(self.fd)
             self.fd = -1
 
+    __del__ = close  # an answer dropped unsent (its connection went away mid-read) gives the descriptor back
+
 
 def release(topics: list) -> None:
     """Close the descriptors of an answer that will not be sent."""
@@ -85,44 +88,53 @@ def read_partitions(broker: Broker, body, version: int, zero_copy: bool = False)
     sendfile; smaller ones are read (a copy costs less than a descriptor and the calls around it).
     """
     manager = broker.cl.manager
-    budget = body.max_bytes if version >= 3 else 2**31 - 1
+    budget = min(body.max_bytes, broker.config.get("fetch.max.bytes"))
     total = 0
     error = False
     first = True
-    out = []
-    for t in body.topics:
-        rows = []
-        for p in t.partitions:
-            lg = manager.logs.get((t.topic, p.partition))
-            if lg is None:
-                rows.append((p.partition, 3, -1, -1, b""))
-                error = True
-                continue
-            problem = epoch_problem(getattr(p, "current_leader_epoch", -1))
-            if problem:
-                rows.append((p.partition, problem, lg.high_watermark, lg.log_start_offset, b""))
-                error = True
-                continue
-            limit = min(p.partition_max_bytes, budget - total)
-            try:
+    regions = 0
+    seen: set[tuple[str, int]] = set()
+    out: list = []
+    rows: list = []
+    try:
+        for t in body.topics:
+            rows = []
+            for p in t.partitions:
+                lg = manager.logs.get((t.topic, p.partition))
+                if lg is None:
+                    rows.append((p.partition, 3, -1, -1, b""))
+                    error = True
+                    continue
+                problem = epoch_problem(getattr(p, "current_leader_epoch", -1))
+                if problem:
+                    rows.append((p.partition, problem, lg.high_watermark, lg.log_start_offset, b""))
+                    error = True
+                    continue
+                limit = min(p.partition_max_bytes, budget - total)
                 data = b""
-                if limit > 0 or first:
-                    found = lg.locate(p.fetch_offset, max(limit, 0), min_one_message=first)
+                if (t.topic, p.partition) not in seen and (limit > 0 or first):  # a repeat is read once
+                    seen.add((t.topic, p.partition))
+                    try:
+                        found = lg.locate(p.fetch_offset, max(limit, 0), min_one_message=first)
+                    except CompactLogError as exc:
+                        rows.append((p.partition, exc.code, lg.high_watermark, lg.log_start_offset, b""))
+                        error = True
+                        continue
                     if found is not None and found[2] > 0:
                         seg, position, size = found
-                        if zero_copy and size >= ZERO_COPY_BYTES:
+                        if zero_copy and size >= ZERO_COPY_BYTES and regions < MAX_REGIONS:
                             data = FileRegion(seg.duplicate_handle(), position, size)
+                            regions += 1
                         else:
                             data = seg.read_bytes(position, size)
-            except CompactLogError as exc:
-                rows.append((p.partition, exc.code, lg.high_watermark, lg.log_start_offset, b""))
-                error = True
-                continue
-            if data:
-                first = False
-                total += len(data)
-            rows.append((p.partition, 0, lg.high_watermark, lg.log_start_offset, data))
-        out.append((t.topic, rows))
+                if data:
+                    first = False
+                    total += len(data)
+                rows.append((p.partition, 0, lg.high_watermark, lg.log_start_offset, data))
+            out.append((t.topic, rows))
+    except BaseException:
+        release(out + [("", rows)])
+        raise
     return out, total, error
 
 
@@ -152,8 +164,9 @@ def encode_fetch_response(correlation_id: int, version: int, topics: list) -> Fr
 async def fetch(broker: Broker, req: Request, session: Session):
     body = req.body
     allowed = [broker.authorize(session, "READ", "TOPIC", t.topic) for t in body.topics]
-    if not all(allowed):
-        return _partly_refused(broker, req, allowed)
+    refused = not all(allowed)
+    if refused:  # topics without READ get TOPIC_AUTHORIZATION_FAILED; the others are read, at once
+        body = dataclasses.replace(body, topics=tuple(t for t, ok in zip(body.topics, allowed) if ok))
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max(body.max_wait.total_seconds(), 0)
     asked = sum(p.partition_max_bytes for t in body.topics for p in t.partitions)
@@ -165,21 +178,14 @@ async def fetch(broker: Broker, req: Request, session: Session):
             topics, total, error = await broker.blocking(read_partitions, broker, body, req.api_version,
                                                          ZERO_COPY)
         remaining = deadline - loop.time()
-        if error or total >= body.min_bytes or remaining <= 0 or broker.stopping:
+        if refused or error or total >= body.min_bytes or remaining <= 0 or broker.stopping:
+            if refused:
+                read = iter(topics)
+                topics = [next(read) if ok else (t.topic, [(p.partition, 29, -1, -1, b"") for p in t.partitions])
+                          for t, ok in zip(req.body.topics, allowed)]
             return encode_fetch_response(req.correlation_id, req.api_version, topics)
         release(topics)
         await broker.wait_for_data(remaining)
-
-
-def _partly_refused(broker: Broker, req: Request, allowed: list[bool]) -> Frame:
-    """Topics without READ get TOPIC_AUTHORIZATION_FAILED; the others are read once, without waiting,
-    as a response holding an error is sent at once."""
-    body = req.body
-    readable = dataclasses.replace(body, topics=tuple(t for t, ok in zip(body.topics, allowed) if ok))
-    read = iter(read_partitions(broker, readable, req.api_version)[0])
-    topics = [next(read) if ok else (t.topic, [(p.partition, 29, -1, -1, b"") for p in t.partitions])
-              for t, ok in zip(body.topics, allowed)]
-    return encode_fetch_response(req.correlation_id, req.api_version, topics)
 
 
 HANDLERS = {1: fetch}

@@ -26,6 +26,9 @@ SERVER_CONFIGS = [
          "Listener name to security protocol.", "low"),
     _key("socket.request.max.bytes", "int", 104857600, at_least(1),
          "Largest request frame; a bigger one closes its connection.", "high"),
+    _key("fetch.max.bytes", "int", 57671680, at_least(0),
+         "Most record bytes in one fetch answer, whatever the client asks (the first batch is whole even "
+         "when larger, so consumers are never stuck behind it)."),
     _key("max.connections", "int", INT_MAX, at_least(0), "Most open client connections; more are closed at once."),
     _key("max.connections.per.ip", "int", INT_MAX, at_least(0),
          "Most open connections from one address; more are closed at once."),
