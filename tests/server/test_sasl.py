@@ -146,6 +146,14 @@ def test_metadata_before_the_login_closes_the_connection_unanswered(sasl_server)
         assert read_frame(sock) is None
 
 
+def test_a_frame_above_the_login_limit_before_the_login_closes_the_connection(sasl_server):
+    """Before logging in, a client may not make the broker take a frame above
+    sasl.server.max.receive.size (512 KB): announcing 1 MB closes the connection before the body."""
+    with connect(sasl_server) as sock:
+        sock.sendall((1 << 20).to_bytes(4, "big") + b"\0" * 16)
+        assert read_frame(sock) is None
+
+
 def test_a_failed_login_answers_58_then_closes(sasl_server):
     with connect(sasl_server) as sock:
         sock.sendall(frame(SaslHandshakeRequest(mechanism="PLAIN"), 1))

@@ -3,7 +3,8 @@
 Each connection reads frames into its ``protocol.Connection`` and answers its requests one at a time, in
 the order they came (clients match answers by order as well as by correlation id), as Kafka's
 network threads do; other connections are never held up by one that is slow to read or stalled in a
-long poll. A connection stops being read while ``queued.max.requests`` requests wait, and waits for the
+long poll. A connection stops being read while ``queued.max.requests`` requests, or more than
+``socket.request.max.bytes`` of them, wait, and waits for the
 socket to drain after each answer, so a client that does not read its answers holds no more than one
 answer's worth of memory. Anything that is not a request we serve closes that connection only.
 
@@ -105,6 +106,9 @@ class ClientConnection(asyncio.Protocol):
         self.last_active = asyncio.get_running_loop().time()
         self.handling = False  # a request is with the broker (a parked fetch is not idleness)
         self.max_queued = server.config.get("queued.max.requests")
+        self.max_request_bytes = server.config.get("socket.request.max.bytes")
+        self.max_login_bytes = server.config.get("sasl.server.max.receive.size")
+        self.queued_bytes = 0  # frame bytes of the requests waiting in ``queue``
 
     # asyncio callbacks ------------------------------------------------------------------------------
     def connection_made(self, transport) -> None:
@@ -120,6 +124,10 @@ class ClientConnection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         self.last_active = asyncio.get_running_loop().time()
+        # Before a SASL login only small frames are taken (Kafka's sasl.server.max.receive.size): a
+        # stranger must not make the broker buffer and parse 100 MB requests it will refuse anyway.
+        self.conn.max_request_bytes = (self.max_request_bytes if self.session.authenticated
+                                       else min(self.max_login_bytes, self.max_request_bytes))
         self.conn.receive_data(data)
         try:
             while True:
@@ -127,6 +135,7 @@ class ClientConnection(asyncio.Protocol):
                 if req is NEED_DATA:
                     break
                 self.queue.append(req)
+                self.queued_bytes += getattr(req, "size", 0)
         except ProtocolError as exc:
             log.info("closing the connection from %s:%s: %s", self.session.client_host, self.session.client_port, exc)
             self.queue.append(None)  # answer what came before, then close
@@ -134,7 +143,7 @@ class ClientConnection(asyncio.Protocol):
                 self.transport.pause_reading()
                 self.reading = False
         self.ready.set()
-        if len(self.queue) >= self.max_queued and self.reading:
+        if (len(self.queue) >= self.max_queued or self.queued_bytes > self.max_request_bytes) and self.reading:
             self.transport.pause_reading()
             self.reading = False
 
@@ -183,7 +192,9 @@ class ClientConnection(asyncio.Protocol):
                 req = self.queue.popleft()
                 if req is None:
                     break
-                if not self.reading and len(self.queue) < self.max_queued // 2 + 1:
+                self.queued_bytes -= getattr(req, "size", 0)
+                if (not self.reading and not self.conn.broken and len(self.queue) < self.max_queued // 2 + 1
+                        and self.queued_bytes <= self.max_request_bytes // 2):
                     self.transport.resume_reading()
                     self.reading = True
                 if isinstance(req, UnsupportedApiVersions):

@@ -24,15 +24,16 @@ from __future__ import annotations
 import datetime
 
 from ..errors import CompactLogError, InvalidRecordError, InvalidTopicError
+from ..records.batch import ATTRIBUTES_OFFSET, COMPRESSION_MASK, HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD
+from ..records.codecs import Codec
 from .broker import NO_THROTTLE, Broker, Session, error_code
 from .entities import make, response, schema
 from .metadata import INTERNAL_TOPICS
 from .protocol import ProtocolError, Request
 
-ZSTD = 4
-ATTRIBUTES_LOW_BYTE = 22  # the low byte of a batch's attributes: the codec is its low 3 bits
-LOG_OVERHEAD = 12  # base offset and length, before the length's count starts
-MAGIC_AT = 16  # the format byte: after base offset, length and partition leader epoch
+ATTRIBUTES_LOW_BYTE = ATTRIBUTES_OFFSET + 1  # the low byte of a batch's attributes holds the codec
+MAGIC_AT = HEADER_SIZE_UP_TO_MAGIC - 1  # the format byte: after base offset, length and leader epoch
+PRODUCER_ID = slice(43, 51)  # the batch header's producer id (-1: not an idempotent producer)
 UTC = datetime.timezone.utc
 INLINE_BYTES = 64 * 1024
 
@@ -52,17 +53,24 @@ def check_records(records: bytes | None, where: str) -> None:
                                  "Produce v3 and later carry v2 record batches only")
 
 
-def cheap(topics, size: int) -> bool:
+def cheap(broker: Broker, topics, size: int) -> bool:
     """Whether appending a request costs about its size, so that it may run on the event loop: it is
     small, and no batch in it is compressed. A compressed batch is inflated to be checked, and a few
     kilobytes of it can be tens of megabytes of records (up to message.max.decompressed.bytes): done
-    on the loop, that would stop every other client for as long."""
+    on the loop, that would stop every other client for as long. The first idempotent batch of a
+    partition after a start reads the log's tail to rebuild producer state: not on the loop either."""
     if size > INLINE_BYTES:
         return False
+    logs = broker.cl.manager.logs
     for t in topics:
         for p in t.partition_data:
             r = p.records
-            if r is not None and len(r) > ATTRIBUTES_LOW_BYTE and r[ATTRIBUTES_LOW_BYTE] & 7:
+            if r is None or len(r) <= PRODUCER_ID.stop:
+                continue
+            if r[ATTRIBUTES_LOW_BYTE] & COMPRESSION_MASK:
+                return False
+            lg = logs.get((t.name, p.index))
+            if lg is not None and not lg.producer_state.loaded and int.from_bytes(r[PRODUCER_ID], "big", signed=True) >= 0:
                 return False
     return True
 
@@ -79,7 +87,7 @@ def _append_all(broker: Broker, topics, version: int) -> list[list[tuple]]:
                 if t.name in INTERNAL_TOPICS:
                     raise InvalidTopicError(f"Cannot append to internal topic {t.name}")
                 check_records(records, f"{t.name}-{p.index}")
-                if version < 7 and len(records) > ATTRIBUTES_LOW_BYTE and records[ATTRIBUTES_LOW_BYTE] & 7 == ZSTD:
+                if version < 7 and len(records) > ATTRIBUTES_LOW_BYTE and records[ATTRIBUTES_LOW_BYTE] & COMPRESSION_MASK == Codec.ZSTD:
                     rows.append((p.index, 76, -1, -1, -1, "zstd batches need Produce v7 or later"))
                     continue
                 lg = manager.get_log(t.name, p.index)
@@ -99,7 +107,7 @@ async def produce(broker: Broker, req: Request, session: Session):
     else:
         allowed = [broker.authorize(session, "WRITE", "TOPIC", t.name) for t in body.topic_data]
         topics = [t for t, ok in zip(body.topic_data, allowed) if ok]
-        if cheap(topics, req.size):  # a small request costs less than the hop to a worker thread
+        if cheap(broker, topics, req.size):  # a small request costs less than the hop to a worker thread
             results = _append_all(broker, topics, req.api_version)
         else:
             results = await broker.blocking(_append_all, broker, topics, req.api_version)

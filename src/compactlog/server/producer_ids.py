@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 
+from ..errors import KafkaStorageError
 from ..storage import files
 from .acls import may_write_idempotently
 from .broker import NO_THROTTLE, Broker, Session, error_code
@@ -24,9 +25,15 @@ class ProducerIdManager:
         self.path = data_dir / files.PRODUCER_ID_BLOCK
         self.lock = threading.Lock()
         try:
-            self.next = int(self.path.read_text().strip() or 0)
-        except (OSError, ValueError):
-            self.next = 0
+            text = self.path.read_text().strip()
+        except FileNotFoundError:
+            text = "0"
+        except OSError as exc:
+            raise KafkaStorageError(f"cannot read {self.path}: {exc.strerror or exc}") from None
+        if not text.isdigit():  # starting again from 0 would hand out ids in use: a retry would be dropped
+            raise KafkaStorageError(f"{self.path} does not hold a producer id ({text[:40]!r}); write the highest "
+                                    f"producer id ever handed out plus one into it")
+        self.next = int(text)
         self.end = self.next
 
     def allocate(self) -> int:

@@ -153,11 +153,12 @@ class Log:
             return v
 
     def _load_producer_state(self) -> None:
-        """Rebuild what idempotent producers last wrote from the batch headers of the last two segments."""
+        """Rebuild what idempotent producers last wrote from the batch headers of the last two segments,
+        empty batches included (the cleaner keeps them for this); a batch failing its CRC is left out."""
         ps = self.producer_state
         for seg in self.segments[-2:]:
             for _pos, b in seg.batches():
-                if b.producer_id >= 0 and b.record_count > 0:
+                if b.producer_id >= 0 and b.is_valid():
                     ps.record(b.producer_id, b.producer_epoch, b.base_sequence,
                               last_sequence(b.base_sequence, b.last_offset_delta), b.base_offset, b.last_offset)
         ps.loaded = True

@@ -73,6 +73,8 @@ SERVER_CONFIGS = [
          "the client's principal is User:<the certificate's subject DN>.", "medium"),
     _key("ssl.enabled.protocols", "list", ["TLSv1.2", "TLSv1.3"], list_of("TLSv1.2", "TLSv1.3"),
          "TLS versions accepted on SSL and SASL_SSL listeners.", "medium"),
+    _key("sasl.server.max.receive.size", "int", 524288, at_least(1),
+         "Largest request frame taken from a client on a SASL listener before it has logged in."),
     _key("sasl.enabled.mechanisms", "list", ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"],
          list_of("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"),
          "SASL mechanisms offered on SASL_PLAINTEXT and SASL_SSL listeners (Kafka's default is GSSAPI, which "
