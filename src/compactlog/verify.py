@@ -91,12 +91,12 @@ def verify(data_dir: str | os.PathLike[str], topic: str | None = None, on_io: On
     add = report.problems.append
     topics: dict[str, dict] = {}
     unreadable: set[str] = set()
-    for entry in sorted((root / files.TOPICS_DIR).glob("*.json")) if (root / files.TOPICS_DIR).is_dir() else []:
+    for entry in sorted((root / files.TOPICS_DIR).glob("*" + files.TOPIC_SUFFIX)) if (root / files.TOPICS_DIR).is_dir() else []:
         try:
             meta = parse_topic(entry)
             topics[meta["name"]] = meta
         except CompactLogError as exc:
-            unreadable.add(entry.name[: -len(".json")])
+            unreadable.add(entry.name[: -len(files.TOPIC_SUFFIX)])
             add(Problem(f"{files.TOPICS_DIR}/{entry.name}", None, str(exc), ERROR, "nothing: restore or remove the file"))
     topics.update(kafka_topics(root, set(topics) | unreadable))  # a Kafka broker's folders have no metadata file
     checkpoints = {}
@@ -123,7 +123,7 @@ def verify(data_dir: str | os.PathLike[str], topic: str | None = None, on_io: On
         for p in range(meta["partitions"]):
             if (name, p) not in dirs:
                 add(Problem(files.partition_dir_name(name, p), None, "the partition directory is missing",
-                            WARNING if name in found and not (root / files.TOPICS_DIR / f"{name}.json").exists() else ERROR,
+                            WARNING if name in found and not files.topic_file(root, name).exists() else ERROR,
                             "created empty"))
     for tp, d in sorted(dirs.items()):
         config = LogConfig(topics[tp[0]].get("config", {}), broker)

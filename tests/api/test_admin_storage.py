@@ -3,6 +3,7 @@ offset (DeleteRecords), and the checks of CreateTopics' and AlterConfigs' valida
 
 from __future__ import annotations
 
+import os
 import shutil
 
 import pytest
@@ -16,6 +17,7 @@ from compactlog.errors import (
     UnknownTopicOrPartitionError,
 )
 from compactlog.storage import files
+from compactlog.storage.topics import read_topics
 
 
 def test_a_topic_grows_and_keeps_what_it_had(tmp_path):
@@ -117,3 +119,18 @@ def test_validate_only_checks_without_writing(tmp_path):
         cfg = cl.alter_topic_config("t", {"retention.ms": "1000"}, validate_only=True)
         assert cfg.retention_ms == 1000
         assert cl.describe_topic("t").config.overrides == {}
+
+
+def test_a_delete_interrupted_after_its_folders_were_marked_leaves_the_topics_own_configs(tmp_path):
+    """delete_topic marks the partition folders first and removes the metadata after: a crash in between
+    must leave the topic with its own configs (compacted here), never folders read with broker defaults
+    (delete policy, 7-day retention), which would let retention remove compacted data."""
+    with compactlog.open(tmp_path) as cl:
+        cl.create_topic("prices", 1, {"cleanup.policy": "compact"})
+        cl.produce("prices", b"1", key=b"k")
+    os.replace(tmp_path / "prices-0", tmp_path / files.delete_dir_name("prices-0", "abc", files.DELETE_SUFFIX))
+    with compactlog.open(tmp_path) as cl:
+        assert cl.describe_topic("prices").config.compact
+    assert (tmp_path / "prices-0").is_dir()  # opened again, empty
+    files.topic_file(tmp_path, "prices").write_text("{garbled")  # a reader must not invent defaults either
+    assert "prices" not in read_topics(tmp_path)

@@ -31,6 +31,7 @@ DELETED_SUFFIX = ".deleted"
 # In a data directory (Kafka's names where Kafka has the file)
 LOCK_FILE = ".lock"
 TOPICS_DIR = "__topics"  # ours: topic metadata, one <topic>.json each (Kafka keeps it in its controller)
+TOPIC_SUFFIX = ".json"
 STAGING_DIR = "__staging"  # ours: Spark jobs' staging directories
 DELETE_SUFFIX = "-delete"  # a partition directory being removed: <topic>-<partition>.<unique>-delete
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
@@ -122,6 +123,11 @@ def fsync_dir(directory: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def topic_file(data_dir: Path, topic: str) -> Path:
+    """A topic's metadata file: ``__topics/<topic>.json``."""
+    return data_dir / TOPICS_DIR / f"{topic}{TOPIC_SUFFIX}"
 
 
 def atomic_write(path: Path, text: str) -> None:

@@ -280,8 +280,9 @@ class LogManager:
             shutil.rmtree(self.dir / files.partition_dir_name(name, p), ignore_errors=True)
 
     def _remove_half_made(self, name: str) -> None:
+        """Partition folders first, the metadata last: folders without metadata would read as a Kafka
+        broker's topic with broker defaults (delete policy, 7-day retention)."""
         self.topics.pop(name, None)
-        (self.dir / files.TOPICS_DIR / f"{name}.json").unlink(missing_ok=True)
         for k in [k for k in self.logs if k[0] == name]:
             lg = self.logs.pop(k)
             for seg in lg.segments:
@@ -289,6 +290,7 @@ class LogManager:
         for child in self.dir.glob(f"{name}-*"):
             if files.parse_partition_dir(child.name) and files.parse_partition_dir(child.name)[0] == name:
                 shutil.rmtree(child, ignore_errors=True)
+        files.topic_file(self.dir, name).unlink(missing_ok=True)
 
     def _require(self, name: str) -> dict:
         meta = self.topics.get(name)
@@ -297,26 +299,32 @@ class LogManager:
         return meta
 
     def delete_topic(self, name: str) -> None:
-        """Remove the topic's metadata first (it stops existing), then its partition directories."""
+        """Mark the partition directories deleted (renamed ``...-delete``), then remove the metadata, then
+        the directories' contents. A crash in between leaves the topic with its own configs and empty
+        partitions, never its folders without metadata (which would read as a Kafka broker's topic with
+        broker defaults: delete policy, 7-day retention)."""
         with self.lock, self.failure.guard(f"deleting topic {name}"):
             self._require(name)
             doomed = [(k, lg) for k, lg in self.logs.items() if k[0] == name]
             for hook in self.on_partition_deleted:
                 for k, _ in doomed:
                     hook(k)
-            topic_file = self.dir / files.TOPICS_DIR / f"{name}.json"
-            if topic_file.exists():  # a topic found from a Kafka directory's folders has none
-                topic_file.unlink()
-                files.fsync_dir(self.dir / files.TOPICS_DIR)
             del self.topics[name]
+            marked = []
             for k, lg in doomed:
                 del self.logs[k]
-                marked = lg.dir.with_name(files.delete_dir_name(lg.dir.name, uuid.uuid4().hex, files.DELETE_SUFFIX))
                 for seg in lg.segments:
                     seg.close_handlers()
                 lg.delete_expired_files(force=True)
-                os.replace(lg.dir, marked)
-                shutil.rmtree(marked, ignore_errors=True)
+                marked.append(lg.dir.with_name(files.delete_dir_name(lg.dir.name, uuid.uuid4().hex, files.DELETE_SUFFIX)))
+                os.replace(lg.dir, marked[-1])
+            files.fsync_dir(self.dir)
+            topic_file = files.topic_file(self.dir, name)
+            if topic_file.exists():  # a topic found from a Kafka directory's folders has none
+                topic_file.unlink()
+                files.fsync_dir(topic_file.parent)
+            for m in marked:
+                shutil.rmtree(m, ignore_errors=True)
             self.checkpoint()
 
     def list_topics(self) -> list[str]:

@@ -63,21 +63,26 @@ def parse_topic(path: Path) -> dict:
         meta = json.loads(path.read_bytes().decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
         raise KafkaStorageError(f"topic metadata file {where} in {path.parent.parent} is not valid JSON ({exc}); "
-                                f"restore it, or remove it to drop the topic's metadata") from None
-    ok = (isinstance(meta, dict) and meta.get("name") == path.name[: -len(".json")]
+                                f"restore it from a backup or rewrite it with the topic's configs (without it the topic's folders "
+                                f"read as a Kafka broker's topic with broker defaults)") from None
+    ok = (isinstance(meta, dict) and meta.get("name") == path.name[: -len(files.TOPIC_SUFFIX)]
           and isinstance(meta.get("partitions"), int) and not isinstance(meta.get("partitions"), bool)
           and meta["partitions"] > 0 and isinstance(meta.get("topic_id"), str) and isinstance(meta.get("config", {}), dict)
           and all(isinstance(k, str) and isinstance(v, str) for k, v in meta.get("config", {}).items()))
     if not ok:
         raise KafkaStorageError(f"topic metadata file {where} in {path.parent.parent} does not hold a topic's name, "
-                                f"id, partition count and configs; restore it, or remove it to drop the topic's metadata")
+                                f"id, partition count and configs; restore it from a backup or rewrite it with the topic's configs "
+                                f"(without it the topic's folders read as a Kafka broker's topic with broker defaults)")
     files.validate_topic_name(meta["name"])
     return meta
 
 
 def write_topic(data_dir: Path, meta: dict) -> None:
-    (data_dir / files.TOPICS_DIR).mkdir(exist_ok=True)
-    files.atomic_write(data_dir / files.TOPICS_DIR / f"{meta['name']}.json", json.dumps(meta, indent=2, sort_keys=True))
+    topics_dir = data_dir / files.TOPICS_DIR
+    if not topics_dir.is_dir():  # the folder itself must survive a power loss, or every topic would revert
+        topics_dir.mkdir()
+        files.fsync_dir(data_dir)
+    files.atomic_write(files.topic_file(data_dir, meta["name"]), json.dumps(meta, indent=2, sort_keys=True))
 
 
 def partition_dirs(data_dir: Path) -> dict[tuple[str, int], Path]:
@@ -118,8 +123,9 @@ def load_topics(data_dir: Path, strict: bool) -> dict[str, dict]:
     have none. ``strict`` (the directory's owner): a metadata file that cannot be read is an error;
     otherwise (readers in other processes) it is skipped with a warning."""
     out: dict[str, dict] = {}
+    unreadable: set[str] = set()
     topics_dir = data_dir / files.TOPICS_DIR
-    for entry in sorted(topics_dir.glob("*.json")) if topics_dir.is_dir() else []:
+    for entry in sorted(topics_dir.glob("*" + files.TOPIC_SUFFIX)) if topics_dir.is_dir() else []:
         try:
             meta = parse_topic(entry)
         except FileNotFoundError:  # deleted right now
@@ -128,9 +134,10 @@ def load_topics(data_dir: Path, strict: bool) -> dict[str, dict]:
             if strict:
                 raise
             log.warning("skipping topic metadata %s: %s", entry.name, exc)
+            unreadable.add(entry.name[: -len(files.TOPIC_SUFFIX)])  # not a Kafka topic with broker defaults
             continue
         out[meta["name"]] = meta
-    out.update(kafka_topics(data_dir, set(out)))
+    out.update(kafka_topics(data_dir, set(out) | unreadable))
     return out
 
 
