@@ -172,6 +172,25 @@ def test_recompress_rejects_a_bad_level_and_touches_nothing(spark, tmp_path):
         assert sorted(p.name for p in (tmp_path / "t-0").iterdir()) == files_before
 
 
+def test_recompress_refuses_a_corrupt_batch_rather_than_sealing_it_with_a_new_crc(spark, tmp_path):
+    """A flipped byte in a closed segment: recompressing it would give the damaged records a fresh,
+    valid CRC; the job fails instead and the partition's files stay as they were."""
+    from compactlog.spark.recompress import recompress_topic
+
+    with compactlog.open(tmp_path) as cl:
+        cl.create_topic("t", 1, {"segment.bytes": "2000"})
+        cl.produce_batch("t", [(b"k", b"value-%03d" % i) for i in range(200)], batch_bytes=500)
+    first = tmp_path / "t-0" / "00000000000000000000.log"
+    raw = bytearray(first.read_bytes())
+    raw[raw.index(b"value-001") + 8] ^= 0x01  # value-001 reads value-000: plausible, only the CRC tells
+    first.write_bytes(bytes(raw))
+    with compactlog.open(tmp_path) as cl:
+        files_before = {p.name: p.read_bytes() for p in (tmp_path / "t-0").iterdir() if p.suffix == ".log"}
+        with pytest.raises(Exception, match="(?i)crc|corrupt"):
+            recompress_topic(spark, cl, "t", "gzip", progress=lambda _m: None)
+        assert {p.name: p.read_bytes() for p in (tmp_path / "t-0").iterdir() if p.suffix == ".log"} == files_before
+
+
 def test_a_corrupt_batch_fails_the_read_naming_it_unless_crcs_are_off(spark, damaged):
     with pytest.raises(Exception, match=r"t-0: batch at offset 1 is corrupt .*t-0/00000000000000000000\.log position"):
         load(spark, damaged, subscribe="t").collect()

@@ -133,8 +133,7 @@ def rewrite_group(task: GroupTask, offsets: np.ndarray, mapped: np.ndarray, stag
 
     stats = CleanerStats()
     with PartitionSnapshot.open(task.path, task.topic, task.partition) as snap:
-        by_base = {s.base_offset: s for s in snap.segments}
-        sources = [by_base.get(b) for b in task.bases]
+        sources = [snap.segment_at(b) for b in task.bases]
         if any(s is None or s.size != size for s, size in zip(sources, task.sizes)):
             raise CompactionJobError(f"segments {list(task.bases)} of {task.topic}-{task.partition} changed during the job")
 

@@ -14,8 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from ..cleaner.cleaner import READ_BUFFER_BYTES
 from ..records.codecs import Codec, check_level, codec_from_name
 from ..storage.segment import SegmentParams
+from .compact import CompactionJobError
 from .progress import spark_progress
 from .staging import JobStaging
 
@@ -52,13 +54,17 @@ def rewrite_segment(task: SegmentTask, staging: JobStaging) -> SegmentResult:
 
     codec = Codec(task.codec)
     with PartitionSnapshot.open(task.path, task.topic, task.partition) as snap:
-        src = next(s for s in snap.segments if s.base_offset == task.base_offset)
+        src = snap.segment_at(task.base_offset)
+        if src is None:
+            raise CompactionJobError(f"segment {task.base_offset} of {task.topic}-{task.partition} was replaced "
+                                     f"during the job")
         count = [0]
 
         def out():
-            for group in chunks((b for _, b in src.batches(0)), 262144):
+            for group in chunks((b for _, b in src.batches(0)), READ_BUFFER_BYTES):
                 rows = []
                 for b in group:
+                    b.ensure_valid()  # recompressing gives a fresh CRC: damage must stop here, not be sealed in
                     data = with_codec(b, codec, task.level)
                     rows.append((data, RecordBatch(data).max_timestamp, b.last_offset))
                 count[0] += len(rows)
@@ -74,12 +80,7 @@ def recompress_topic(spark, cl, topic: str, compression: str, level: int | None 
                      progress: Callable[[str], None] = print) -> list[SegmentResult]:
     """Rewrite every closed segment of ``topic`` with ``compression`` at ``level``; returns per-segment sizes."""
     codec = codec_from_name(compression)
-    try:
-        check_level(codec, level)
-    except ValueError as exc:
-        from ..errors import InvalidConfigError
-
-        raise InvalidConfigError(str(exc)) from None
+    check_level(codec, level)
     n = cl.manager.partitions_for(topic)
     tasks = []
     for p in range(n):

@@ -11,6 +11,7 @@ segments, than a busy cleaner leaves between two swaps.
 
 from __future__ import annotations
 
+import bisect
 import os
 import time
 from pathlib import Path
@@ -68,7 +69,8 @@ class PartitionSnapshot:
         self._eager = eager
         if eager:
             try:
-                self.segments
+                for i in range(len(listing)):
+                    self.segment(i)
             except BaseException:
                 self.close()
                 raise
@@ -120,10 +122,13 @@ class PartitionSnapshot:
                 continue
         return out
 
-    @property
-    def segments(self) -> list[LogSegment]:
-        """Every segment, opened (for jobs that pick segments by base offset)."""
-        return [self.segment(i) for i in range(len(self._listing_))]
+    def segment_at(self, base_offset: int) -> LogSegment | None:
+        """The listed segment starting at ``base_offset``, opened (jobs that rewrite segments by base
+        offset), or None when the listing has none there."""
+        i = bisect.bisect_left(self._listing_, (base_offset, ""))
+        if i < len(self._listing_) and self._listing_[i][0] == base_offset:
+            return self.segment(i)
+        return None
 
     def _listing(self) -> Listing:
         return self.bases, self.segment
