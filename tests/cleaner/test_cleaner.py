@@ -325,3 +325,4 @@ def test_a_rebuilt_batch_starts_at_its_first_kept_records_timestamp_as_kafkas_do
         theirs = MemoryRecords(bytes(first.buffer)).next_batch()
         assert theirs.first_timestamp == ts + 10
         assert [(r.offset, r.key, r.timestamp) for r in theirs] == [(1, b"b", ts + 10), (2, b"a", ts + 20)]
+

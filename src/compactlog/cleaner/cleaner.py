@@ -160,8 +160,11 @@ class Cleaner:
         dest, written = write_cleaned(lg.dir, sources[0].base_offset, lg.segment_params(), filtered(),
                                       sources[-1].last_modified_ms, self.time)
         dest.close_handlers()
+        if not lg.adopt_cleaned(dest.base_offset, [(s.base_offset, s.size) for s in sources]):
+            # retention or a truncation changed the sources meanwhile: nothing was swapped, so the
+            # round must not count as done (the checkpoint stays where it was)
+            raise CleaningAbortedError(f"segments of {lg.name} changed while they were cleaned")
         stats.bytes_written += written
-        lg.adopt_cleaned(dest.base_offset, [(s.base_offset, s.size) for s in sources])
 
     def filter_chunk(self, chunk: Chunk, upper_bound: int, now: int, delete_retention_ms: int,
                      stats: CleanerStats) -> list[tuple[bytes, int, int]]:

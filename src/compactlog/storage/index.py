@@ -20,13 +20,13 @@ file.
 
 from __future__ import annotations
 
-import errno
 import os
 from pathlib import Path
 
 import numpy as np
 
 from ..errors import CorruptRecordError
+from . import files
 from .handles import POOL
 
 OFFSET_ENTRY = np.dtype([("offset", ">i4"), ("position", ">i4")])
@@ -89,11 +89,9 @@ class AbstractIndex:
         data = self._entries[self._n : self._n + 1].tobytes()
         fd = POOL.acquire(self)
         try:
-            written = os.pwrite(fd, data, self._n * self.dtype.itemsize)
+            files.write_fully(fd, [data], self._n * self.dtype.itemsize)  # a short write raises the OS's reason
         finally:
             POOL.release(self)
-        if written != len(data):
-            raise OSError(errno.ENOSPC, f"short write to {self.path.name}: {written} of {len(data)} bytes")
         self._n += 1
         self._dirty = True
 

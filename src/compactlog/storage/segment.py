@@ -157,23 +157,12 @@ class LogSegment:
                 return position, batch
         return None
 
-    def read(self, start_offset: int, max_size: int, max_position: int | None = None,
-             min_one_message: bool = False) -> tuple[int, bytes] | None:
-        """Bytes of whole-or-partial batches from the batch holding ``start_offset`` (Kafka's fetch slice).
-
-        Returns (position, bytes) or None when the offset is past this segment. With
-        ``min_one_message`` the first batch is returned whole even if larger than ``max_size``.
-        """
-        loc = self.locate(start_offset, max_size, max_position, min_one_message)
-        if loc is None:
-            return None
-        position, size = loc
-        return position, (self.read_bytes(position, size) if size > 0 else b"")
-
     def locate(self, start_offset: int, max_size: int, max_position: int | None = None,
                min_one_message: bool = False) -> tuple[int, int] | None:
-        """(position, size) of what ``read`` would return, without reading it (a zero-copy fetch sends
-        the file range itself)."""
+        """(position, size) of the bytes a fetch from ``start_offset`` returns (Kafka's fetch slice): from
+        the batch holding it, whole or partial batches up to ``max_size``, the first batch whole even if
+        larger with ``min_one_message``; None when the offset is past this segment. The caller reads
+        them (``read_bytes``) or sends the file range itself (sendfile)."""
         found = self.translate_offset(start_offset)
         if found is None:
             return None
