@@ -259,6 +259,25 @@ def test_delete_topics(admin):
     assert "doomed" not in admin.list_topics(timeout=T).topics
 
 
+def test_deleting_a_topic_deletes_the_offsets_groups_committed_for_it(admin, broker):
+    """As Kafka does: a topic made again under the same name must not resume at the old group's offsets."""
+    from confluent_kafka import ConsumerGroupTopicPartitions
+
+    for name in ("reborn", "kept"):
+        admin.create_topics([NewTopic(name, 1, 1)])[name].result(T)
+    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "remembers", "enable.auto.commit": False})
+    try:
+        c.commit(offsets=[TopicPartition("reborn", 0, 5), TopicPartition("kept", 0, 3)], asynchronous=False)
+    finally:
+        c.close()
+    result(admin.delete_topics(["reborn"]), "reborn")
+    admin.create_topics([NewTopic("reborn", 1, 1)])["reborn"].result(T)
+    fs = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(
+        "remembers", [TopicPartition("reborn", 0), TopicPartition("kept", 0)])])
+    got = {(tp.topic, tp.offset) for tp in fs["remembers"].result(T).topic_partitions}
+    assert got == {("reborn", -1001), ("kept", 3)}  # -1001: librdkafka's "no committed offset"
+
+
 def test_admin_requests_are_authorized_once_acls_exist(server):
     """With one ACL stored, what it does not allow is refused: CREATE of another topic (29) and the
     broker's configs (31); the topic it names stays open."""

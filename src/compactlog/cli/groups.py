@@ -118,7 +118,8 @@ def _describe(admin, group: str) -> None:
     for tp in partitions:
         current = view.committed.get(tp)
         owner = view.owner(tp)
-        rows.append((group, tp[0], tp[1], current, ends.get(tp), None if current is None else ends[tp] - current,
+        end = ends.get(tp)
+        rows.append((group, tp[0], tp[1], current, end, None if current is None or end is None else end - current,
                      owner and owner.member_id, owner and owner.host, owner and owner.client_id))
     if not view.members:
         click.echo(f"Consumer group '{group}' has no active members.")

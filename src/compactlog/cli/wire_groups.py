@@ -79,8 +79,17 @@ class GroupAdmin(WireClient):
             return GroupView(group, "Dead", ())
 
     def end_offsets(self, partitions: Iterable[TopicPartitionKey]) -> dict[TopicPartitionKey, int]:
-        """Log end offsets (high watermarks), one ListOffsets for them all."""
-        return self._offsets(partitions, "latest")
+        """Log end offsets (high watermarks) of the partitions whose topic still exists: a group may
+        hold commits of a deleted topic, which Kafka's tool shows with no end and no lag."""
+        partitions = list(partitions)
+        out = {}
+        for topic in {tp[0]: None for tp in partitions}:
+            try:
+                out.update(self._offsets([tp for tp in partitions if tp[0] == topic], "latest"))
+            except CompactLogError:
+                if topic in self.list_topics():
+                    raise
+        return out
 
     def _offsets(self, partitions: Iterable[TopicPartitionKey], spec: str | int) -> dict[TopicPartitionKey, int]:
         by_topic: dict[str, list[int]] = {}

@@ -197,6 +197,11 @@ async def delete_topics(broker: Broker, req: Request, session: Session):
     s = schema(req)
     names = list(req.body.topic_names)
     outcomes = await broker.blocking(_delete_all, broker, names, _refused(broker, session, "DELETE", names))
+    coordinator = broker.extras.get("group_coordinator")
+    if coordinator is not None:
+        for name, (code, _message) in zip(names, outcomes):
+            if code == 0:
+                await coordinator.offsets.delete_topic_offsets(name)
     broker.data_arrived()  # fetches parked on a deleted partition answer UNKNOWN_TOPIC_OR_PARTITION now
     return response(req, throttle_time=NO_THROTTLE, responses=tuple(
         make(s.DeletableTopicResult, name=name, error_code=error_code(code), error_message=message)

@@ -134,6 +134,15 @@ class OffsetMetadataManager:
                 log.warning("writing tombstones for group %s failed: %s", group.group_id, exc)
         return len(removed)
 
+    async def delete_topic_offsets(self, topic: str) -> int:
+        """Every group's committed offsets of a deleted topic go, with tombstones (Kafka does this when
+        partitions are deleted): a topic made again under the name must not resume at the old offsets."""
+        total = 0
+        for group in list(self.c.groups.values()):
+            if any(tp[0] == topic for tp in group.offsets):
+                total += await self.cleanup(group, lambda g: g.remove_offsets([tp for tp in g.offsets if tp[0] == topic]))
+        return total
+
     async def expire_offsets(self) -> int:
         """Remove offsets past ``offsets.retention.minutes`` (``GroupMetadata.expired_offsets``)."""
         now = self.c.now()
