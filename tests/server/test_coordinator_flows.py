@@ -288,6 +288,26 @@ def test_a_corrupt_batch_in_consumer_offsets_loses_only_its_own_commits(tmp_path
     run(data, second)
 
 
+def test_an_offset_delete_racing_a_commit_never_undoes_the_acknowledged_commit(tmp_path):
+    """OffsetDelete (or expiry) while a commit of the same partition is on its way to the log: the
+    commit is acknowledged, so it must still be there after a restart (no tombstone written after it)."""
+    data = tmp_path / "d"
+
+    async def first(broker, c):
+        await c.commit_offsets("g", -1, "", None, {("t", 0): offset(5)})
+        commit = asyncio.create_task(c.commit_offsets("g", -1, "", None, {("t", 0): offset(6)}))
+        await asyncio.sleep(0)  # the commit is under way
+        await c.delete_offsets("g", [("t", 0)])
+        assert await commit == {("t", 0): 0}
+        assert c.fetch_offsets("g", None) == (0, [(("t", 0), offset(6))])
+
+    async def second(broker, c):
+        assert c.fetch_offsets("g", None) == (0, [(("t", 0), offset(6))])
+
+    run(data, first)
+    run(data, second)
+
+
 def test_offsets_of_an_empty_group_expire(tmp_path):
     async def scenario(broker, c):
         clock = MockTime()

@@ -42,6 +42,9 @@ class GroupMetadata:
         self.new_member_added = False  # a member joined during the initial delay (it is extended)
         self.subscribed_topics: frozenset[str] | None = None  # None: unknown, assume every topic
         self.offsets: dict[TopicPartition, OffsetCommitValue] = {}
+        # Commits on their way to the log, per partition: removals leave these alone, or a tombstone
+        # written after an acknowledged commit would undo it at the next load (Kafka's pendingOffsetCommits).
+        self.pending_commits: Counter = Counter()
         # The coordinator's timers for this group (asyncio handles), kept here so they die with it.
         self.join_timer = None
         self.join_is_initial = False  # the initial delay does not end early when everyone has joined
@@ -237,8 +240,9 @@ class GroupMetadata:
         return out
 
     def remove_offsets(self, partitions: Iterable[TopicPartition]) -> list[TopicPartition]:
-        """Drop committed offsets; returns those that existed (they need tombstones)."""
-        return [tp for tp in partitions if self.offsets.pop(tp, None) is not None]
+        """Drop committed offsets, except those with a commit under way; returns those dropped (they need
+        tombstones)."""
+        return [tp for tp in partitions if tp not in self.pending_commits and self.offsets.pop(tp, None) is not None]
 
     # persistence --------------------------------------------------------------------------------
     def to_record(self, assignment: dict[str, bytes], now: int) -> GroupMetadataValue:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
@@ -70,7 +71,16 @@ class OffsetMetadataManager:
             else:
                 valid[tp] = value
         if valid:
-            task = self.c.spawn(self.c.store.store_offsets(group_id, valid, lambda: group.offsets.update(valid)))
+            group.pending_commits.update(valid.keys())
+
+            async def store() -> None:
+                try:
+                    await self.c.store.store_offsets(group_id, valid, lambda: group.offsets.update(valid))
+                finally:
+                    group.pending_commits.subtract(valid.keys())
+                    group.pending_commits += Counter()  # drop the partitions no longer pending
+
+            task = self.c.spawn(store())
             try:
                 await asyncio.shield(task)
                 code = NONE
