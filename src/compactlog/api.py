@@ -89,9 +89,12 @@ def open(data_dir: str | os.PathLike[str], config: Mapping[str, str] | str | os.
 class CompactLog:
     """A data directory with its topics. Use as a context manager, or call :meth:`close`."""
 
-    def __init__(self, data_dir: str | os.PathLike[str], config: Mapping[str, str] | str | os.PathLike[str] | None = None,
+    def __init__(self, data_dir: str | os.PathLike[str],
+                 config: BrokerConfig | Mapping[str, str] | str | os.PathLike[str] | None = None,
                  *, time: Time = SYSTEM, background: bool = False) -> None:
-        if isinstance(config, (str, os.PathLike)):
+        if isinstance(config, BrokerConfig):
+            broker = config
+        elif isinstance(config, (str, os.PathLike)):
             broker = BrokerConfig.from_file(Path(config))
         else:
             broker = BrokerConfig(dict(config or {}))
@@ -291,6 +294,8 @@ class CompactLog:
         for name, v in (("offset", offset), ("timestamp", timestamp), ("max_records", max_records)):
             if v is not None and not _is_int(v):
                 raise InvalidRequestError(f"{name} must be an int, got {type(v).__name__}")
+        if max_records is not None and max_records < 1:
+            raise InvalidRequestError(f"max_records must be at least 1, got {max_records}")
         parts = range(n) if partition is None else [partition]
         if offset is not None and partition is None and n > 1:
             raise InvalidRequestError("an explicit offset needs a partition")

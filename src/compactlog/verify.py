@@ -297,4 +297,22 @@ def repair(data_dir: str | os.PathLike[str], broker: BrokerConfig | None = None)
     """Open ``data_dir`` with a full recovery and close it cleanly (see the module docstring); takes
     the directory's lock, so its owner must not be running."""
     require_data_dir(data_dir)
-    LogManager(data_dir, broker, full_recovery=True).close()
+    with LogManager(data_dir, broker, full_recovery=True) as manager:
+        _repair_cleaner_checkpoint(manager)
+
+
+def _repair_cleaner_checkpoint(manager: LogManager) -> None:
+    """Keep the cleaner's entries that name a live partition and lie within its log; an unreadable file
+    becomes an empty one. A dropped entry only means that partition is cleaned again from its start."""
+    path = manager.dir / files.CLEANER_OFFSET_CHECKPOINT
+    if not path.exists():
+        return
+    checkpoint = OffsetCheckpointFile(path)
+    try:
+        entries = checkpoint.read()
+    except (OSError, CompactLogError):
+        entries = None
+    keep = {tp: offset for tp, offset in (entries or {}).items()
+            if tp in manager.logs and manager.logs[tp].log_start_offset <= offset <= manager.logs[tp].log_end_offset}
+    if keep != entries:
+        checkpoint.write(keep)

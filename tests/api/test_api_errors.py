@@ -92,3 +92,10 @@ def test_offsets_and_timestamps_given_to_reads_are_checked(cl):
         list(cl.consume("t", partition=0, timestamp="yesterday"))
     with pytest.raises(InvalidTimestampError):
         cl.produce_batch("t", [(b"k", b"v")], timestamp=-5)
+
+
+@pytest.mark.parametrize("n", [0, -3])
+def test_max_records_below_one_is_refused(cl, n):
+    """It once returned one record for any value below 1."""
+    with pytest.raises(InvalidRequestError, match="max_records must be at least 1"):
+        list(cl.consume("t", partition=0, from_beginning=True, max_records=n))

@@ -32,6 +32,7 @@ from ..errors import (
     InvalidRequestError,
     UnknownTopicOrPartitionError,
 )
+from ..storage.topics import INTERNAL_TOPICS
 from .broker import NO_THROTTLE, Broker, Session, error_code
 from .entities import make, response, schema
 from .protocol import Request
@@ -39,7 +40,6 @@ from .protocol import Request
 log = logging.getLogger(__name__)
 
 DEFAULT = -1  # num_partitions / replication_factor: the broker's default (CreateTopics v4+)
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 
 Outcome = tuple[int, str | None]  # (Kafka error code, message); (0, None) when done
 TOPIC_AUTHORIZATION_FAILED = 29

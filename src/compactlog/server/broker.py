@@ -21,7 +21,9 @@ from typing import Any, Awaitable, Callable
 from kio.schema.errors import ErrorCode
 
 from .. import api
-from ..errors import CompactLogError
+from ..errors import CompactLogError, KafkaStorageError
+from ..storage import files
+from ..storage.configdef import parse_properties
 from ..storage.config import BrokerConfig
 from .protocol import Request
 
@@ -70,9 +72,12 @@ class Broker:
         self.node_id: int = config.get("node.id")
         self.host = host
         self.port = port
-        self.cluster_id = ""
-        self.cl = api.CompactLog(data_dir, config=config.originals, background=background)
-        self.cluster_id = self._cluster_id()
+        self.cl = api.CompactLog(data_dir, config=config, background=background)
+        try:
+            self.cluster_id = self._cluster_id()
+        except BaseException:
+            self.cl.close()
+            raise
         self._data_arrived = asyncio.Event()
         self.handlers: dict[int, Handler] = {}
         self.services: list = []  # things with ``async start()`` / ``async stop()`` (the group coordinator)
@@ -85,18 +90,20 @@ class Broker:
         apis.install(self)
 
     def _cluster_id(self) -> str:
-        """A stable cluster id kept beside the data (Kafka keeps it in meta.properties)."""
-        from ..storage import files
-
+        """A stable cluster id kept beside the data in ``meta.properties``, as Kafka keeps it. Made when
+        the file is missing; a file without one is refused rather than overwritten (Kafka will not start)."""
         path = self.cl.manager.dir / files.META_PROPERTIES
         try:
-            for line in path.read_text().splitlines():
-                if line.startswith("cluster.id="):
-                    return line.split("=", 1)[1].strip()
-        except OSError:
-            pass
-        cid = uuid.uuid4().hex[:22]
-        files.atomic_write(path, f"#compactlog\nversion=1\ncluster.id={cid}\nnode.id={self.node_id}\n")
+            text = path.read_text(encoding="latin-1")
+        except FileNotFoundError:
+            cid = uuid.uuid4().hex[:22]
+            files.atomic_write(path, f"#compactlog\nversion=1\ncluster.id={cid}\nnode.id={self.node_id}\n")
+            return cid
+        except OSError as exc:
+            raise KafkaStorageError(f"cannot read {path}: {exc.strerror or exc}") from None
+        cid = parse_properties(text).get("cluster.id", "").strip()
+        if not cid:
+            raise KafkaStorageError(f"{path} holds no cluster.id; restore it, or remove the file to start a new cluster id")
         return cid
 
     def address(self, session: Session) -> tuple[str, int]:

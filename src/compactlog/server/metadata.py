@@ -10,8 +10,8 @@ Topics are created on Metadata when the client allows it and ``auto.create.topic
 
 from __future__ import annotations
 
-from ..errors import CompactLogError, InvalidTopicError
-from ..storage import files
+from ..errors import CompactLogError
+from ..storage.topics import INTERNAL_TOPICS
 from ..storage.validator import LEADER_EPOCH
 from .broker import NO_THROTTLE, Broker, Session, error_code
 from .entities import make, response, schema
@@ -19,7 +19,6 @@ from .protocol import Request
 from .versions import SERVED
 
 NOT_COMPUTED = -(2**31)  # authorized operations "not computed" (INT32_MIN)
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 
 
 def epoch_problem(current: int) -> int:
@@ -67,14 +66,11 @@ async def metadata(broker: Broker, req: Request, session: Session):
                              or broker.authorize(session, "CREATE", "TOPIC", name)):
                 code = error_code(29)
             elif auto:
-                try:
-                    files.validate_topic_name(name)
+                try:  # an illegal name is INVALID_TOPIC_EXCEPTION (17), from create_topic's own check
                     await broker.blocking(broker.cl.create_topic, name)
                     code = error_code(0)
-                except InvalidTopicError:
-                    code = error_code(17)
                 except CompactLogError as exc:
-                    if not topic_exists(broker, name):
+                    if not topic_exists(broker, name):  # else another request created it meanwhile
                         code = error_code(exc)
         if code == 0:
             parts = tuple(

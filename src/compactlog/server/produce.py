@@ -26,9 +26,9 @@ import datetime
 from ..errors import CompactLogError, InvalidRecordError, InvalidTopicError
 from ..records.batch import ATTRIBUTES_OFFSET, COMPRESSION_MASK, HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD
 from ..records.codecs import Codec
+from ..storage.topics import INTERNAL_TOPICS
 from .broker import NO_THROTTLE, Broker, Session, error_code
 from .entities import make, response, schema
-from .metadata import INTERNAL_TOPICS
 from .protocol import ProtocolError, Request
 
 ATTRIBUTES_LOW_BYTE = ATTRIBUTES_OFFSET + 1  # the low byte of a batch's attributes holds the codec

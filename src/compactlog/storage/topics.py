@@ -32,6 +32,7 @@ KAFKA_INTERNAL_TOPIC_CONFIGS = {
     "__consumer_offsets": {"cleanup.policy": "compact", "segment.bytes": "104857600"},
     "__transaction_state": {"cleanup.policy": "compact", "segment.bytes": "104857600"},
 }
+INTERNAL_TOPICS = frozenset(KAFKA_INTERNAL_TOPIC_CONFIGS)  # Kafka's own: clients may not write or delete them
 _TOPIC_ID = re.compile(r"^topic_id:\s*(\S+)\s*$", re.M)
 
 
