@@ -36,14 +36,6 @@ async def api_versions(broker: Broker, req: Request, session: Session):
     return response(req, error_code=error_code(0), api_keys=keys, throttle_time=NO_THROTTLE)
 
 
-def partitions_of(broker: Broker, name: str) -> int:
-    return broker.cl.manager.partitions_for(name)
-
-
-def topic_exists(broker: Broker, name: str) -> bool:
-    return name in broker.cl.manager.topics
-
-
 async def metadata(broker: Broker, req: Request, session: Session):
     s = schema(req)
     body = req.body
@@ -60,7 +52,7 @@ async def metadata(broker: Broker, req: Request, session: Session):
         parts = ()
         if not broker.authorize(session, "DESCRIBE", "TOPIC", name):
             code = error_code(29)  # TOPIC_AUTHORIZATION_FAILED, whether it exists or not
-        elif not topic_exists(broker, name):
+        elif not name in broker.cl.manager.topics:
             code = error_code(3)
             if auto and not (broker.authorize(session, "CREATE", "CLUSTER")
                              or broker.authorize(session, "CREATE", "TOPIC", name)):
@@ -70,14 +62,14 @@ async def metadata(broker: Broker, req: Request, session: Session):
                     await broker.blocking(broker.cl.create_topic, name)
                     code = error_code(0)
                 except CompactLogError as exc:
-                    if not topic_exists(broker, name):  # else another request created it meanwhile
+                    if not name in broker.cl.manager.topics:  # else another request created it meanwhile
                         code = error_code(exc)
         if code == 0:
             parts = tuple(
                 make(s.MetadataResponsePartition, error_code=error_code(0), partition_index=p, leader_id=broker.node_id,
                      leader_epoch=LEADER_EPOCH, replica_nodes=(broker.node_id,), isr_nodes=(broker.node_id,),
                      offline_replicas=())
-                for p in range(partitions_of(broker, name))
+                for p in range(broker.cl.manager.partitions_for(name))
             )
         topics.append(make(s.MetadataResponseTopic, error_code=code, name=name, is_internal=name in INTERNAL_TOPICS,
                            partitions=parts, topic_authorized_operations=NOT_COMPUTED))

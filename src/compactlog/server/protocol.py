@@ -89,15 +89,6 @@ def read_uvarint(buf, pos: int) -> tuple[int, int]:
             raise ProtocolError("varint longer than 5 bytes in a request header")
 
 
-def write_uvarint(value: int) -> bytes:
-    out = bytearray()
-    while value > 0x7F:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
 def parse_header(frame) -> tuple[int, int, int, str | None, int]:
     """(api key, version, correlation id, client id, body position) of a frame's request header.
 
@@ -239,10 +230,6 @@ class Frame:
     """A response already encoded by its API (Fetch writes its own, records straight from the log)."""
 
     parts: list
-
-    @property
-    def size(self) -> int:
-        return sum(map(len, self.parts))
 
 
 def encode_unsupported_api_versions(req: UnsupportedApiVersions) -> bytes:

@@ -25,8 +25,7 @@ from dataclasses import dataclass, field
 
 from ..errors import InvalidProducerEpochError, OutOfOrderSequenceError
 
-NO_PRODUCER_ID = -1
-INT_MAX = 2**31 - 1
+SEQUENCES = 2**31  # sequence numbers wrap from 2^31 - 1 to 0
 BATCHES_KEPT = 5  # Kafka's ProducerStateEntry.NUM_BATCHES_TO_RETAIN
 
 
@@ -50,7 +49,7 @@ class ProducerEntry:
 
 def last_sequence(first_seq: int, last_offset_delta: int) -> int:
     """Sequence of a batch's last record: sequences wrap from 2^31 - 1 to 0."""
-    return (first_seq + last_offset_delta) % (INT_MAX + 1)
+    return (first_seq + last_offset_delta) % SEQUENCES
 
 
 class ProducerStateManager:
@@ -78,7 +77,7 @@ class ProducerStateManager:
         for b in entry.batches:
             if b.first_seq == first_seq and b.last_seq == last_seq:
                 return b
-        expected = (entry.last_seq + 1) % (INT_MAX + 1) if entry.batches else first_seq
+        expected = (entry.last_seq + 1) % SEQUENCES if entry.batches else first_seq
         if first_seq != expected:
             raise OutOfOrderSequenceError(
                 f"Out of order sequence number for producer {pid} in {where}: {first_seq} (incoming batch), "

@@ -20,18 +20,20 @@ from __future__ import annotations
 import datetime
 from collections import defaultdict
 
+from ...security.acls import Operation
 from ..broker import NO_THROTTLE, Broker, Session, error_code
 from ..entities import make, response, schema
+from ..acls import GROUP_AUTHORIZATION_FAILED, TOPIC_AUTHORIZATION_FAILED
+from ..metadata import NOT_COMPUTED
 from ..protocol import Request
+from .codes import UNKNOWN_TOPIC_OR_PARTITION
 from .coordinator import GroupCoordinator
 from .records import OffsetCommitValue
 from .state import DEAD
 
 EXTRA = "group_coordinator"
-TOPIC_AUTHORIZATION_FAILED, GROUP_AUTHORIZATION_FAILED = 29, 30
 DEFAULT_RETENTION = -1  # OffsetCommit v2-v4 retention_time: the broker's offsets.retention.minutes
-NOT_COMPUTED = -(2**31)  # DescribeGroups authorized_operations when not asked for (INT32_MIN)
-GROUP_OPERATIONS = {"READ": 3, "DELETE": 6, "DESCRIBE": 8}  # what can be done to a group: Kafka's AclOperation codes
+GROUP_OPERATIONS = (Operation.READ, Operation.DELETE, Operation.DESCRIBE)  # what can be done to a group
 
 
 def setup(broker: Broker) -> None:
@@ -65,7 +67,7 @@ def _topic_errors(broker: Broker, session: Session, operation: str, topics, part
             if not allowed:
                 errors[(t.name, p)] = TOPIC_AUTHORIZATION_FAILED
             elif not _exists(broker, t.name, p):
-                errors[(t.name, p)] = 3
+                errors[(t.name, p)] = UNKNOWN_TOPIC_OR_PARTITION
     return errors
 
 
@@ -253,7 +255,7 @@ async def describe_groups(broker: Broker, req: Request, session: Session):
 
 def _group_operations(broker: Broker, session: Session, group_id: str) -> int:
     """The operations ``session`` may do on the group, as bits of Kafka's operation codes (KIP-430)."""
-    return sum(1 << code for op, code in GROUP_OPERATIONS.items() if _may(broker, session, op, group_id))
+    return sum(1 << op for op in GROUP_OPERATIONS if _may(broker, session, op.name, group_id))
 
 
 async def delete_groups(broker: Broker, req: Request, session: Session):
