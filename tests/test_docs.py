@@ -18,4 +18,4 @@ def test_config_docs_are_current():
 def test_readme_names_the_two_setup_commands():
     readme = (ROOT / "README.md").read_text()
     assert "pip install -e . && compactlog demo --data-dir demo-data" in readme
-    assert "pip install -e '.[test]' && python -m pytest -q && COMPACTLOG_NO_EXTENSIONS=1 python -m pytest -q -m 'not spark'" in readme
+    assert "apt-get install -y -qq chromium >/dev/null && pip install -e '.[test]' && python -m pytest -q && COMPACTLOG_NO_EXTENSIONS=1 python -m pytest -q -m 'not spark'" in readme

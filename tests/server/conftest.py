@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 LISTENING = re.compile(r"listening on (\w+)://([^:]+):(\d+)")
+CONSOLE = re.compile(r"web console at (https?://\S+?)/?$")
 START_TIMEOUT = 60.0
 
 
@@ -30,6 +31,7 @@ class ServeProcess:
         self.log_path = log_path or self.data_dir.parent / f"{self.data_dir.name}-serve.log"
         self.proc: subprocess.Popen | None = None
         self.ports: dict[str, int] = {}
+        self.console_url: str | None = None  # the web console's address, with http.listeners
 
     @property
     def port(self) -> int:
@@ -59,6 +61,15 @@ class ServeProcess:
                 self.ports[m.group(1)] = int(m.group(3))
             if time.monotonic() > deadline:
                 raise RuntimeError("compactlog serve did not start in time")
+        if self.overrides.get("http.listeners"):
+            while self.console_url is None:
+                line = self.proc.stdout.readline().decode()
+                if not line:
+                    raise RuntimeError(f"compactlog serve exited with {self.proc.wait()}; log: "
+                                       f"{self.log_path.read_text(errors='replace')[-3000:]}")
+                m = CONSOLE.search(line.strip())
+                if m:
+                    self.console_url = m.group(1)
         return self
 
     def _pin_ports(self) -> None:
@@ -71,6 +82,9 @@ class ServeProcess:
             else:
                 listeners.append(entry)
         self.overrides["listeners"] = ",".join(listeners)
+        if self.console_url:  # the browser keeps its address too
+            self.overrides["http.listeners"] = self.console_url
+            self.console_url = None
 
     def stop(self, timeout: float = 60.0) -> int:
         """SIGTERM and wait: a clean shutdown."""

@@ -27,26 +27,36 @@ def _overrides(items) -> dict[str, str]:
 @click.option("--override", "overrides", multiple=True, metavar="NAME=VALUE",
               help="A broker setting over server.properties, as kafka-server-start.sh --override takes it "
                    "(listeners=PLAINTEXT://127.0.0.1:0, auto.create.topics.enable=false, ...). Repeatable.")
+@click.option("--http", "http", default=None, metavar="HOST:PORT",
+              help="Serve the web console here too (http.listeners=http://HOST:PORT), e.g. 127.0.0.1:8080.")
 @kafka_errors
-def serve(data_dir, server_properties, overrides):
+def serve(data_dir, server_properties, overrides, http):
     """Serve the data directory to Kafka clients (producers, consumer groups, admin tools) until SIGTERM or
     Ctrl-C, with the log cleaner, retention and Pulsar-style compaction running in the background.
 
     Listens on PLAINTEXT://127.0.0.1:9092 unless listeners= says otherwise; prints one line per listener
     once it accepts connections.
 
-    Example: compactlog serve --data-dir data --override listeners=PLAINTEXT://127.0.0.1:9093
+    With --http (or http.listeners=) the web console is served by the same process; it prints where.
+
+    Example: compactlog serve --data-dir data --http 127.0.0.1:8080
     """
     from ..server.network import KafkaServer
     from ..storage.config import BrokerConfig
 
     extra = _overrides(overrides)
+    if http:
+        extra["http.listeners"] = http if "://" in http else f"http://{http}"
     config = (BrokerConfig.from_file(server_properties, extra) if server_properties else BrokerConfig(extra))
 
     def listening(url: str) -> None:
         click.echo(f"compactlog serve: listening on {url}")
         sys.stdout.flush()
 
-    server = KafkaServer(data_dir, config, on_listening=listening)
+    def console(url: str) -> None:
+        click.echo(f"compactlog serve: web console at {url}/")
+        sys.stdout.flush()
+
+    server = KafkaServer(data_dir, config, on_listening=listening, on_console=console)
     asyncio.run(server.run())
     click.echo("compactlog serve: stopped cleanly")

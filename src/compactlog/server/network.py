@@ -29,6 +29,7 @@ from typing import Callable, Mapping
 
 from ..errors import InvalidConfigError
 from ..storage.config import BrokerConfig
+from ..console.listeners import parse_http_listeners
 from .broker import Broker, Session
 from .protocol import NEED_DATA, Connection, Frame, ProtocolError, UnsupportedApiVersions, encode_unsupported_api_versions
 from .versions import SERVED, ApiRange
@@ -243,11 +244,15 @@ class KafkaServer:
     """Listeners over one broker; ``run`` serves until SIGTERM or SIGINT, then shuts down cleanly."""
 
     def __init__(self, data_dir: str | Path, config: BrokerConfig,
-                 on_listening: Callable[[str], None] | None = None) -> None:
+                 on_listening: Callable[[str], None] | None = None,
+                 on_console: Callable[[str], None] | None = None) -> None:
         self.data_dir = Path(data_dir)
         self.config = config
         self.listeners = parse_listeners(config.get("listeners"), config.get("listener.security.protocol.map"))
+        self.http_listeners = parse_http_listeners(config.get("http.listeners"))
         self.on_listening = on_listening or (lambda url: None)
+        self.on_console = on_console or (lambda url: None)
+        self.console = None  # the web console, when http.listeners asks for one
         self.broker: Broker | None = None
         self.servers: list[asyncio.base_events.Server] = []
         self.connections: set[ClientConnection] = set()
@@ -322,6 +327,12 @@ class KafkaServer:
         for x in self.listeners:
             self.on_listening(x.url(self.bound[x.name][1]))
         self._idle_task = loop.create_task(self._close_idle())
+        if self.http_listeners:
+            from ..console.app import Console  # noqa: PLC0415 - aiohttp and jinja load only for a console
+
+            self.console = Console(self.broker, self)
+            for url in await self.console.start(self.http_listeners):
+                self.on_console(url)
 
     def ssl_context(self, listener: Listener):
         """The TLS context of an SSL or SASL_SSL listener (None for plaintext ones)."""
@@ -332,6 +343,8 @@ class KafkaServer:
         return None
 
     async def stop(self) -> None:
+        if self.console is not None:
+            await self.console.stop()
         for srv in self.servers:
             srv.close()
         self._idle_task.cancel()

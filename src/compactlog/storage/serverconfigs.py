@@ -19,6 +19,10 @@ SERVER_CONFIGS = [
     _key("listeners", "list", ["PLAINTEXT://127.0.0.1:9092"], None,
          "Where the broker listens: NAME://host:port, comma-separated; names map to protocols through "
          "listener.security.protocol.map. Port 0 picks a free port. Loopback unless told otherwise.", "high"),
+    _key("http.listeners", "list", None, None,
+         "Where the web console listens: http://host:port, comma-separated (https:// serves it with the ssl.* "
+         "settings). Unset: no console. Port 0 picks a free port; bind loopback unless the ACLs and SASL users "
+         "are in place (the console asks for a login once SASL users exist).", "medium"),
     _key("advertised.listeners", "list", None, None,
          "Addresses given to clients in Metadata, per listener name; the bound address when unset.", "high"),
     _key("listener.security.protocol.map", "list",

@@ -1,0 +1,226 @@
+"""The console's aiohttp application: listeners, middleware, and what every page handler shares.
+
+Each page module under ``pages/`` holds a ``routes`` table (and may hold ``setup(console)``); the
+middleware around them sets the security headers, finds the browser's session, asks for a login when
+the data directory has SASL users, checks the CSRF token of every POST and turns our typed errors into
+a page with Kafka's message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Callable
+from urllib.parse import quote
+
+from aiohttp import web
+
+from ..errors import CompactLogError
+from . import auth
+from .jobs import Jobs
+from .listeners import HttpListener
+from .render import render
+
+log = logging.getLogger(__name__)
+STATIC = Path(__file__).parent / "static"
+MAX_FORM_BYTES = 64 * 1024  # the largest form a page sends (a config value, a key to look up)
+PAGE_THREADS = 2  # threads that read the disk for pages; the broker's are not among them
+CONTENT_SECURITY_POLICY = ("default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; "
+                           "connect-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'")
+OPEN_PATHS = ("/login", "/static/")  # reachable before a login
+
+
+class Console:
+    """The web console over one running broker."""
+
+    def __init__(self, broker, server=None) -> None:
+        self.broker = broker
+        self.server = server  # the network shell: its listeners are shown on the overview
+        self.cl = broker.cl
+        self.started = time.time()
+        self.sessions = auth.Sessions()
+        self.jobs = Jobs()
+        self._pool = ThreadPoolExecutor(max_workers=PAGE_THREADS, thread_name_prefix="console")
+        self.services: list = []  # things pages start with the console (the cleaner's sampler)
+        self.urls: list[str] = []
+        self.app = self._application()
+        self._runner: web.AppRunner | None = None
+
+    def _application(self) -> web.Application:
+        from .pages import PAGES
+
+        app = web.Application(middlewares=[_headers, _errors, _session, _csrf], client_max_size=MAX_FORM_BYTES)
+        app[CONSOLE] = self
+        app.router.add_static("/static", STATIC)
+        for page in PAGES:
+            app.add_routes(page.routes)
+            if hasattr(page, "setup"):
+                page.setup(self)
+        return app
+
+    async def run(self, fn: Callable, *args, **kwargs) -> Any:
+        """``fn`` on the console's own threads (disk reads, decompression)."""
+        return await asyncio.get_running_loop().run_in_executor(self._pool, functools.partial(fn, *args, **kwargs))
+
+    def login_required(self) -> bool:
+        """Logins are asked for once the data directory has a SASL user."""
+        return bool(self.broker.extras["credentials"].describe())
+
+    async def start(self, listeners: list[HttpListener]) -> list[str]:
+        self._runner = web.AppRunner(self.app, access_log=None, handle_signals=False)
+        await self._runner.setup()
+        for x in listeners:
+            ssl_context = None
+            if x.scheme == "https":
+                from ..server.security import server_ssl_context  # noqa: PLC0415 - only https needs it
+
+                ssl_context = server_ssl_context(self.broker.config)
+            site = web.TCPSite(self._runner, x.host or None, x.port, ssl_context=ssl_context, reuse_address=True)
+            await site.start()
+            port = site._server.sockets[0].getsockname()[1]  # the bound port, for port 0
+            self.urls.append(x.url(port))
+        for s in self.services:
+            await s.start()
+        return self.urls
+
+    async def stop(self) -> None:
+        for s in reversed(self.services):
+            try:
+                await s.stop()
+            except Exception:
+                log.exception("stopping %s failed", s)
+        if self._runner is not None:
+            await self._runner.cleanup()
+        self.jobs.shutdown()
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+CONSOLE = web.AppKey("console", Console)
+VIEWER = "viewer"  # request key of the auth.Viewer
+
+
+# what page handlers share ------------------------------------------------------------------------
+
+def console(request: web.Request) -> Console:
+    return request.app[CONSOLE]
+
+
+def viewer(request: web.Request) -> auth.Viewer:
+    return request[VIEWER]
+
+
+def page(request: web.Request, template: str, status: int = 200, **context: Any) -> web.Response:
+    """A whole page (or an htmx fragment) from ``template``, with the viewer, the CSRF token and the
+    console in its context."""
+    c = console(request)
+    html = render(template, viewer=viewer(request), console=c, request_path=request.path, **context)
+    return web.Response(text=html, content_type="text/html", status=status)
+
+
+def require(request: web.Request, operation: str, resource_type: str = "CLUSTER", name: str = "kafka-cluster") -> None:
+    """Refuse the request (403, with the reason on the page) unless the ACLs allow it."""
+    if not viewer(request).can(operation, resource_type, name):
+        what = "the cluster" if resource_type == "CLUSTER" else f"{resource_type.lower()} {name}"
+        raise Refused(f"{viewer(request).principal} is not authorized to {operation} {what}")
+
+
+def see_other(location: str) -> web.HTTPSeeOther:
+    """The answer to a form that worked: the browser loads ``location`` (POST, redirect, GET)."""
+    return web.HTTPSeeOther(location)
+
+
+def topic_url(topic: str, *rest: str) -> str:
+    return "/".join(["/topics", quote(topic, safe=""), *rest])
+
+
+class Refused(Exception):
+    """Not allowed by the ACLs: a 403 page saying who was refused what."""
+
+
+# middleware ----------------------------------------------------------------------------------------
+
+@web.middleware
+async def _errors(request: web.Request, handler):
+    try:
+        return await handler(request)
+    except Refused as exc:
+        return _error_page(request, 403, "Not authorized", str(exc))
+    except CompactLogError as exc:
+        return _error_page(request, 400, type(exc).__name__, str(exc))
+    except web.HTTPNotFound:
+        return _error_page(request, 404, "Not found", f"There is no page at {request.path}.")
+    except web.HTTPRequestEntityTooLarge:
+        return _error_page(request, 413, "Too large", f"The form is larger than {MAX_FORM_BYTES:,} bytes.")
+
+
+def _error_page(request: web.Request, status: int, title: str, message: str) -> web.Response:
+    if VIEWER not in request:  # before the session was known (a refused CSRF token, say)
+        html = render("error.html", viewer=None, console=console(request), request_path=request.path,
+                      title=title, message=message)
+        return web.Response(text=html, content_type="text/html", status=status)
+    return page(request, "error.html", status=status, title=title, message=message)
+
+
+@web.middleware
+async def _headers(request: web.Request, handler):
+    response = await handler(request)
+    response.headers.setdefault("Content-Security-Policy", CONTENT_SECURITY_POLICY)
+    response.headers.setdefault("X-Content-Type-Options", "nosniff")
+    response.headers.setdefault("Referrer-Policy", "same-origin")
+    response.headers.setdefault("X-Frame-Options", "DENY")
+    if not request.path.startswith("/static/"):
+        response.headers.setdefault("Cache-Control", "no-store")
+    return response
+
+
+@web.middleware
+async def _session(request: web.Request, handler):
+    c = console(request)
+    if request.path.startswith("/static/"):
+        return await handler(request)
+    s = c.sessions.get(request.cookies.get(auth.COOKIE))
+    fresh = s is None
+    if fresh:
+        s = c.sessions.new()
+    required = c.login_required()
+    request["web_session"] = s
+    request[VIEWER] = auth.Viewer(c.broker, auth.broker_session(request.remote or "", s.principal), s.csrf,
+                                  s.user is not None, required)
+    if required and s.user is None and not request.path.startswith(OPEN_PATHS):
+        if request.method == "GET" and "HX-Request" not in request.headers:
+            response: web.StreamResponse = web.HTTPSeeOther(f"/login?next={quote(request.path_qs, safe='')}")
+        else:
+            response = _error_page(request, 401, "Login required", "Log in to use the console.")
+    else:
+        try:
+            response = await handler(request)
+        except web.HTTPException as exc:  # redirects are answers too, and carry the cookie
+            response = exc
+    if fresh or request.get("new_session_cookie"):
+        set_cookie(request, response, request["web_session"])
+    if isinstance(response, web.HTTPException) and response.status >= 300:
+        raise response
+    return response
+
+
+def set_cookie(request: web.Request, response: web.StreamResponse, s: auth.WebSession) -> None:
+    response.set_cookie(auth.COOKIE, s.token, httponly=True, samesite="Strict", path="/",
+                        secure=request.secure)
+
+
+@web.middleware
+async def _csrf(request: web.Request, handler):
+    """Every POST carries the session's token; a cross-site form cannot know it."""
+    if request.method not in ("GET", "HEAD", "OPTIONS") and not request.path.startswith("/static/"):
+        s: auth.WebSession = request["web_session"]
+        sent = request.headers.get(auth.CSRF_HEADER)
+        if sent is None:
+            sent = (await request.post()).get(auth.CSRF_FIELD)
+        if not s.csrf_matches(sent if isinstance(sent, str) else None):
+            return _error_page(request, 403, "Refused", "The form's security token is missing or out of date: "
+                               "reload the page and try again.")
+    return await handler(request)

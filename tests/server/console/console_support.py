@@ -1,0 +1,20 @@
+"""Helpers the console tests share (imported by name: pytest puts this directory on the path)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[3]
+ARTIFACTS = ROOT / "test-artifacts" / "console"
+
+
+def shot(pg, name: str) -> Path:
+    """Save a full-page screenshot as a test artifact; returns its path."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    path = ARTIFACTS / (re.sub(r"[^A-Za-z0-9._-]", "_", name) + ".png")
+    try:
+        pg.screenshot(path=str(path), full_page=True)
+    except Exception:  # noqa: BLE001 - a page that already closed leaves no picture
+        pass
+    return path
