@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 from pathlib import Path
 
@@ -18,3 +19,15 @@ def shot(pg, name: str) -> Path:
     except Exception:  # noqa: BLE001 - a page that already closed leaves no picture
         pass
     return path
+
+
+@contextlib.contextmanager
+def module_serve(data_dir: Path, **overrides: str):
+    """One ``compactlog serve`` for a whole module (with the console when ``http.listeners`` is given)."""
+    from security_clients import ServeProcess
+
+    s = ServeProcess(data_dir, overrides).start()
+    try:
+        yield s
+    finally:
+        s.kill()
