@@ -37,6 +37,22 @@ class CleanResult:
     first_dirty: int
     end_offset: int
     stats: CleanerStats
+    finished_ms: int = -1  # when the round ended (the cleaner's clock); -1 when not known
+    thread: str = ""  # the thread that ran it (a cleaner thread's name, or the caller's for clean_now)
+
+
+IDLE, CLEANING, DEAD = "idle", "cleaning", "dead"
+
+
+@dataclass(frozen=True)
+class ThreadState:
+    """What one cleaning thread is doing, for status pages: idle, cleaning a partition, or dead."""
+
+    name: str
+    state: str  # IDLE, CLEANING or DEAD
+    since_ms: int  # when it entered this state
+    topic: str | None = None  # the partition being cleaned (CLEANING only)
+    partition: int | None = None
 
 
 def stats_report(thread: int, name: str, first_dirty: int, end: int, s: CleanerStats) -> str:
@@ -78,6 +94,10 @@ class LogCleaner:
         self.dead_threads = 0
         self.last_run_ms = time.milliseconds()
         self.last_stats: list[CleanResult] = []
+        self.thread_states: dict[str, ThreadState] = {}  # by thread name; each entry replaced whole
+        self.bytes_read_total = 0  # over every round since start (a chart's bytes cleaned over time)
+        self.bytes_written_total = 0
+        self._stats_lock = threading.Lock()
         self.max_dirty_percent = 0.0
         self.max_compaction_delay_secs = 0.0
         self.max_clean_time_secs = 0.0
@@ -122,13 +142,16 @@ class LogCleaner:
         self.max_compaction_delay_secs = max((c.compaction_delay_ms for c in candidates), default=0) / 1000
         self.last_run_ms = now
         result = None
+        worker = threading.current_thread().name
         if chosen is not None:
             tp = chosen.key
             lg = logs[tp]
+            self._set_state(worker, CLEANING, tp)
             try:
                 end, stats = cleaner.clean(lg, chosen.first_dirty_offset, chosen.first_uncleanable_offset)
                 self.manager.done_cleaning(tp, end)
-                result = CleanResult(tp[0], tp[1], chosen.first_dirty_offset, end, stats)
+                result = CleanResult(tp[0], tp[1], chosen.first_dirty_offset, end, stats,
+                                     self.time.milliseconds(), worker)
                 self._record(result, thread)
                 lg.delete_expired_files()
             except CleaningAbortedError:
@@ -143,12 +166,28 @@ class LogCleaner:
                 log.exception("cleaning of %s failed; it is now uncleanable until restart or deletion", lg.name)
                 self.manager.done_cleaning(tp, chosen.first_dirty_offset)
                 self.manager.mark_uncleanable(tp, f"{type(exc).__name__}: {exc}")
+            finally:
+                self._set_state(worker, IDLE)
         self._delete_compacted_segments(only)
         return chosen is not None, result
 
+    def _set_state(self, worker: str, state: str, tp: TopicPartition | None = None) -> None:
+        old = self.thread_states.get(worker)
+        if old is not None and old.state == state == IDLE:
+            return  # idle since the first idle moment, not since the last empty look
+        self.thread_states[worker] = ThreadState(worker, state, self.time.milliseconds(),
+                                                 *(tp if tp is not None else (None, None)))
+
+    def threads(self) -> list[ThreadState]:
+        """The cleaner threads' states, and those of callers of :meth:`clean_now` while they clean."""
+        return sorted(list(self.thread_states.values()), key=lambda t: t.name)
+
     def _record(self, r: CleanResult, thread: int) -> None:
-        self.last_stats.append(r)
-        del self.last_stats[:-100]
+        with self._stats_lock:  # rounds of several threads end at once
+            self.last_stats.append(r)
+            del self.last_stats[:-100]
+            self.bytes_read_total += r.stats.bytes_read
+            self.bytes_written_total += r.stats.bytes_written
         self.max_clean_time_secs = max(self.max_clean_time_secs, r.stats.elapsed)
         self.max_buffer_utilization = max(self.max_buffer_utilization, 100 * r.stats.buffer_utilization)
         log.info("%s", stats_report(thread, f"{r.topic}-{r.partition}", r.first_dirty, r.end_offset, r.stats))
@@ -182,13 +221,21 @@ class LogCleaner:
         if on_io is not None:
             cleaner.on_io = on_io
         results = []
-        for _ in range(max_rounds):
-            chosen, r = self.clean_filthiest(cleaner, 0, only)
-            if not chosen:
-                break
-            if r is not None:
-                results.append(r)
+        worker = threading.current_thread().name
+        try:
+            for _ in range(max_rounds):
+                chosen, r = self.clean_filthiest(cleaner, 0, only)
+                if not chosen:
+                    break
+                if r is not None:
+                    results.append(r)
+        finally:
+            if worker not in self._thread_names():
+                self.thread_states.pop(worker, None)  # a caller is listed only while it cleans
         return results
+
+    def _thread_names(self) -> set[str]:
+        return {t.name for t in self._threads}
 
     # cleaning done outside the cleaner's threads (the Spark compaction and recompression jobs) ------
     def claim_eligible(self, topic: str | None = None) -> list[LogToClean]:
@@ -226,6 +273,7 @@ class LogCleaner:
             return
         for i in range(self.num_threads):
             t = threading.Thread(target=self._run, args=(i,), name=f"kafka-log-cleaner-thread-{i}", daemon=True)
+            self._set_state(t.name, IDLE)
             t.start()
             self._threads.append(t)
 
@@ -237,6 +285,7 @@ class LogCleaner:
                     self._stop.wait(self.backoff_ms / 1000)
         except BaseException:  # noqa: BLE001 - a dead thread is counted, as Kafka's DeadThreadCount
             self.dead_threads += 1
+            self._set_state(threading.current_thread().name, DEAD)
             log.exception("log cleaner thread %d died", thread)
 
     def shutdown(self) -> None:
@@ -247,6 +296,7 @@ class LogCleaner:
                     self.manager._move(tp, "abort")
         for t in self._threads:
             t.join()
+            self.thread_states.pop(t.name, None)
         self._threads = []
 
     def metrics(self) -> dict[str, float]:
@@ -262,4 +312,4 @@ class LogCleaner:
         }
 
 
-__all__ = ["CleanResult", "LogCleaner", "stats_report"]
+__all__ = ["CleanResult", "LogCleaner", "ThreadState", "stats_report"]
