@@ -2,8 +2,10 @@
 
 A sample of the topic's batches (spread over partitions and segments) is decompressed once; then each
 trial -- one codec at one level -- compresses every sampled batch's records section as Kafka would
-store it (one frame per batch, so small batches pay their framing), and decompresses it again. Trials
-are Spark tasks: each runs on one core, so speeds are per core, and a cluster measures its own CPUs.
+store it (one frame per batch, so small batches pay their framing), and decompresses it again. With
+:func:`advise` the trials are Spark tasks: each runs on one core, so speeds are per core, and a cluster
+measures its own CPUs. :func:`advise_local` runs them one by one in the calling thread (the console's
+job thread: no Spark in the broker's process). Both sample the places :func:`plan_sample` picks.
 The recommendation is a pure rule over the measured trials (:func:`recommend`).
 """
 
@@ -154,11 +156,16 @@ def run_trial(payloads: Sequence[bytes], codec: Codec, level: int | None) -> Tri
                  sum(len(f) + HEADER_SIZE for f in frames), t1 - t0, t2 - t1)
 
 
-def advise(spark, cl, topic: str, sample_bytes: int = 16 << 20, min_compress_mbps: float = 50.0,
-           trials: Sequence[tuple[Codec, int | None]] = TRIALS, progress: Callable[[str], None] = print) -> Advice | None:
-    """Measure ``trials`` on a sample of ``topic``; None when the topic holds no records yet."""
-    from .progress import spark_progress
+@dataclass(frozen=True)
+class SamplePlan:
+    """Where to sample a topic and how large it is: the part both advisors share."""
 
+    places: list[tuple[int, int, int]]  # (partition, segment base, offset) from :func:`sample_places`
+    topic_bytes: int
+
+
+def plan_sample(cl, topic: str, sample_bytes: int) -> SamplePlan:
+    """The topic's non-empty segments, spread into sample places (reads segment sizes only)."""
     n = cl.manager.partitions_for(topic)
     segments = []
     topic_bytes = 0
@@ -170,7 +177,16 @@ def advise(spark, cl, topic: str, sample_bytes: int = 16 << 20, min_compress_mbp
             nxt = segs[i + 1].base_offset if i + 1 < len(segs) else lg.log_end_offset
             if s.size and nxt > s.base_offset:
                 segments.append((p, s.base_offset, nxt))
-    places = sample_places(segments, sample_bytes)
+    return SamplePlan(sample_places(segments, sample_bytes), topic_bytes)
+
+
+def advise(spark, cl, topic: str, sample_bytes: int = 16 << 20, min_compress_mbps: float = 50.0,
+           trials: Sequence[tuple[Codec, int | None]] = TRIALS, progress: Callable[[str], None] = print) -> Advice | None:
+    """Measure ``trials`` on a sample of ``topic``; None when the topic holds no records yet."""
+    from .progress import spark_progress
+
+    plan = plan_sample(cl, topic, sample_bytes)
+    places = plan.places
     if not places:
         progress(f"{topic}: no records to sample")
         return None
@@ -185,7 +201,28 @@ def advise(spark, cl, topic: str, sample_bytes: int = 16 << 20, min_compress_mbp
     with spark_progress(spark, "advise"):
         results = spark.sparkContext.parallelize([(int(c), lv) for c, lv in trials], len(trials)).map(measure).collect()
     measured = [t for t, _ in results]
-    return Advice(measured, results[0][1], topic_bytes, recommend(measured, min_compress_mbps), min_compress_mbps)
+    return Advice(measured, results[0][1], plan.topic_bytes, recommend(measured, min_compress_mbps), min_compress_mbps)
+
+
+def advise_local(cl, topic: str, sample_bytes: int = 16 << 20, min_compress_mbps: float = 50.0,
+                 trials: Sequence[tuple[Codec, int | None]] = TRIALS,
+                 progress: Callable[[str, float], None] = lambda _m, _f: None) -> Advice | None:
+    """The same measurement without Spark: the sample is read once and the trials run one after the
+    other in the calling thread (a server's job thread), so speeds are those of one core here.
+    ``progress(message, fraction done)`` hears of each trial; None when the topic holds no records."""
+    plan = plan_sample(cl, topic, sample_bytes)
+    if not plan.places:
+        progress(f"{topic}: no records to sample", 1.0)
+        return None
+    progress(f"{topic}: reading a sample of up to {sample_bytes / 1e6:,.1f} MB from {len(plan.places)} place(s)", 0.0)
+    payloads, stored = read_sample(str(cl.manager.dir), topic, plan.places)
+    measured = []
+    for i, (codec, level) in enumerate(trials):
+        name = codec.config_name + ("" if level is None else f" {level}")
+        progress(f"{topic}: trial {i + 1} of {len(trials)}: {name}", i / len(trials))
+        measured.append(run_trial(payloads, codec, level))
+    progress(f"{topic}: {len(trials)} trials measured", 1.0)
+    return Advice(measured, stored, plan.topic_bytes, recommend(measured, min_compress_mbps), min_compress_mbps)
 
 
 def write_chart(advice: Advice, path: str, title: str) -> None:
