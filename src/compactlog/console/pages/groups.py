@@ -1,15 +1,42 @@
-"""Consumer groups: their state, members, committed offsets and lag (the overview's totals come from here)."""
+"""Consumer groups: the list, one group's members, assignments, committed offsets and lag, and resetting
+its offsets as ``kafka-consumer-groups --reset-offsets`` does.
+
+The group coordinator's state belongs to the broker's event loop, so every view of a group is built in
+the handler coroutine, from memory (groups, members, committed offsets and high watermarks are all
+attributes). Only resolving new offsets (log start, log end, the offset for a timestamp) reads the disk,
+on the console's threads. A reset commits through the coordinator's own OffsetCommit path
+(``commit_offsets`` with generation -1 and no member, which is what an admin client's
+AlterConsumerGroupOffsets sends), so the offsets land in ``__consumer_offsets`` exactly as a client's do.
+
+The partition table means what ``kafka-consumer-groups --describe`` prints (``cli/groups.py``): the
+committed offset, the log end offset (high watermark), lag = end - committed, and the member whose
+assignment holds the partition; as Kafka does, assignments are shown only while the group is Stable.
+"""
 
 from __future__ import annotations
 
+import datetime
+import struct
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from urllib.parse import quote
 
 from aiohttp import web
 
-from ...server.coordinator.state import DEAD
+from ...errors import CompactLogError, InvalidRequestError
+from ...server.coordinator.group import CONSUMER_PROTOCOL_TYPE, GroupMetadata
+from ...server.coordinator.records import OffsetCommitValue
+from ...server.coordinator.state import DEAD, EMPTY, STABLE
+from ...storage.topics import INTERNAL_TOPICS
+from ..app import console, page, require, see_other, topic_url, viewer
 
 routes = web.RouteTableDef()
 COORDINATOR = "group_coordinator"  # the broker's extras key of the group coordinator
+TopicPartition = tuple[str, int]
+INACTIVE = (EMPTY.value, DEAD.value)  # states whose offsets may be reset: no member would overwrite them
+RESET_TARGETS = ("earliest", "latest", "offset", "datetime")
+FORM_FIELDS = ("topic", "to", "offset", "datetime")  # the reset form's fields
+NOT_CONSUMER = "not a consumer assignment"
 
 
 @dataclass(frozen=True)
@@ -20,10 +47,26 @@ class GroupSummary:
     members: int
     partitions: int  # partitions with a committed offset
     lag: int  # sum over those partitions of (high watermark - committed offset), never below 0
+    protocol_name: str = ""  # the chosen assignor, shown while Stable (as DescribeGroups shows it)
 
 
 def coordinator(broker):
     return broker.extras.get(COORDINATOR)
+
+
+def group_url(group_id: str, *rest: str) -> str:
+    return "/".join(["/groups", quote(group_id, safe=""), *rest])
+
+
+def log_end(broker, tp: TopicPartition) -> int | None:
+    """The partition's high watermark; None when its topic is gone (a group may keep such commits)."""
+    lg = broker.cl.manager.logs.get(tp)
+    return None if lg is None else lg.high_watermark
+
+
+def partition_lag(committed: int | None, end: int | None) -> int | None:
+    """Kafka's lag: log end - committed offset, unknown when either is."""
+    return None if committed is None or end is None else end - committed
 
 
 def summaries(broker) -> list[GroupSummary]:
@@ -36,12 +79,390 @@ def summaries(broker) -> list[GroupSummary]:
     for g in sorted(coord.groups.values(), key=lambda g: g.group_id):
         if g.is_(DEAD):
             continue
-        lag = 0
-        for (topic, partition), committed in g.offsets.items():
-            try:
-                end = broker.cl.manager.get_log(topic, partition).high_watermark
-            except Exception:  # noqa: BLE001 - a topic deleted since the commit has no lag to show
-                continue
-            lag += max(0, end - committed.offset)
-        out.append(GroupSummary(g.group_id, g.state.value, g.protocol_type or "", len(g.members), len(g.offsets), lag))
+        lags = (partition_lag(v.offset, log_end(broker, tp)) for tp, v in g.offsets.items())
+        lag = sum(max(0, x) for x in lags if x is not None)
+        out.append(GroupSummary(g.group_id, g.state.value, g.protocol_type or "", len(g.members), len(g.offsets), lag,
+                                g.described_protocol()))
     return out
+
+
+# the consumer protocol's assignment ----------------------------------------------------------------
+
+class _Truncated(Exception):
+    pass
+
+
+def decode_assignment(data: bytes) -> tuple[TopicPartition, ...] | None:
+    """The partitions of a ConsumerProtocolAssignment, or None when the bytes are not one.
+
+    Every version starts the same way (later versions only add fields after these)::
+
+        version int16, assigned_partitions [topic string(int16 length), partitions [int32]], user_data bytes
+
+    Empty bytes are no assignment at all (a member that has not synced yet). Every count is checked
+    against the bytes left, so a hostile length cannot make a long loop.
+    """
+    if not data:
+        return ()
+    view = memoryview(bytes(data))
+    pos = 0
+
+    def take(n: int) -> memoryview:
+        nonlocal pos
+        if n < 0 or pos + n > len(view):
+            raise _Truncated
+        chunk = view[pos:pos + n]
+        pos += n
+        return chunk
+
+    def count(item_size: int) -> int:
+        n = struct.unpack(">i", take(4))[0]
+        if n < 0 or n * item_size > len(view) - pos:
+            raise _Truncated
+        return n
+
+    try:
+        if struct.unpack(">h", take(2))[0] < 0:
+            return None
+        out = []
+        for _ in range(count(6)):  # a topic takes at least its length and its partition count
+            topic = bytes(take(struct.unpack(">h", take(2))[0])).decode("utf-8")
+            n = count(4)
+            out.extend((topic, p) for p in struct.unpack(f">{n}i", take(4 * n)))
+        user_data = struct.unpack(">i", take(4))[0]
+        if user_data >= 0:
+            take(user_data)
+        elif user_data != -1:
+            return None
+        return tuple(out)
+    except (_Truncated, struct.error, UnicodeDecodeError):
+        return None
+
+
+def by_topic(partitions: Iterable[TopicPartition]) -> list[tuple[str, list[int]]]:
+    """``[(topic, [partition, ...])]`` in order, for showing an assignment compactly."""
+    out: dict[str, list[int]] = {}
+    for topic, p in sorted(partitions):
+        out.setdefault(topic, []).append(p)
+    return list(out.items())
+
+
+# one group, as the page shows it -------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class MemberView:
+    member_id: str
+    instance_id: str | None
+    client_id: str
+    host: str
+    leader: bool
+    partitions: tuple[TopicPartition, ...]
+    note: str  # why no partitions are shown ("not a consumer assignment", a rebalance), or ""
+
+
+@dataclass(frozen=True)
+class PartitionRow:
+    topic: str
+    partition: int
+    committed: int | None
+    end: int | None
+    lag: int | None
+    member: MemberView | None
+    commit_timestamp: int | None
+    metadata: str
+
+
+@dataclass(frozen=True)
+class GroupView:
+    group_id: str
+    state: str
+    generation: int
+    protocol_type: str
+    protocol_name: str
+    leader_id: str
+    members: tuple[MemberView, ...]
+    rows: tuple[PartitionRow, ...]
+
+    @property
+    def total_lag(self) -> int:
+        """As the overview counts it: the lag of every committed partition, none below 0."""
+        return sum(max(0, r.lag) for r in self.rows if r.lag is not None)
+
+    @property
+    def committed_partitions(self) -> int:
+        return sum(1 for r in self.rows if r.committed is not None)
+
+    @property
+    def committed_topics(self) -> list[str]:
+        return sorted({r.topic for r in self.rows if r.committed is not None})
+
+
+def _member_view(group: GroupMetadata, m) -> MemberView:
+    partitions: tuple[TopicPartition, ...] = ()
+    note = ""
+    if not group.is_(STABLE):
+        note = f"({group.state.value}: the assignment is being made)"
+    elif group.protocol_type != CONSUMER_PROTOCOL_TYPE:
+        note = NOT_CONSUMER
+    else:
+        decoded = decode_assignment(m.assignment)
+        if decoded is None:
+            note = NOT_CONSUMER
+        else:
+            partitions = decoded
+    return MemberView(m.member_id, m.group_instance_id, m.client_id, m.client_host, m.member_id == group.leader_id,
+                      partitions, note)
+
+
+def group_view(broker, group: GroupMetadata) -> GroupView:
+    """The group as ``kafka-consumer-groups --describe`` shows it, from memory (call on the event loop)."""
+    members = tuple(_member_view(group, m) for m in group.members.values())
+    owners = {tp: m for m in members for tp in m.partitions}
+    rows = []
+    for tp in sorted(set(group.offsets) | set(owners)):
+        value = group.offsets.get(tp)
+        committed = None if value is None else value.offset
+        end = log_end(broker, tp)
+        rows.append(PartitionRow(tp[0], tp[1], committed, end, partition_lag(committed, end), owners.get(tp),
+                                 None if value is None else value.commit_timestamp,
+                                 "" if value is None else value.metadata))
+    return GroupView(group.group_id, group.state.value, group.generation_id, group.protocol_type or "",
+                     group.described_protocol(), group.leader_id or "", members, tuple(rows))
+
+
+def find_group(broker, group_id: str) -> GroupMetadata | None:
+    """The live group, after Kafka's checks (an empty id, a coordinator still loading raise their errors)."""
+    coord = coordinator(broker)
+    if coord is None:
+        return None
+    coord.check(group_id)
+    group = coord.groups.get(group_id)
+    return None if group is None or group.is_(DEAD) else group
+
+
+# resetting offsets -----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ResetSpec:
+    """What the form asks: the topic (None: every topic the group has commits for) and the target."""
+
+    topic: str | None
+    to: str
+    value: int | None  # the offset, or the time in ms since the epoch
+
+
+@dataclass(frozen=True)
+class PlannedOffset:
+    topic: str
+    partition: int
+    current: int | None
+    start: int
+    end: int
+    new: int
+
+
+def parse_datetime(text: str) -> int:
+    """ISO 8601 (``2026-01-01T00:00:00.000``, optionally ``Z`` or ``+01:00``) to epoch milliseconds;
+    without a zone, UTC (the console shows every time in UTC)."""
+    try:
+        when = datetime.datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise InvalidRequestError(f"'{text}' is not a date and time like 2026-01-01T00:00:00.000") from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=datetime.timezone.utc)
+    return int(when.timestamp() * 1000)
+
+
+def parse_reset(form) -> ResetSpec:
+    """The reset form's fields, checked; errors say what to type instead."""
+    to = form.get("to", "")
+    if to not in RESET_TARGETS:
+        raise InvalidRequestError("Choose where to reset to: earliest, latest, an offset or a date-time.")
+    value = None
+    if to == "offset":
+        text = form.get("offset", "").strip()
+        try:
+            value = int(text)
+        except ValueError:
+            raise InvalidRequestError(f"'{text}' is not an offset: give a whole number.") from None
+    elif to == "datetime":
+        value = parse_datetime(form.get("datetime", ""))
+    return ResetSpec(form.get("topic") or None, to, value)
+
+
+def inactive_error(group_id: str, state: str) -> str | None:
+    """Kafka's refusal to reset the offsets of a group that still has members (or is rebalancing)."""
+    if state in INACTIVE:
+        return None
+    return f"Assignments can only be reset if the group '{group_id}' is inactive, but the current state is {state}."
+
+
+def new_offset(to: str, value: int | None, start: int, end: int, found: int | None) -> int:
+    """Kafka's reset rule for one partition: earliest = log start, latest = log end, an offset kept within
+    [start, end], a date-time = the first offset at or after it (``found``), the end when none is."""
+    if to == "earliest":
+        return start
+    if to == "latest":
+        return end
+    if to == "offset":
+        return min(max(value, start), end)
+    return end if found is None else found
+
+
+def plan_reset(cl, spec: ResetSpec, committed: dict[TopicPartition, int]) -> list[PlannedOffset]:
+    """The new offsets (disk reads: run on the console's threads). ``committed`` is the group's current
+    commits, read on the event loop; they also name the partitions of an all-topics reset."""
+    manager = cl.manager
+    if spec.topic is None:
+        partitions = sorted(committed)
+    else:
+        partitions = [(spec.topic, p) for p in range(manager.partitions_for(spec.topic))]
+    out = []
+    for tp in partitions:
+        lg = manager.get_log(*tp)
+        found = None
+        if spec.to == "datetime":
+            hit = lg.offset_for_timestamp(spec.value)
+            found = None if hit is None else hit[1]
+        start, end = lg.log_start_offset, lg.high_watermark
+        out.append(PlannedOffset(tp[0], tp[1], committed.get(tp), start, end,
+                                 new_offset(spec.to, spec.value, start, end, found)))
+    return out
+
+
+def commit_error(code: int, doing: str) -> CompactLogError:
+    """The typed error of an OffsetCommit answer code, with Kafka's meaning as its message."""
+    todo = list(CompactLogError.__subclasses__())
+    while todo:
+        cls = todo.pop()
+        if cls.code == code:
+            return cls(f"{doing}{cls.__doc__.strip() if cls.__doc__ else cls.name}")
+        todo.extend(cls.__subclasses__())
+    exc = CompactLogError(f"{doing}error code {code}")
+    exc.code = code
+    return exc
+
+
+# pages -----------------------------------------------------------------------------------------------
+
+@routes.get("/groups")
+async def list_groups(request: web.Request) -> web.Response:
+    c = console(request)
+    v = viewer(request)
+    coord = coordinator(c.broker)
+    groups = [g for g in summaries(c.broker) if v.can("DESCRIBE", "GROUP", g.group_id)]
+    return page(request, "groups.html", groups=groups, group_url=group_url,
+                loading=coord is not None and coord.loading)
+
+
+def _not_found(request: web.Request, group_id: str) -> web.Response:
+    return page(request, "error.html", status=404, title="Not found",
+                message=f"Consumer group '{group_id}' does not exist.")
+
+
+@routes.get("/groups/{group}")
+async def describe_group(request: web.Request) -> web.Response:
+    return await _describe(request, "group.html")
+
+
+@routes.get("/groups/{group}/live")
+async def describe_group_live(request: web.Request) -> web.Response:
+    """The live part of the group page, which the page fetches again every few seconds."""
+    return await _describe(request, "group_live.html")
+
+
+async def _describe(request: web.Request, template: str) -> web.Response:
+    c = console(request)
+    group_id = request.match_info["group"]
+    require(request, "DESCRIBE", "GROUP", group_id)
+    group = find_group(c.broker, group_id)
+    if group is None:
+        return _not_found(request, group_id)
+    reset = request.query.get("reset")
+    return page(request, template, g=group_view(c.broker, group), group_url=group_url, topic_url=topic_url,
+                by_topic=by_topic, reset_count=int(reset) if reset and reset.isdigit() else None)
+
+
+@routes.get("/groups/{group}/reset")
+async def reset_form(request: web.Request) -> web.Response:
+    """The reset form; with a target in the query, the dry run: the planned offsets and an Execute button."""
+    group_id = request.match_info["group"]
+    require(request, "READ", "GROUP", group_id)
+    form = {k: request.query.get(k, "") for k in FORM_FIELDS}
+    if "to" not in request.query:
+        return await _reset_page(request, group_id, form)
+    try:
+        spec = parse_reset(request.query)
+        plan, error = await _plan(request, group_id, spec)
+    except CompactLogError as exc:
+        plan, error = [], str(exc)
+    return await _reset_page(request, group_id, form, plan, error, dry_run=True)
+
+
+@routes.post("/groups/{group}/reset")
+async def reset_execute(request: web.Request) -> web.Response:
+    """Execute: the offsets are planned again (the logs moved on since the dry run, as Kafka's tool
+    plans again with --execute) and committed through the coordinator's OffsetCommit path."""
+    group_id = request.match_info["group"]
+    require(request, "READ", "GROUP", group_id)
+    posted = await request.post()
+    form = {k: str(posted.get(k, "")) for k in FORM_FIELDS}
+    try:
+        plan, error = await _plan(request, group_id, parse_reset(form))
+        if error is None:
+            await _commit(console(request), group_id, plan)
+    except CompactLogError as exc:
+        plan, error = [], str(exc)
+    if error is not None:
+        return await _reset_page(request, group_id, form, plan, error, status=409)
+    raise see_other(group_url(group_id) + f"?reset={len(plan)}")
+
+
+async def _commit(c, group_id: str, plan: list[PlannedOffset]) -> None:
+    """OffsetCommit outside any generation (generation -1, no member id), as an admin client sends it;
+    call it with no await since the last state check, so no member can have joined in between."""
+    if not plan:
+        return
+    coord = coordinator(c.broker)
+    now = coord.now()
+    offsets = {(p.topic, p.partition): OffsetCommitValue(p.new, -1, "", now, -1) for p in plan}
+    results = await coord.commit_offsets(group_id, -1, "", None, offsets)
+    failed = sorted((tp, code) for tp, code in results.items() if code)
+    if failed:
+        (topic, partition), code = failed[0]
+        raise commit_error(code, f"{topic}-{partition}: ")
+
+
+async def _plan(request: web.Request, group_id: str, spec: ResetSpec) -> tuple[list[PlannedOffset], str | None]:
+    """The planned offsets, or Kafka's refusal when the group is not inactive (checked again after the
+    disk reads, which let the event loop run: a consumer may have joined meanwhile)."""
+    c = console(request)
+    if coordinator(c.broker) is None:
+        raise InvalidRequestError("This broker has no group coordinator.")
+    group = find_group(c.broker, group_id)
+    refusal = inactive_error(group_id, _state(group))
+    if refusal is not None:
+        return [], refusal
+    committed = {} if group is None else {tp: v.offset for tp, v in group.offsets.items()}
+    topics = [spec.topic] if spec.topic is not None else sorted({t for t, _ in committed})
+    for t in topics:  # what OffsetCommit asks of each topic
+        require(request, "READ", "TOPIC", t)
+    plan = await c.run(plan_reset, c.cl, spec, committed)
+    return plan, inactive_error(group_id, _state(find_group(c.broker, group_id)))
+
+
+def _state(group: GroupMetadata | None) -> str:
+    return DEAD.value if group is None else group.state.value
+
+
+async def _reset_page(request: web.Request, group_id: str, form: dict[str, str], plan: Sequence[PlannedOffset] = (),
+                      error: str | None = None, dry_run: bool = False, status: int = 200) -> web.Response:
+    c = console(request)
+    v = viewer(request)
+    group = find_group(c.broker, group_id)
+    committed_topics = [] if group is None else sorted({t for t, _ in group.offsets})
+    readable = [t for t in await c.run(c.cl.list_topics) if t not in INTERNAL_TOPICS and v.can("READ", "TOPIC", t)]
+    return page(request, "group_reset.html", status=status, group_id=group_id, group_url=group_url,
+                state=_state(group), committed_topics=committed_topics,
+                topics=sorted(set(readable) | set(committed_topics)), plan=list(plan), error=error, form=form,
+                dry_run=dry_run and error is None)
