@@ -11,6 +11,7 @@ import functools
 import hashlib
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import jinja2
 
@@ -67,13 +68,18 @@ def static(name: str) -> str:
     return f"/static/{name}?v={digest}"
 
 
+def segment(text: str) -> str:
+    """``text`` as one URL path segment: a group id may hold '/', '?' or '#'."""
+    return quote(str(text), safe="")
+
+
 def environment() -> jinja2.Environment:
     global _env
     if _env is None:
         env = jinja2.Environment(loader=jinja2.PackageLoader("compactlog.console", "templates"),
                                  autoescape=True, undefined=jinja2.StrictUndefined,
                                  trim_blocks=True, lstrip_blocks=True)
-        env.filters.update(size=size, when=when, duration=duration, number=number, percent=percent)
+        env.filters.update(size=size, when=when, duration=duration, number=number, percent=percent, segment=segment)
         env.globals.update(static=static)
         _env = env
     return _env

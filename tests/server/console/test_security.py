@@ -128,8 +128,8 @@ def test_a_read_only_user_sees_no_forms_and_a_forged_one_is_refused(secured, new
     log_in(admin, "admin")
     expect(admin.get_by_role("link", name="Create topic")).to_be_visible()
     admin.goto("/topics/new")
-    admin.get_by_label("Name").fill("shared")
-    admin.get_by_role("button", name="Create").click()
+    admin.get_by_label("Name", exact=True).fill("shared")
+    admin.get_by_role("button", name="Create topic").click()
     expect(admin.get_by_role("heading", name="shared")).to_be_visible()
 
     pg = new_page(secured.console_url)
