@@ -113,12 +113,30 @@ def viewer(request: web.Request) -> auth.Viewer:
     return request[VIEWER]
 
 
+class RenderedPage(web.Response):
+    """A page whose template is rendered on the console's threads just before it is sent.
+
+    Rendering 500 formatted records is CPU work; done in the handler it would hold the event loop,
+    and with it every produce and fetch, for as long as it takes."""
+
+    def __init__(self, c: Console, template: str, context: dict, status: int) -> None:
+        super().__init__(status=status, content_type="text/html", charset="utf-8")
+        self._pending: tuple[Console, str, dict] | None = (c, template, context)
+
+    async def prepare(self, request: web.BaseRequest):
+        if self._pending is not None:
+            c, template, context = self._pending
+            self._pending = None
+            self.text = await c.run(render, template, **context)
+        return await super().prepare(request)
+
+
 def page(request: web.Request, template: str, status: int = 200, **context: Any) -> web.Response:
     """A whole page (or an htmx fragment) from ``template``, with the viewer, the CSRF token and the
-    console in its context."""
+    console in its context; rendered off the event loop (``RenderedPage``)."""
     c = console(request)
-    html = render(template, viewer=viewer(request), console=c, request_path=request.path, **context)
-    return web.Response(text=html, content_type="text/html", status=status)
+    return RenderedPage(c, template, dict(viewer=viewer(request), console=c, request_path=request.path, **context),
+                        status)
 
 
 def require(request: web.Request, operation: str, resource_type: str = "CLUSTER", name: str = "kafka-cluster") -> None:
