@@ -15,16 +15,9 @@ import pytest
 from console_support import shot
 from playwright.sync_api import expect
 
-from compactlog.cli import main
+from security_clients import cli
 
 USERS = {"admin": "admin-secret", "alice": "alice-secret"}
-
-
-def cli(*args: str) -> None:
-    from click.testing import CliRunner
-
-    result = CliRunner().invoke(main, list(args), catch_exceptions=False)
-    assert result.exit_code == 0, result.output
 
 
 @pytest.fixture(scope="module")
@@ -43,8 +36,10 @@ def secured(tmp_path_factory):
         yield s
 
 
-def log_in(pg, user: str, password: str | None = None) -> None:
-    pg.goto("/login")
+def log_in(pg, user: str, password: str | None = None, start: str | None = "/login") -> None:
+    """Fill the login form, on ``start`` (None: the page the browser is on)."""
+    if start is not None:
+        pg.goto(start)
     pg.get_by_label("Username").fill(user)
     pg.get_by_label("Password").fill(USERS[user] if password is None else password)
     pg.get_by_role("button", name="Log in").click()
@@ -96,16 +91,10 @@ def test_a_wrong_password_is_refused_and_the_right_one_logs_in(secured, new_page
 
 def test_login_goes_back_to_the_page_asked_for_but_never_off_site(secured, new_page):
     pg = new_page(secured.console_url)
-    pg.goto("/cleaner")
-    pg.get_by_label("Username").fill("admin")
-    pg.get_by_label("Password").fill(USERS["admin"])
-    pg.get_by_role("button", name="Log in").click()
+    log_in(pg, "admin", start="/cleaner")  # the redirect's login form carries next=/cleaner
     expect(pg).to_have_url(f"{secured.console_url}/cleaner")
     pg2 = new_page(secured.console_url)
-    pg2.goto("/login?next=//example.invalid/")
-    pg2.get_by_label("Username").fill("admin")
-    pg2.get_by_label("Password").fill(USERS["admin"])
-    pg2.get_by_role("button", name="Log in").click()
+    log_in(pg2, "admin", start="/login?next=//example.invalid/")
     expect(pg2).to_have_url(f"{secured.console_url}/")
 
 
