@@ -180,7 +180,7 @@ class LogCleaner:
 
     def threads(self) -> list[ThreadState]:
         """The cleaner threads' states, and those of callers of :meth:`clean_now` while they clean."""
-        return sorted(list(self.thread_states.values()), key=lambda t: t.name)
+        return sorted(self.thread_states.values(), key=lambda t: t.name)
 
     def _record(self, r: CleanResult, thread: int) -> None:
         with self._stats_lock:  # rounds of several threads end at once

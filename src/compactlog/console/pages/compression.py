@@ -1,5 +1,154 @@
-"""(being written)"""
+"""Compression: run the advisor on a topic, see every codec's ratio and speed, apply the recommendation.
+
+The advisor runs as a job, without Spark (``advise_local``: the trials one after the other on the job
+thread), because measuring compression speed costs seconds of CPU; starting it takes ALTER on the topic
+for that reason, and applying the recommendation takes ALTER_CONFIGS, through ``alter_topic_config``
+as ``configs --alter`` does. The page shows the viewer's latest advice for the topic from the jobs
+the console remembers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
 
 from aiohttp import web
+from markupsafe import Markup
+
+from ...errors import CompactLogError
+from ...records.codecs import Codec
+from ...spark.advise import DEFAULT_LEVEL, TRIALS, Advice, Trial, advise_local
+from .. import charts
+from ..app import console, page, require, see_other, topic_url, viewer
+from ..jobs import Job
 
 routes = web.RouteTableDef()
+
+MB = 1_000_000
+DEFAULT_SAMPLE_MB = 16.0  # as ``compactlog spark advise``
+MIN_SAMPLE_MB, MAX_SAMPLE_MB = 0.0656, 64.0  # the CLI's 64 KiB floor; a cap on what the broker's process holds
+DEFAULT_MIN_MBPS = 50.0
+JOB_TEMPLATE = "compression_job.html"
+
+
+@dataclass(frozen=True)
+class AdvisorResult:
+    """What the job gives its page: the advice (None for an empty topic) and its chart."""
+
+    topic: str
+    advice: Advice | None
+    chart: Markup | None
+
+    @property
+    def settings(self) -> dict[str, str]:
+        """The topic configs the recommendation sets."""
+        return topic_settings(self.advice.choice) if self.advice else {}
+
+    def saving(self, t: Trial) -> int:
+        """Bytes the whole topic would save stored with ``t`` (negative: it would grow)."""
+        a = self.advice
+        return int(a.topic_bytes * (1 - t.stored_bytes / max(a.current_sample_bytes, 1))) if a else 0
+
+
+def topic_settings(t: Trial) -> dict[str, str]:
+    """The topic configs that store with ``t``: compression.type, and a level when not the default."""
+    out = {"compression.type": "uncompressed" if t.codec is Codec.NONE else t.codec.config_name}
+    if t.level is not None and t.level != DEFAULT_LEVEL.get(t.codec):
+        out[f"compression.{t.codec.config_name}.level"] = str(t.level)
+    return out
+
+
+def advice_chart(topic: str, a: Advice) -> Markup:
+    """Ratio against compression speed (log scale), one point per trial, the recommendation ringed;
+    uncompressed is the ratio-1 line, the minimum speed a dashed line."""
+    points = [charts.Point(t.compress_mbps, t.ratio, t.name, t.codec.config_name, t is a.choice)
+              for t in a.trials if t.codec is not Codec.NONE]
+    return charts.scatter_chart(
+        points, title=f"{topic}: compression ratio against speed per core", width=760, height=380, log_x=True,
+        x_format=lambda v: f"{v:,g}", y_format=lambda v: f"{v:g}x", x_label="compression speed (MB/s of records, log scale)",
+        y_label="ratio (records / stored)", vline=(a.min_compress_mbps, f"minimum {a.min_compress_mbps:g} MB/s"),
+        hline=(1.0, "uncompressed"), css_class="advice")
+
+
+def run_advisor(cl, topic: str, sample_bytes: int, min_mbps: float, job: Job) -> AdvisorResult:
+    advice = advise_local(cl, topic, sample_bytes, min_mbps, TRIALS, progress=job.progress)
+    return AdvisorResult(topic, advice, advice_chart(topic, advice) if advice else None)
+
+
+def parse_number(text: str, name: str, lo: float, hi: float) -> float:
+    """A form's number within [lo, hi], or a message saying what is wrong."""
+    try:
+        v = float(text.strip())
+    except ValueError:
+        raise ValueError(f"{name} must be a number, not {text!r}.") from None
+    if not lo <= v <= hi:
+        raise ValueError(f"{name} must be between {lo:g} and {hi:g}.")
+    return v
+
+
+def latest_advice(request: web.Request, topic: str) -> Job | None:
+    """The newest finished advisor job on ``topic`` the viewer may see."""
+    v = viewer(request)
+    for j in console(request).jobs.recent():
+        if (j.template == JOB_TEMPLATE and j.context.get("topic") == topic and j.state == "done"
+                and (j.owner == v.principal or v.can("ALTER"))):
+            return j
+    return None
+
+
+async def _page(request: web.Request, topic: str, status: int = 200, error: str | None = None,
+                form: dict | None = None, applied: bool = False) -> web.Response:
+    c = console(request)
+    desc, size = await c.run(_describe, c.cl, topic)
+    return page(request, "compression.html", status=status, topic=topic, config=desc.config,
+                partitions=len(desc.partitions), topic_bytes=size, error=error, applied=applied,
+                last=latest_advice(request, topic),
+                form=form or {"sample_mb": f"{DEFAULT_SAMPLE_MB:g}", "min_mbps": f"{DEFAULT_MIN_MBPS:g}"},
+                limits=(MIN_SAMPLE_MB, MAX_SAMPLE_MB))
+
+
+def _describe(cl, topic: str):
+    desc = cl.describe_topic(topic)
+    return desc, sum(cl.log(topic, p).size for p in range(len(desc.partitions)))
+
+
+@routes.get("/topics/{topic}/compression")
+async def compression_page(request: web.Request) -> web.Response:
+    topic = request.match_info["topic"]
+    require(request, "DESCRIBE", "TOPIC", topic)
+    return await _page(request, topic, applied="applied" in request.query)
+
+
+@routes.post("/topics/{topic}/compression")
+async def start_advisor(request: web.Request) -> web.Response:
+    topic = request.match_info["topic"]
+    require(request, "ALTER", "TOPIC", topic)  # minutes of CPU on the broker's machine
+    c = console(request)
+    form = {k: str(v) for k, v in (await request.post()).items() if k != "csrf"}
+    try:
+        sample_mb = parse_number(form.get("sample_mb", ""), "Sample size (MB)", MIN_SAMPLE_MB, MAX_SAMPLE_MB)
+        min_mbps = parse_number(form.get("min_mbps", ""), "Minimum compression speed (MB/s)", 0, 1e6)
+    except ValueError as exc:
+        return await _page(request, topic, 400, str(exc), form)
+    await c.run(c.cl.manager.partitions_for, topic)  # an unknown topic: Kafka's message now, not in a job
+    job = c.jobs.start(f"Compression advice for {topic}", JOB_TEMPLATE, owner=viewer(request).principal,
+                       action=lambda job: run_advisor(c.cl, topic, int(sample_mb * MB), min_mbps, job), topic=topic)
+    raise see_other(f"/jobs/{job.id}")
+
+
+@routes.post("/topics/{topic}/compression/apply")
+async def apply_advice(request: web.Request) -> web.Response:
+    """Set compression.type (and a level) as the advice says; the topic's config rules check the values."""
+    topic = request.match_info["topic"]
+    require(request, "ALTER_CONFIGS", "TOPIC", topic)
+    c = console(request)
+    form = await request.post()
+    codec = str(form.get("compression.type", ""))
+    settings = {"compression.type": codec}
+    level = str(form.get("level", "")).strip()
+    if level and codec not in ("uncompressed", "producer"):
+        settings[f"compression.{codec}.level"] = level
+    try:
+        await c.run(c.cl.alter_topic_config, topic, settings, None)
+    except CompactLogError as exc:
+        return await _page(request, topic, 400, str(exc))
+    raise see_other(topic_url(topic, "compression") + "?applied")
