@@ -66,3 +66,16 @@ class MemberProcess:
         if self.proc.poll() is None:
             self.proc.kill()
         self.proc.wait(10)
+
+
+def read(c, n: int, timeout: float = 30) -> list:
+    """``n`` messages from a confluent-kafka consumer, failing on an error or after ``timeout`` seconds."""
+    out = []
+    deadline = time.monotonic() + timeout
+    while len(out) < n:
+        assert time.monotonic() < deadline, f"read {len(out)} of {n} records"
+        m = c.poll(0.2)
+        if m is not None:
+            assert m.error() is None, m.error()
+            out.append(m)
+    return out

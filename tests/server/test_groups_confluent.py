@@ -16,6 +16,7 @@ from groups_support import (
     MemberProcess,
     create_topic,
     produce,
+    read,
     values,
     wait_until,
 )
@@ -27,18 +28,6 @@ def consumer(bootstrap: str, group: str, **conf) -> Consumer:
     return Consumer({"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
                      "enable.auto.commit": False, "session.timeout.ms": SESSION_MS, "heartbeat.interval.ms": 300,
                      "max.poll.interval.ms": SESSION_MS, **conf})
-
-
-def read(c: Consumer, n: int, timeout: float = 30) -> list:
-    out = []
-    deadline = time.monotonic() + timeout
-    while len(out) < n:
-        assert time.monotonic() < deadline, f"read {len(out)} of {n} records"
-        m = c.poll(0.2)
-        if m is not None:
-            assert m.error() is None, m.error()
-            out.append(m)
-    return out
 
 
 def read_all_and_commit(bootstrap: str, group: str, topic: str, expected: list[bytes]) -> None:

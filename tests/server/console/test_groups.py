@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import re
 import struct
-import time
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from console_support import shot
+from groups_support import read
 from playwright.sync_api import expect
 
 import compactlog
@@ -29,18 +29,6 @@ def consumer(bootstrap: str) -> Consumer:
     return Consumer({"bootstrap.servers": bootstrap, "group.id": GROUP, "auto.offset.reset": "earliest",
                      "enable.auto.commit": False, "session.timeout.ms": SESSION_MS, "heartbeat.interval.ms": 300,
                      "max.poll.interval.ms": 300_000, "client.id": "billing-app"})
-
-
-def read(c: Consumer, n: int, timeout: float = 30) -> list:
-    out = []
-    deadline = time.monotonic() + timeout
-    while len(out) < n:
-        assert time.monotonic() < deadline, f"read {len(out)} of {n} records"
-        m = c.poll(0.2)
-        if m is not None:
-            assert m.error() is None, m.error()
-            out.append(m)
-    return out
 
 
 def setup_topic(bootstrap: str) -> None:
