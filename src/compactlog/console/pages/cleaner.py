@@ -210,13 +210,17 @@ async def cleaner_live(request: web.Request) -> web.Response:
 async def _render(request: web.Request, template: str, full: bool) -> web.Response:
     c = console(request)
     v = viewer(request)
-    view = await c.run(read_view, c.cl, full)
 
     def visible(topic: str) -> bool:
         return v.can("DESCRIBE", "TOPIC", topic)
 
-    samples = list(sampler(c).samples) + [view.now]
-    ratio_chart, bytes_chart = cleaner_charts(samples, visible)
+    samples = list(sampler(c).samples)  # copied here, where the sampler appends
+
+    def read() -> tuple:  # the charts too are drawn off the event loop: an hour of looks is thousands of points
+        view = read_view(c.cl, full)
+        return view, *cleaner_charts(samples + [view.now], visible)
+
+    view, ratio_chart, bytes_chart = await c.run(read)
     return page(request, template, view=view, ratio_chart=ratio_chart, bytes_chart=bytes_chart,
                 runs=[r for r in view.runs if visible(r.topic)],
                 uncleanable=[u for u in view.uncleanable if visible(u[0])],
