@@ -12,9 +12,10 @@ import asyncio
 import functools
 import logging
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 from urllib.parse import quote
 
 from aiohttp import web
@@ -76,7 +77,7 @@ class Console:
         for x in listeners:
             ssl_context = None
             if x.scheme == "https":
-                from ..server.security import server_ssl_context  # noqa: PLC0415 - only https needs it
+                from ..server.security import server_ssl_context
 
                 ssl_context = server_ssl_context(self.broker.config)
             site = web.TCPSite(self._runner, x.host or None, x.port, ssl_context=ssl_context, reuse_address=True)

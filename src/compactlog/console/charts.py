@@ -9,8 +9,8 @@ cannot become markup; numbers are formatted here. The functions return ``Markup`
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 from markupsafe import Markup, escape
 

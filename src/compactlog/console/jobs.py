@@ -13,9 +13,10 @@ import itertools
 import logging
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 log = logging.getLogger(__name__)
 KEEP = 50  # finished jobs remembered for their pages
@@ -79,7 +80,7 @@ class Jobs:
                 job.result = action(job)
                 job.state = "done"
                 job.fraction = 1.0
-            except Exception as exc:  # noqa: BLE001 - shown on the job's page, and logged
+            except Exception as exc:
                 log.warning("console job %r failed: %s", title, exc, exc_info=not _expected(exc))
                 job.error = str(exc) or type(exc).__name__
                 job.state = "failed"

@@ -18,7 +18,7 @@ import jinja2
 _env: jinja2.Environment | None = None
 
 
-def size(n: int | float | None) -> str:
+def size(n: float | None) -> str:
     """Bytes as people read them: 1.2 MB (decimal, as Kafka's tools print MB/sec)."""
     if n is None:
         return "-"
@@ -30,7 +30,7 @@ def size(n: int | float | None) -> str:
     return f"{n:,.1f} TB"  # pragma: no cover - the loop returns
 
 
-def when(ms: int | float | None) -> str:
+def when(ms: float | None) -> str:
     """A Kafka timestamp (ms since the epoch) in UTC, to the millisecond; '-' for none (-1)."""
     if ms is None or ms < 0:
         return "-"
@@ -53,7 +53,7 @@ def duration(seconds: float | None) -> str:
     return f"{hours} h {minutes} min" if hours else f"{minutes} min {s} s"
 
 
-def number(n: int | float | None) -> str:
+def number(n: float | None) -> str:
     return "-" if n is None else f"{n:,}"
 
 
@@ -61,7 +61,7 @@ def percent(x: float | None) -> str:
     return "-" if x is None else f"{100 * x:,.1f}%"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def static(name: str) -> str:
     """A file under static/ with its content's hash in the query: browsers cache it until it changes."""
     digest = hashlib.sha256((Path(__file__).parent / "static" / name).read_bytes()).hexdigest()[:12]

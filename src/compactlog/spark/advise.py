@@ -12,8 +12,8 @@ The recommendation is a pure rule over the measured trials (:func:`recommend`).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Callable, Sequence
 
 from ..records.batch import HEADER_SIZE
 from ..records.codecs import Codec, compress, decompress
@@ -76,11 +76,17 @@ class Advice:
 
     @property
     def config(self) -> str:
-        c = self.choice
-        out = f"compression.type={c.codec.config_name}"
-        if c.level is not None and c.level != DEFAULT_LEVEL.get(c.codec):
-            out += f" compression.{c.codec.config_name}.level={c.level}"
-        return out
+        """The recommendation as the topic configs to set (``configs --alter --add-config`` words)."""
+        return " ".join(f"{k}={v}" for k, v in topic_settings(self.choice).items())
+
+
+def topic_settings(t: Trial) -> dict[str, str]:
+    """The topic configs that store batches as ``t`` does: compression.type (``uncompressed``, the topic
+    config's word, for no codec) and the level when it is not the default."""
+    out = {"compression.type": "uncompressed" if t.codec is Codec.NONE else t.codec.config_name}
+    if t.level is not None and t.level != DEFAULT_LEVEL.get(t.codec):
+        out[f"compression.{t.codec.config_name}.level"] = str(t.level)
+    return out
 
 
 def recommend(trials: Sequence[Trial], min_compress_mbps: float) -> Trial:

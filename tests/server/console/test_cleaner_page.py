@@ -7,12 +7,16 @@ import re
 
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
+from console_support import shot
 from markupsafe import Markup
 from playwright.sync_api import expect
 
 from compactlog.console import charts
-from compactlog.console.pages.cleaner import Sample, bytes_cleaned_series, dirty_ratio_series
-from console_support import shot
+from compactlog.console.pages.cleaner import (
+    Sample,
+    bytes_cleaned_series,
+    dirty_ratio_series,
+)
 
 SMALL_SEGMENTS = {"cleanup.policy": "compact", "segment.bytes": "2048", "min.cleanable.dirty.ratio": "0.01",
                   "segment.ms": "100", "compression.type": "uncompressed"}

@@ -9,13 +9,18 @@ import re
 
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
+from console_support import shot
 from playwright.sync_api import expect
 
 import compactlog
-from compactlog.console.pages.compression import topic_settings
 from compactlog.records.codecs import Codec
-from compactlog.spark.advise import TRIALS, Trial, advise_local, recommend
-from console_support import shot
+from compactlog.spark.advise import (
+    TRIALS,
+    Trial,
+    advise_local,
+    recommend,
+    topic_settings,
+)
 
 
 def produce_json(bootstrap: str, topic: str, n: int = 3000) -> None:

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
-from playwright.sync_api import expect
-
 from console_support import shot
+from playwright.sync_api import expect
 
 
 def test_overview_lists_topics_made_by_a_kafka_client(console_server, page):

@@ -14,7 +14,6 @@ import urllib.request
 import pytest
 from console_support import shot
 from playwright.sync_api import expect
-
 from security_clients import cli
 
 USERS = {"admin": "admin-secret", "alice": "alice-secret"}

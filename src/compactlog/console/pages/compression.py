@@ -16,7 +16,7 @@ from markupsafe import Markup
 
 from ...errors import CompactLogError
 from ...records.codecs import Codec
-from ...spark.advise import DEFAULT_LEVEL, TRIALS, Advice, Trial, advise_local
+from ...spark.advise import TRIALS, Advice, Trial, advise_local, topic_settings
 from .. import charts
 from ..app import console, page, require, see_other, topic_url, viewer
 from ..jobs import Job
@@ -47,14 +47,6 @@ class AdvisorResult:
         """Bytes the whole topic would save stored with ``t`` (negative: it would grow)."""
         a = self.advice
         return int(a.topic_bytes * (1 - t.stored_bytes / max(a.current_sample_bytes, 1))) if a else 0
-
-
-def topic_settings(t: Trial) -> dict[str, str]:
-    """The topic configs that store with ``t``: compression.type, and a level when not the default."""
-    out = {"compression.type": "uncompressed" if t.codec is Codec.NONE else t.codec.config_name}
-    if t.level is not None and t.level != DEFAULT_LEVEL.get(t.codec):
-        out[f"compression.{t.codec.config_name}.level"] = str(t.level)
-    return out
 
 
 def advice_chart(topic: str, a: Advice) -> Markup:
