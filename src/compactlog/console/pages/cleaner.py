@@ -169,6 +169,7 @@ class CleanerView:
     compaction: list[tuple[str, list[CompactionStatus]]]
     min_ratios: dict[str, float]  # min.cleanable.dirty.ratio of each compacted topic
     now: Sample
+    empty_partitions: int = 0  # compacted partitions holding no bytes (most of __consumer_offsets), not listed
 
 
 def read_view(cl, full: bool = True) -> CleanerView:
@@ -189,9 +190,11 @@ def read_view(cl, full: bool = True) -> CleanerView:
         except (CompactLogError, OSError):  # deleted while we looked
             continue
     partitions.sort(key=lambda p: (-(p.dirty_ratio or 0.0), p.topic, p.partition))
+    listed = [p for p in partitions if p.size or p.cleaner_state != inventory.NONE]
     return CleanerView(c.enabled, c.metrics(), c.threads(), list(reversed(list(c.last_stats))),
                        sorted((t, p, why) for (t, p), why in dict(c.manager.uncleanable).items()),
-                       partitions[:PARTITION_ROWS], compaction, min_ratios, take_sample(cl))
+                       listed[:PARTITION_ROWS], compaction, min_ratios, take_sample(cl),
+                       len(partitions) - len(listed))
 
 
 @routes.get("/cleaner")
