@@ -19,7 +19,7 @@ import tempfile
 import threading
 from pathlib import Path
 
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from playwright.sync_api import expect, sync_playwright
 
