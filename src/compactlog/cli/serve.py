@@ -28,7 +28,8 @@ def _overrides(items) -> dict[str, str]:
               help="A broker setting over server.properties, as kafka-server-start.sh --override takes it "
                    "(listeners=PLAINTEXT://127.0.0.1:0, auto.create.topics.enable=false, ...). Repeatable.")
 @click.option("--http", "http", default=None, metavar="HOST:PORT",
-              help="Serve the web console here too (http.listeners=http://HOST:PORT), e.g. 127.0.0.1:8080.")
+              help="Serve the web console here too (http.listeners=http://HOST:PORT), e.g. 127.0.0.1:8080; "
+                   "a port alone binds loopback.")
 @kafka_errors
 def serve(data_dir, server_properties, overrides, http):
     """Serve the data directory to Kafka clients (producers, consumer groups, admin tools) until SIGTERM or

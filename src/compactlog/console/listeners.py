@@ -20,13 +20,20 @@ class HttpListener:
         return f"{self.scheme}://{host}:{self.port if port is None else port}"
 
 
+LOOPBACK = "127.0.0.1"
+
+
 def parse_http_listeners(entries) -> list[HttpListener]:
-    """``http.listeners``: ``http://host:port`` or ``https://host:port`` entries (``host:port`` means http)."""
+    """``http.listeners``: ``http://host:port`` or ``https://host:port`` entries; ``host:port`` means http,
+    and a missing host (``:8080``, ``8080``) means loopback: the console is reachable from elsewhere only
+    when a host says so (``0.0.0.0`` for every interface)."""
     out = []
     for entry in entries or ():
         entry = entry.strip()
         if not entry:
             continue
+        if entry.isdigit():
+            entry = f":{entry}"
         parts = urlsplit(entry if "://" in entry else f"http://{entry}")
         try:
             port = parts.port
@@ -35,5 +42,5 @@ def parse_http_listeners(entries) -> list[HttpListener]:
         if parts.scheme not in ("http", "https") or port is None or parts.path not in ("", "/"):
             raise InvalidConfigError(f"Invalid value {entry} for configuration http.listeners: expected "
                                      "http://host:port or https://host:port")
-        out.append(HttpListener(parts.scheme, parts.hostname or "", port))
+        out.append(HttpListener(parts.scheme, parts.hostname or LOOPBACK, port))
     return out
