@@ -30,6 +30,7 @@ log = logging.getLogger(__name__)
 STATIC = Path(__file__).parent / "static"
 MAX_FORM_BYTES = 64 * 1024  # the largest form a page sends (a config value, a key to look up)
 PAGE_THREADS = 2  # threads that read the disk for pages; the broker's are not among them
+STOP_SECONDS = 30.0  # what a stop waits for a running job and page reads before the broker closes its logs
 CONTENT_SECURITY_POLICY = ("default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; "
                            "connect-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'")
 OPEN_PATHS = ("/login", "/static/")  # reachable before a login
@@ -46,6 +47,7 @@ class Console:
         self.sessions = auth.Sessions()
         self.jobs = Jobs()
         self._pool = ThreadPoolExecutor(max_workers=PAGE_THREADS, thread_name_prefix="console")
+        self._reads: set[asyncio.Future] = set()  # reads under way on those threads (a stop waits for them)
         self.services: list = []  # things pages start with the console (the cleaner's sampler)
         self.urls: list[str] = []
         self.app = self._application()
@@ -65,7 +67,10 @@ class Console:
 
     async def run(self, fn: Callable, *args, **kwargs) -> Any:
         """``fn`` on the console's own threads (disk reads, decompression)."""
-        return await asyncio.get_running_loop().run_in_executor(self._pool, functools.partial(fn, *args, **kwargs))
+        future = asyncio.get_running_loop().run_in_executor(self._pool, functools.partial(fn, *args, **kwargs))
+        self._reads.add(future)
+        future.add_done_callback(self._reads.discard)
+        return await future
 
     def login_required(self) -> bool:
         """Logins are asked for once the data directory has a SASL user."""
@@ -96,8 +101,10 @@ class Console:
                 log.exception("stopping %s failed", s)
         if self._runner is not None:
             await self._runner.cleanup()
-        self.jobs.shutdown()
+        await self.jobs.stop(STOP_SECONDS)  # before the broker closes the logs the job writes
         self._pool.shutdown(wait=False, cancel_futures=True)
+        if self._reads:  # a read still under way (a sampler's look, a page's) ends before the logs close
+            await asyncio.wait(set(self._reads), timeout=STOP_SECONDS)
 
 
 CONSOLE = web.AppKey("console", Console)

@@ -242,6 +242,7 @@ class ByteProgress:
         self._last = 0.0
 
     def __call__(self, name: str, phase: str, n: int) -> None:
+        self.job.check()  # a stopping server ends the run here (every chunk: the run may be long)
         self.done += n
         now = time.monotonic()
         if now - self._last >= 0.2:  # a message per chunk would be wasted work

@@ -1,0 +1,93 @@
+"""The console's robustness against a running broker: a stop during a job, topics that go away while
+a page reads them, Kafka's figures on the pages, and the overview's cost with many partitions.
+
+Each test runs a real ``compactlog serve`` and speaks plain HTTP to its console (a cookie jar keeps the
+session, and the CSRF token is read from a form like a browser would read it).
+"""
+
+from __future__ import annotations
+
+import http.cookiejar
+import os
+import re
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+import compactlog
+
+CSRF = re.compile(r'name="csrf" value="([^"]+)"')
+
+
+class Client:
+    """A browser's cookies and CSRF token, without the browser; redirects are answers, not followed."""
+
+    class _NoRedirect(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *args, **kwargs):
+            return None
+
+    def __init__(self, base: str) -> None:
+        self.base = base
+        self.opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()),
+                                                  self._NoRedirect)
+        self.csrf = ""
+
+    def request(self, path: str, form: dict | None = None) -> tuple[int, dict, str]:
+        data = None
+        if form is not None:
+            if not self.csrf:
+                self.csrf = CSRF.search(self.request("/topics/new")[2]).group(1)
+            data = urllib.parse.urlencode({**form, "csrf": self.csrf}).encode()
+        req = urllib.request.Request(self.base + path, data=data, method="POST" if form is not None else "GET")
+        try:
+            with self.opener.open(req, timeout=60) as r:
+                return r.status, dict(r.headers), r.read().decode(errors="replace")
+        except urllib.error.HTTPError as e:
+            return e.code, dict(e.headers), e.read().decode(errors="replace")
+
+    def get(self, path: str) -> tuple[int, str]:
+        status, _, text = self.request(path)
+        return status, text
+
+    def post(self, path: str, **form: str) -> tuple[int, dict, str]:
+        return self.request(path, form)
+
+
+def fill_compacted_topic(data_dir: Path, name: str, batches: int, records: int = 1000, value_bytes: int = 900) -> None:
+    """A compacted topic written through the embedded API before the server opens the directory
+    (much faster than a client for hundreds of MB)."""
+    value = os.urandom(value_bytes)
+    with compactlog.open(str(data_dir)) as cl:
+        cl.create_topic(name, 1, {"cleanup.policy": "compact", "segment.bytes": str(8 << 20)})
+        for i in range(batches):
+            cl.produce_batch(name, [(b"k%d" % (j + i * records), value) for j in range(records)], partition=0)
+
+
+def test_sigterm_during_a_compaction_job_stops_the_job_before_the_logs_close(serve_factory, tmp_path):
+    """The job gives up (its unpublished side log removed), the server stops within seconds, and the
+    clean-shutdown marker is the last thing written: no compaction state appears after it."""
+    data = tmp_path / "data"
+    fill_compacted_topic(data, "big", 300)  # ~280 MB: a compaction of some seconds
+    s = serve_factory(data, **{"http.listeners": "http://127.0.0.1:0", "log.cleaner.enable": "false"})
+    c = Client(s.console_url)
+    status, headers, _ = c.post("/cleaner/compact/big")
+    assert status == 303, status
+    job = headers["Location"]
+    deadline = time.monotonic() + 20
+    while not re.search(r'data-state="running".*?read of about', c.get(job)[1], re.S):
+        assert time.monotonic() < deadline, c.get(job)[1]
+        time.sleep(0.02)
+
+    t0 = time.monotonic()
+    assert s.stop(timeout=30) == 0
+    stopped_in = time.monotonic() - t0
+    marker = data / ".kafka_cleanshutdown"
+    assert marker.exists()
+    partition = data / "big-0"
+    assert not (partition / "compaction-state").exists(), "the compaction published after the shutdown began"
+    assert not list(partition.glob("compacted.*")), "an unpublished side log was left behind"
+    assert stopped_in < 10, stopped_in
+    assert "stopped cleanly" in s.proc.stdout.read().decode()
