@@ -16,8 +16,12 @@ log = logging.getLogger(__name__)
 
 
 def _safe_next(target: str | None) -> str:
-    """Only a path of this console: ``next`` must not send a logged-in user to another site."""
-    if not target or not target.startswith("/") or target.startswith("//") or urlsplit(target).netloc:
+    """Only a path of this console: ``next`` must not send a logged-in user to another site.
+
+    Browsers read a backslash as a slash and drop tabs and newlines from a Location, so ``/\\host`` and
+    ``/<tab>/host`` mean ``//host``: a target with either, or any other control character, goes home."""
+    if (not target or not target.startswith("/") or target.startswith("//") or urlsplit(target).netloc
+            or "\\" in target or any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in target)):
         return "/"
     return target
 

@@ -1,0 +1,124 @@
+"""A security review of the console, held by tests: redirects that stay on site, sessions a flood cannot
+push out, pages that show only what the ACLs let the viewer describe, hostile input answered with a
+page (never a dropped connection or a traceback), a static route that stays in its directory, and every
+POST behind the CSRF token.
+
+One real ``serve`` process with SASL users for the module, driven over plain HTTP (no browser is needed
+to read a Location header or an HTML answer): ``admin`` is a super user, ``alice`` may DESCRIBE and READ
+the topic ``shared`` and the group ``mixed``, ``bob`` may CREATE topics whose names start ``bob-``.
+"""
+
+from __future__ import annotations
+
+import http.cookiejar
+import re
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass
+
+import pytest
+from security_clients import cli
+
+USERS = {"admin": "admin-secret", "alice": "alice-secret", "bob": "bob-secret"}
+LONG_MAX = 2**63 - 1
+GROUP = "mixed"
+MARKUP_GROUP = '"><svg onload=alert(1)>'
+
+
+@pytest.fixture(scope="module")
+def secured(tmp_path_factory):
+    from confluent_kafka import Consumer, Producer, TopicPartition
+    from console_support import module_serve
+
+    d = tmp_path_factory.mktemp("console-review") / "data"
+    d.mkdir()
+    for user, password in USERS.items():
+        cli("configs", "--data-dir", str(d), "--alter", "--entity-type", "users", "--entity-name", user,
+            "--add-config", f"SCRAM-SHA-256=[password={password}]")
+    for topic in ("shared", "secret"):
+        cli("topics", "--data-dir", str(d), "--create", "--topic", topic, "--partitions", "1",
+            "--config", "cleanup.policy=compact")
+    acl = ("acls", "--data-dir", str(d), "--add")
+    # the Kafka clients below connect to the PLAINTEXT listener, as User:ANONYMOUS
+    cli(*acl, "--allow-principal", "User:ANONYMOUS", "--operation", "All", "--topic", "*", "--group", "*")
+    for op in ("Describe", "Read"):
+        cli(*acl, "--allow-principal", "User:alice", "--operation", op, "--topic", "shared", "--group", GROUP)
+    cli(*acl, "--allow-principal", "User:bob", "--operation", "Create", "--topic", "bob-",
+        "--resource-pattern-type", "prefixed")
+    with module_serve(d, **{"http.listeners": "http://127.0.0.1:0", "super.users": "User:admin"}) as s:
+        p = Producer({"bootstrap.servers": s.bootstrap})
+        p.produce("shared", key=b"k", value=b"from the far future", timestamp=LONG_MAX)
+        for i in range(5):
+            p.produce("secret", key=b"k%d" % i, value=b"v")
+        assert p.flush(10) == 0
+        for group in (GROUP, MARKUP_GROUP):
+            c = Consumer({"bootstrap.servers": s.bootstrap, "group.id": group, "enable.auto.commit": False})
+            c.commit(offsets=[TopicPartition("shared", 0, 0), TopicPartition("secret", 0, 2)], asynchronous=False)
+            c.close()
+        yield s
+
+
+class NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args, **kwargs):
+        return None
+
+
+@dataclass
+class Answer:
+    status: int
+    headers: object
+    text: str
+
+
+class Browser:
+    """A cookie jar and urllib: what a browser sends, without following redirects."""
+
+    def __init__(self, base: str) -> None:
+        self.base = base
+        self.jar = http.cookiejar.CookieJar()
+        self.opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(self.jar), NoRedirect)
+
+    def open(self, path: str, form: dict | None = None, raw: bytes | None = None) -> Answer:
+        data = raw if raw is not None else None if form is None else urllib.parse.urlencode(form).encode()
+        try:
+            with self.opener.open(urllib.request.Request(self.base + path, data=data), timeout=30) as r:
+                return Answer(r.status, r.headers, r.read().decode())
+        except urllib.error.HTTPError as e:
+            return Answer(e.code, e.headers, e.read().decode(errors="replace"))
+
+    def csrf(self, path: str = "/login") -> str:
+        return re.search(r'"X-CSRF-Token": "([^"]+)"', self.open(path).text).group(1)
+
+    def post(self, path: str, form: dict | None = None) -> Answer:
+        return self.open(path, {**(form or {}), "csrf": self.csrf("/" if path != "/login" else "/login")})
+
+    def log_in(self, user: str, next_: str = "/") -> Answer:
+        token = self.csrf("/login")
+        return self.open("/login", {"username": user, "password": USERS[user], "next": next_, "csrf": token})
+
+    @property
+    def cookie(self) -> str | None:
+        return next((c.value for c in self.jar if c.name == "compactlog_console"), None)
+
+
+def logged_in(secured, user: str) -> Browser:
+    b = Browser(secured.console_url)
+    assert b.log_in(user).status == 303
+    return b
+
+
+# redirects ----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("target", ["/\\example.invalid/", "/\t/example.invalid/", "/\\/example.invalid",
+                                    "//example.invalid", "https://example.invalid/", "/x\r\nSet-Cookie: a=b"])
+def test_login_never_redirects_off_site(secured, target):
+    """Browsers read '\\' as '/' and drop tabs: /\\host is //host, another site."""
+    answer = Browser(secured.console_url).log_in("admin", target)
+    assert answer.status == 303 and answer.headers["Location"] == "/"
+
+
+def test_login_goes_back_to_a_page_of_the_console(secured):
+    answer = Browser(secured.console_url).log_in("admin", "/groups?x=1")
+    assert answer.status == 303 and answer.headers["Location"] == "/groups?x=1"
