@@ -17,7 +17,9 @@ SameSite=Strict.
 
 from __future__ import annotations
 
+import base64
 import hmac
+import re
 import secrets
 import time
 from collections import OrderedDict
@@ -31,7 +33,8 @@ COOKIE = "compactlog_console"
 CSRF_FIELD = "csrf"
 CSRF_HEADER = "X-CSRF-Token"
 IDLE_SECONDS = 8 * 3600  # a session not seen for this long is forgotten
-MAX_SESSIONS = 10_000  # the oldest go first: a flood of cookie-less requests cannot grow memory
+MAX_SESSIONS = 10_000  # logged-in sessions kept; the oldest go first
+TOKEN = re.compile(r"[A-Za-z0-9_-]{43}")  # what secrets.token_urlsafe(32) gives
 ANONYMOUS = "User:ANONYMOUS"
 
 
@@ -53,24 +56,38 @@ class WebSession:
 
 
 class Sessions:
-    """Sessions by cookie token, bounded in number and idle time."""
+    """Sessions by cookie token: logins kept in memory, bounded in number and idle time; anonymous ones
+    kept nowhere.
+
+    Every request without a cookie gets a session, so storing those would let a flood of cookie-less
+    requests push the logged-in sessions out of the bound (everyone logged out, by someone with no
+    password). An anonymous session needs only its CSRF token, and that is derived from its cookie
+    token with a key of this process (HMAC), so it costs no memory: only a login, which takes a
+    password, stores a session."""
 
     def __init__(self) -> None:
         self._by_token: OrderedDict[str, WebSession] = OrderedDict()
+        self._key = secrets.token_bytes(32)
 
     def get(self, token: str | None) -> WebSession | None:
-        s = self._by_token.get(token) if token else None
+        if not token or not TOKEN.fullmatch(token):
+            return None
+        s = self._by_token.get(token)
         now = time.monotonic()
         if s is not None and now - s.last_seen > IDLE_SECONDS:
             del self._by_token[s.token]
             s = None
-        if s is not None:
-            s.last_seen = now
-            self._by_token.move_to_end(s.token)
+        if s is None:
+            return self._anonymous(token)
+        s.last_seen = now
+        self._by_token.move_to_end(s.token)
         return s
 
     def new(self, user: str | None = None) -> WebSession:
-        s = WebSession(secrets.token_urlsafe(32), secrets.token_urlsafe(32), user)
+        token = secrets.token_urlsafe(32)
+        if user is None:
+            return self._anonymous(token)
+        s = WebSession(token, secrets.token_urlsafe(32), user)
         self._by_token[s.token] = s
         while len(self._by_token) > MAX_SESSIONS:
             self._by_token.popitem(last=False)
@@ -78,6 +95,13 @@ class Sessions:
 
     def drop(self, token: str) -> None:
         self._by_token.pop(token, None)
+
+    def __len__(self) -> int:
+        return len(self._by_token)
+
+    def _anonymous(self, token: str) -> WebSession:
+        csrf = base64.urlsafe_b64encode(hmac.digest(self._key, token.encode(), "sha256")).decode().rstrip("=")
+        return WebSession(token, csrf)
 
 
 def check_password(credentials, user: str, password: str) -> bool:

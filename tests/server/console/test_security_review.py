@@ -122,3 +122,61 @@ def test_login_never_redirects_off_site(secured, target):
 def test_login_goes_back_to_a_page_of_the_console(secured):
     answer = Browser(secured.console_url).log_in("admin", "/groups?x=1")
     assert answer.status == 303 and answer.headers["Location"] == "/groups?x=1"
+
+
+# sessions -----------------------------------------------------------------------------------------
+
+def test_login_gets_a_new_session_and_logout_ends_it(secured):
+    b = Browser(secured.console_url)
+    b.open("/login")
+    planted = b.cookie
+    answer = b.log_in("admin")
+    cookie = answer.headers["Set-Cookie"]
+    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and "Path=/" in cookie
+    logged = b.cookie
+    assert logged and logged != planted  # fixation: the cookie before the login is worth nothing after
+    assert b.open("/").status == 200
+    stolen = Browser(secured.console_url)
+    stolen.jar.set_cookie(next(c for c in b.jar if c.name == "compactlog_console"))
+    assert stolen.open("/").status == 200  # the same cookie is the same login...
+    assert b.post("/logout").status == 303
+    assert b.cookie != logged
+    answer = stolen.open("/")  # ...until the logout: then it is nobody's
+    assert answer.status == 303 and answer.headers["Location"].startswith("/login")
+
+
+def test_login_itself_needs_the_token(secured):
+    """Login CSRF: a cross-site form cannot log a browser in as the attacker."""
+    b = Browser(secured.console_url)
+    answer = b.open("/login", {"username": "admin", "password": USERS["admin"], "next": "/"})
+    assert answer.status == 403 and b.open("/").status == 303
+
+
+def test_a_flood_of_cookie_less_requests_stores_nothing_and_logs_nobody_out():
+    from compactlog.console import auth
+
+    sessions = auth.Sessions()
+    user = sessions.new("admin")
+    for _ in range(auth.MAX_SESSIONS + 100):
+        anonymous = sessions.new()
+    assert len(sessions) == 1 and sessions.get(user.token).user == "admin"
+    again = sessions.get(anonymous.token)  # an anonymous cookie keeps its CSRF token, from the key alone
+    assert again.user is None and again.csrf == anonymous.csrf and again.csrf != user.csrf
+    assert sessions.get("not a token") is None and sessions.get("x" * 10_000) is None
+
+
+def test_an_idle_session_expires(monkeypatch):
+    from compactlog.console import auth
+
+    sessions = auth.Sessions()
+    user = sessions.new("admin")
+    later = time.monotonic() + auth.IDLE_SECONDS + 1
+    monkeypatch.setattr(auth.time, "monotonic", lambda: later)
+    assert sessions.get(user.token).user is None and len(sessions) == 0
+
+
+def test_cookie_less_floods_over_http_leave_a_login_working(secured):
+    b = logged_in(secured, "alice")
+    for _ in range(200):
+        urllib.request.urlopen(secured.console_url + "/login", timeout=10).read()
+    assert b.open("/").status == 200
