@@ -135,7 +135,13 @@ class RenderedPage(web.Response):
         if self._pending is not None:
             c, template, context = self._pending
             self._pending = None
-            self.text = await c.run(render, template, **context)
+            try:
+                self.text = await c.run(render, template, **context)
+            except Exception:  # past the middleware: unanswered, the browser would see a dropped connection
+                log.exception("console page %s could not be drawn", template)
+                self.set_status(500)
+                self.text = await c.run(render, "error.html", **{**context, "title": "Internal error",
+                                        "message": "This page could not be drawn; the broker's log says why."})
         return await super().prepare(request)
 
 
@@ -181,6 +187,11 @@ async def _errors(request: web.Request, handler):
         return _error_page(request, 404, "Not found", f"There is no page at {request.path}.")
     except web.HTTPRequestEntityTooLarge:
         return _error_page(request, 413, "Too large", f"The form is larger than {MAX_FORM_BYTES:,} bytes.")
+    except web.HTTPException:
+        raise
+    except Exception:  # a bug: the log gets the traceback, the page only says so
+        log.exception("console request %s %s failed", request.method, request.path)
+        return _error_page(request, 500, "Internal error", "This request failed; the broker's log says why.")
 
 
 def _error_page(request: web.Request, status: int, title: str, message: str) -> web.Response:

@@ -34,7 +34,10 @@ def when(ms: float | None) -> str:
     """A Kafka timestamp (ms since the epoch) in UTC, to the millisecond; '-' for none (-1)."""
     if ms is None or ms < 0:
         return "-"
-    t = datetime.datetime.fromtimestamp(ms / 1000, tz=datetime.timezone.utc)
+    try:  # a producer may stamp a record with any long: past year 9999 there is no date to show
+        t = datetime.datetime.fromtimestamp(ms / 1000, tz=datetime.timezone.utc)
+    except (OverflowError, ValueError, OSError):
+        return f"{int(ms):,} ms (past year 9999)"
     return t.strftime("%Y-%m-%d %H:%M:%S.") + f"{int(ms) % 1000:03d} UTC"
 
 

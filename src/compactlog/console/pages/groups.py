@@ -380,7 +380,12 @@ async def _describe(request: web.Request, template: str) -> web.Response:
         return _not_found(request, group_id)
     reset = request.query.get("reset")
     return page(request, template, g=group_view(c.broker, group), group_url=group_url, topic_url=topic_url,
-                by_topic=by_topic, reset_count=int(reset) if reset and reset.isdigit() else None)
+                by_topic=by_topic, reset_count=_count(reset))
+
+
+def _count(text: str | None) -> int | None:
+    """The ``reset=N`` the page says after a reset; anything else (``²``, 5000 digits) is no count."""
+    return int(text) if text and len(text) <= 9 and text.isascii() and text.isdigit() else None
 
 
 @routes.get("/groups/{group}/reset")
