@@ -220,3 +220,59 @@ def test_hostile_input_gets_a_page_never_a_500(secured):
         assert admin.post("/topics/shared/compression", form).status == 400
     assert admin.post("/topics/shared/config", {"name": "x\r\nSet-Cookie: a=b", "action": "delete"}).status == 400
     assert admin.open("/").status == 200  # and the console still answers
+
+
+# markup, static files, CSRF, jobs -----------------------------------------------------------------
+
+def test_group_ids_with_markup_are_text_and_their_links_are_quoted(secured):
+    admin = logged_in(secured, "admin")
+    for path in ("/", "/groups"):
+        text = admin.open(path).text
+        assert "<svg onload" not in text and "&#34;&gt;&lt;svg onload=alert(1)&gt;" in text
+        assert 'href="/groups/%22%3E%3Csvg%20onload%3Dalert%281%29%3E"' in text
+    page = admin.open("/groups/" + urllib.parse.quote(MARKUP_GROUP, safe=""))
+    assert page.status == 200 and "<svg onload" not in page.text
+
+
+@pytest.mark.parametrize("path", ["/static/../app.py", "/static/%2e%2e/app.py", "/static/..%2fapp.py",
+                                  "/static/%2e%2e%2fapp.py", "/static/..%5capp.py", "/static/%2e%2e%5capp.py",
+                                  "/static/", "/static/../templates/base.html", "/static//etc/passwd"])
+def test_static_files_stay_in_their_directory(secured, path):
+    import socket
+
+    host, port = urllib.parse.urlsplit(secured.console_url).netloc.split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as s:  # the path exactly as written
+        s.sendall(f"GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n".encode())
+        raw = b""
+        while chunk := s.recv(65536):
+            raw += chunk
+    status = int(raw.split(b" ", 2)[1])
+    assert status in (403, 404) and b"class Console" not in raw and b"{% block" not in raw and b"root:" not in raw
+
+
+def test_every_post_needs_the_token_and_no_get_changes_anything(secured):
+    from compactlog.console.pages import PAGES
+
+    posts = [(r.path, r.method) for page in PAGES for r in page.routes if r.method not in ("GET", "HEAD")]
+    assert posts and all(method == "POST" for _, method in posts)
+    admin = logged_in(secured, "admin")
+    for path, _ in posts:
+        concrete = re.sub(r"\{topic\}", "shared", re.sub(r"\{group\}", GROUP, path))
+        for form in ({}, {"csrf": "guess"}):
+            answer = admin.open(concrete, form)
+            assert answer.status == 403 and "security token" in answer.text, concrete
+    assert admin.open("/logout").status == 405  # no GET logs out (an <img src> could)
+    assert admin.open("/").status == 200
+
+
+def test_jobs_need_their_acl_and_belong_to_who_started_them(secured):
+    admin, alice = logged_in(secured, "admin"), logged_in(secured, "alice")
+    started = admin.post("/cleaner/run")
+    assert started.status == 303
+    job = started.headers["Location"]
+    assert admin.open(job).status == 200
+    assert alice.open(job).status == 404 and alice.open(job + "/status").status == 404
+    for path, form in (("/cleaner/run", {}), ("/cleaner/compact/shared", {}),
+                       ("/topics/shared/compression", {"sample_mb": "1", "min_mbps": "1"})):
+        answer = alice.post(path, form)
+        assert answer.status == 403 and "User:alice is not authorized" in answer.text, path
