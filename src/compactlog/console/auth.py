@@ -133,6 +133,10 @@ class Viewer:
         on a TOPIC, GROUP or the CLUSTER."""
         return self.broker.authorize(self.session, operation, resource_type, name)
 
+    def describes_topic(self, topic: str) -> bool:
+        """DESCRIBE on the topic: what a page asks before it shows a topic's offsets or name."""
+        return self.can("DESCRIBE", "TOPIC", topic)
+
 
 def broker_session(client_host: str, principal: str) -> Session:
     """The broker's view of a browser: its address and principal, on the listener named HTTP."""

@@ -276,3 +276,30 @@ def test_jobs_need_their_acl_and_belong_to_who_started_them(secured):
                        ("/topics/shared/compression", {"sample_mb": "1", "min_mbps": "1"})):
         answer = alice.post(path, form)
         assert answer.status == 403 and "User:alice is not authorized" in answer.text, path
+
+
+# the ACLs behind what pages show --------------------------------------------------------------------
+
+def test_a_group_shows_only_the_topics_the_viewer_may_describe(secured):
+    alice, admin = logged_in(secured, "alice"), logged_in(secured, "admin")
+    path = "/groups/" + GROUP
+    full = admin.open(path).text
+    assert "secret" in full and "shared" in full
+    page = alice.open(path)
+    assert page.status == 200 and "shared" in page.text and "secret" not in page.text
+    listed = alice.open("/groups").text
+    assert re.search(r'data-col="partitions">1<', listed)  # the committed partitions she may describe
+    overview = alice.open("/").text
+    assert "secret" not in overview
+    assert re.search(r'data-col="lag">1<', overview)  # shared's lag only (secret's is 3)
+
+
+def test_configs_and_the_data_directory_need_describe_configs(secured):
+    alice, admin = logged_in(secured, "alice"), logged_in(secured, "admin")
+    overview = alice.open("/").text
+    assert ">compact<" not in overview and "Data directory" not in overview
+    full = admin.open("/").text
+    assert ">compact<" in full and "Data directory" in full
+    compression = alice.open("/topics/shared/compression").text
+    assert 'data-testid="compression-type"' not in compression
+    assert 'data-testid="compression-type"' in admin.open("/topics/shared/compression").text

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import datetime
 import struct
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from urllib.parse import quote
 
@@ -69,8 +69,9 @@ def partition_lag(committed: int | None, end: int | None) -> int | None:
     return None if committed is None or end is None else end - committed
 
 
-def summaries(broker) -> list[GroupSummary]:
-    """Every group the coordinator holds, with its total lag. Runs on the event loop, which owns the
+def summaries(broker, visible: Callable[[str], bool] = lambda topic: True) -> list[GroupSummary]:
+    """Every group the coordinator holds, with its total lag over the topics ``visible`` lets the viewer
+    describe (as OffsetFetch leaves out the others). Runs on the event loop, which owns the
     coordinator's state; reads only in-memory figures (the log end offsets are attributes)."""
     coord = coordinator(broker)
     if coord is None:
@@ -79,9 +80,10 @@ def summaries(broker) -> list[GroupSummary]:
     for g in sorted(coord.groups.values(), key=lambda g: g.group_id):
         if g.is_(DEAD):
             continue
-        lags = (partition_lag(v.offset, log_end(broker, tp)) for tp, v in g.offsets.items())
+        offsets = [(tp, v) for tp, v in g.offsets.items() if visible(tp[0])]
+        lags = (partition_lag(v.offset, log_end(broker, tp)) for tp, v in offsets)
         lag = sum(max(0, x) for x in lags if x is not None)
-        out.append(GroupSummary(g.group_id, g.state.value, g.protocol_type or "", len(g.members), len(g.offsets), lag,
+        out.append(GroupSummary(g.group_id, g.state.value, g.protocol_type or "", len(g.members), len(offsets), lag,
                                 g.described_protocol()))
     return out
 
@@ -214,12 +216,15 @@ def _member_view(group: GroupMetadata, m) -> MemberView:
                       partitions, note)
 
 
-def group_view(broker, group: GroupMetadata) -> GroupView:
-    """The group as ``kafka-consumer-groups --describe`` shows it, from memory (call on the event loop)."""
+def group_view(broker, group: GroupMetadata, visible: Callable[[str], bool] = lambda topic: True) -> GroupView:
+    """The group as ``kafka-consumer-groups --describe`` shows it, from memory (call on the event loop).
+
+    Partition rows only for topics ``visible`` lets the viewer describe: OffsetFetch and ListOffsets
+    ask DESCRIBE on each topic. Members' assignments are shown whole, as DescribeGroups returns them."""
     members = tuple(_member_view(group, m) for m in group.members.values())
     owners = {tp: m for m in members for tp in m.partitions}
     rows = []
-    for tp in sorted(set(group.offsets) | set(owners)):
+    for tp in sorted(tp for tp in set(group.offsets) | set(owners) if visible(tp[0])):
         value = group.offsets.get(tp)
         committed = None if value is None else value.offset
         end = log_end(broker, tp)
@@ -350,7 +355,7 @@ async def list_groups(request: web.Request) -> web.Response:
     c = console(request)
     v = viewer(request)
     coord = coordinator(c.broker)
-    groups = [g for g in summaries(c.broker) if v.can("DESCRIBE", "GROUP", g.group_id)]
+    groups = [g for g in summaries(c.broker, v.describes_topic) if v.can("DESCRIBE", "GROUP", g.group_id)]
     return page(request, "groups.html", groups=groups, group_url=group_url,
                 loading=coord is not None and coord.loading)
 
@@ -379,7 +384,7 @@ async def _describe(request: web.Request, template: str) -> web.Response:
     if group is None:
         return _not_found(request, group_id)
     reset = request.query.get("reset")
-    return page(request, template, g=group_view(c.broker, group), group_url=group_url, topic_url=topic_url,
+    return page(request, template, g=group_view(c.broker, group, viewer(request).describes_topic), group_url=group_url, topic_url=topic_url,
                 by_topic=by_topic, reset_count=_count(reset))
 
 

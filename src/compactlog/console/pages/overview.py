@@ -19,7 +19,7 @@ async def overview(request: web.Request) -> web.Response:
     c = console(request)
     v = viewer(request)
     topics = [t for t in await c.run(inventory.all_topics, c.cl) if v.can("DESCRIBE", "TOPIC", t.name)]
-    groups = [g for g in summaries(c.broker) if v.can("DESCRIBE", "GROUP", g.group_id)]
+    groups = [g for g in summaries(c.broker, v.describes_topic) if v.can("DESCRIBE", "GROUP", g.group_id)]
     server = c.server
     listeners = [x.url(server.bound[x.name][1]) for x in server.listeners] if server is not None else []
     return page(request, "overview.html", topics=topics, groups=groups, listeners=listeners,
