@@ -137,6 +137,11 @@ class Viewer:
         """DESCRIBE on the topic: what a page asks before it shows a topic's offsets or name."""
         return self.can("DESCRIBE", "TOPIC", topic)
 
+    def can_create_topics(self) -> bool:
+        """Whether a Create topic form is worth showing: CREATE on the cluster, or on some topic (CreateTopics
+        takes either; which names, the submitted form finds out)."""
+        return self.can("CREATE") or self.broker.extras["authorizer"].authorize_any(self.session, "CREATE", "TOPIC")
+
 
 def broker_session(client_host: str, principal: str) -> Session:
     """The broker's view of a browser: its address and principal, on the listener named HTTP."""

@@ -303,3 +303,16 @@ def test_configs_and_the_data_directory_need_describe_configs(secured):
     compression = alice.open("/topics/shared/compression").text
     assert 'data-testid="compression-type"' not in compression
     assert 'data-testid="compression-type"' in admin.open("/topics/shared/compression").text
+
+
+# creating topics -----------------------------------------------------------------------------------
+
+def test_create_topic_follows_create_topics_acls(secured):
+    """CREATE on the cluster, or on the topic's name (here a prefixed ACL), as CreateTopics asks."""
+    bob, alice = logged_in(secured, "bob"), logged_in(secured, "alice")
+    assert "/topics/new" in bob.open("/").text and bob.open("/topics/new").status == 200
+    assert bob.post("/topics", {"name": "bob-topic", "partitions": "1"}).status == 303
+    refused = bob.post("/topics", {"name": "other-topic", "partitions": "1"})
+    assert refused.status == 403 and "User:bob is not authorized to CREATE topic other-topic" in refused.text
+    assert "/topics/new" not in alice.open("/").text and alice.open("/topics/new").status == 403
+    assert alice.post("/topics", {"name": "bob-alice", "partitions": "1"}).status == 403

@@ -195,15 +195,18 @@ def _new_page(request: web.Request, status: int = 200, error: str | None = None,
 
 @routes.get("/topics/new")
 async def new_topic_form(request: web.Request) -> web.Response:
-    require(request, "CREATE")
+    if not viewer(request).can_create_topics():
+        require(request, "CREATE")  # refused, with the cluster named as CreateTopics' first choice
     return _new_page(request)
 
 
 @routes.post("/topics")
 async def create_topic(request: web.Request) -> web.Response:
-    require(request, "CREATE")
+    """CreateTopics' ACL: CREATE on the cluster, or on the topic's name (a literal or prefixed ACL)."""
     form = await _form(request)
     name = form.get("name", "").strip()
+    if not viewer(request).can("CREATE"):
+        require(request, "CREATE", "TOPIC", name)
     try:
         count = parse_count(form.get("partitions", ""))
         configs = parse_config_lines(form.get("configs", ""))
