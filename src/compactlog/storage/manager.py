@@ -157,14 +157,17 @@ class LogManager:
             return {}
 
     def log_config(self, topic: str) -> LogConfig:
-        return LogConfig(self.topics[topic].get("config", {}), self.broker)
+        """The topic's configs; UnknownTopicOrPartitionError once it is gone (a reader racing a delete)."""
+        return LogConfig(self._require(topic).get("config", {}), self.broker)
 
-    def _create_log(self, topic: str, partition: int) -> Log:
+    def _create_log(self, topic: str, partition: int, meta: dict | None = None) -> Log:
+        """A new partition's log; ``meta``: the topic's metadata before it is published in ``topics``."""
         d = self.dir / files.partition_dir_name(topic, partition)
         d.mkdir(exist_ok=True)
-        meta = self.topics[topic]
+        meta = meta if meta is not None else self.topics[topic]
         files.atomic_write(d / files.PARTITION_METADATA, partition_metadata_text(meta["topic_id"]))
-        lg = Log(d, self.log_config(topic), time=self.time, clean_shutdown=True, failure=self.failure)
+        lg = Log(d, LogConfig(meta.get("config", {}), self.broker), time=self.time, clean_shutdown=True,
+                 failure=self.failure)
         self.logs[(topic, partition)] = lg
         return lg
 
@@ -224,9 +227,9 @@ class LogManager:
             with self.failure.guard(f"creating topic {name}"):
                 try:
                     self._write_topic(meta)
-                    self.topics[name] = meta
                     for p in range(n):
-                        self._create_log(name, p)
+                        self._create_log(name, p, meta)
+                    self.topics[name] = meta  # last: readers never see a topic whose logs are not all there
                 except BaseException:
                     self._remove_half_made(name)
                     raise
@@ -255,9 +258,9 @@ class LogManager:
             with self.failure.guard(f"adding partitions to topic {name}"):
                 try:
                     self._write_topic(grown)
-                    self.topics[name] = grown
                     for p in range(have, count):
                         self._create_log(name, p)
+                    self.topics[name] = grown  # last: readers never see a count whose logs are not there yet
                 except BaseException:
                     self._undo_growth(meta, count)
                     raise
@@ -337,7 +340,7 @@ class LogManager:
         meta = self._require(name)
         parts = []
         for p in range(meta["partitions"]):
-            lg = self.logs[(name, p)]
+            lg = self.get_log(name, p)  # Kafka's error, not a KeyError, when a delete wins the race
             parts.append(PartitionInfo(p, lg.log_start_offset, lg.log_end_offset, lg.size, len(lg.segments)))
         return TopicDescription(name, meta["topic_id"], parts, self.log_config(name))
 

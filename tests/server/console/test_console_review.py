@@ -91,3 +91,51 @@ def test_sigterm_during_a_compaction_job_stops_the_job_before_the_logs_close(ser
     assert not list(partition.glob("compacted.*")), "an unpublished side log was left behind"
     assert stopped_in < 10, stopped_in
     assert "stopped cleanly" in s.proc.stdout.read().decode()
+
+
+def test_pages_answer_while_a_topic_is_created_grown_and_deleted_under_them(serve_factory):
+    """Never a 500: a page that loses the race with a delete says the topic does not exist, and one
+    reading during a CreatePartitions sees the old count or the new one."""
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
+
+    s = serve_factory(**{"http.listeners": "http://127.0.0.1:0", "auto.create.topics.enable": "false"})
+    stop = threading.Event()
+    answers: list[tuple[str, int, str]] = []
+    cycles = [0]
+
+    def churn() -> None:
+        admin = AdminClient({"bootstrap.servers": s.bootstrap})
+        producer = Producer({"bootstrap.servers": s.bootstrap, "linger.ms": 0})
+        while not stop.is_set():
+            admin.create_topics([NewTopic("churn", 2)])["churn"].result(10)
+            for i in range(200):
+                producer.produce("churn", key=b"k%d" % (i % 7), value=b"x" * 50)
+            producer.flush(10)
+            admin.create_partitions([NewPartitions("churn", 5)])["churn"].result(10)
+            admin.delete_topics(["churn"])["churn"].result(10)
+            cycles[0] += 1
+
+    def read(paths: list[str]) -> None:
+        c = Client(s.console_url)
+        while not stop.is_set():
+            for p in paths:
+                status, text = c.get(p)
+                answers.append((p, status, text))
+
+    threads = [threading.Thread(target=churn),
+               threading.Thread(target=read, args=(["/", "/topics/churn"],)),
+               threading.Thread(target=read, args=(["/topics/churn/messages?partition=4", "/topics/churn/compression",
+                                                     "/cleaner"],))]
+    for t in threads:
+        t.start()
+    time.sleep(6)
+    stop.set()
+    for t in threads:
+        t.join(30)
+    assert cycles[0] >= 3, cycles
+    failed = [(p, status, text[:300]) for p, status, text in answers if status >= 500]
+    assert not failed, failed[:3]
+    gone = [text for p, status, text in answers if p == "/topics/churn" and status == 404]
+    assert all("Topic &#39;churn&#39; does not exist." in t for t in gone), [re.sub(r"\s+", " ", t)[-600:] for t in gone if "Topic &#39;churn&#39; does not exist." not in t][:2]
+    assert "Traceback" not in s.log_text()
