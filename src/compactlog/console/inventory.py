@@ -2,8 +2,9 @@
 
 Every function here touches the disk (segment headers, the cleaner's figures) and runs on the
 console's threads. A closed segment never changes under its name (cleaning writes new files), so its
-summary -- records, batches, codecs, time range -- is read once and kept by file identity; only the
-active segment is read again each time (it is the one still growing, and at most segment.bytes).
+summary -- records, batches, codecs, time range -- is read once and kept by file identity; the active
+segment, the one still growing, is read on from where the last look stopped (``_Growing``): reading it
+whole on every look cost the overview up to segment.bytes (1 GB by default) per partition each time.
 The cleaner's view of a partition (first dirty offset, dirty ratio) is the same ``LogToClean`` the
 cleaner itself computes, so the page and the cleaner cannot disagree.
 """
@@ -120,6 +121,78 @@ class _Summaries:
 SUMMARIES = _Summaries()
 
 
+@dataclass(frozen=True)
+class _Partial:
+    """What the headers up to ``position`` of a growing segment add up to."""
+
+    position: int  # the next batch starts here
+    last: tuple[int, int, int] | None  # (position, base offset, size) of the last batch counted
+    batches: int = 0
+    records: int = 0
+    codecs: tuple[str, ...] = ()
+    first_timestamp: int = -1
+    max_timestamp: int = -1
+
+
+class _Growing:
+    """Active segments' running totals by (path, inode, base offset), read on from the last position.
+
+    A segment only grows at its end, except when the log is truncated (a replica's or ``truncate``'s
+    cut): the last counted batch is read again (one header) and, unless it is still there, the
+    segment is counted from the start."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._cache: OrderedDict[tuple, _Partial] = OrderedDict()
+
+    def get(self, seg, next_offset: int) -> SegmentSummary:
+        key = (str(seg.log_path), os.stat(seg.log_path).st_ino, seg.base_offset)
+        size = seg.size
+        with self._lock:
+            part = self._cache.get(key)
+        if part is None or not _still_there(seg, part, size):
+            part = _Partial(0, None)
+        part = _read_on(seg, part, size)
+        with self._lock:
+            self._cache[key] = part
+            self._cache.move_to_end(key)
+            while len(self._cache) > CACHE_SEGMENTS:
+                self._cache.popitem(last=False)
+        return SegmentSummary(seg.base_offset, next_offset, size, part.batches, part.records, part.codecs,
+                              part.first_timestamp, part.max_timestamp)
+
+
+def _still_there(seg, part: _Partial, size: int) -> bool:
+    if part.position > size:
+        return False
+    if part.last is None:
+        return True
+    pos, base, length = part.last
+    found = next(iter(seg.batches(pos, pos + length)), None)
+    return found is not None and found[1].base_offset == base and found[1].size == length
+
+
+def _read_on(seg, part: _Partial, size: int) -> _Partial:
+    """``part`` plus the batch headers from its position to ``size`` (records stay compressed)."""
+    batches, records, first_ts, max_ts = part.batches, part.records, part.first_timestamp, part.max_timestamp
+    codecs = list(part.codecs)
+    position, last = part.position, part.last
+    for pos, b in seg.batches(part.position, size):
+        batches += 1
+        records += b.record_count
+        name = Codec(b.codec).name.lower()
+        if name not in codecs:
+            codecs.append(name)
+        if first_ts < 0:
+            first_ts = b.first_timestamp
+        max_ts = max(max_ts, b.max_timestamp)
+        position, last = pos + b.size, (pos, b.base_offset, b.size)
+    return _Partial(position, last, batches, records, tuple(codecs), first_ts, max_ts)
+
+
+GROWING = _Growing()
+
+
 def _summarize(seg, next_offset: int) -> SegmentSummary:
     """One walk over the segment's batch headers (records stay compressed: only headers are read)."""
     batches = records = 0
@@ -168,7 +241,7 @@ def partition_facts(cl, topic: str, partition: int, with_segments: bool = True) 
         nxt = segs[i + 1].base_offset if i + 1 < len(segs) else end
         active = i == len(segs) - 1
         try:
-            s = SUMMARIES.get(seg, nxt, cacheable=not active)
+            s = GROWING.get(seg, nxt) if active else SUMMARIES.get(seg, nxt, cacheable=True)
         except (CompactLogError, OSError):  # deleted or swapped under us: shown as it was listed
             s = SegmentSummary(seg.base_offset, nxt, 0, 0, 0, (), -1, -1)
         summaries.append(SegmentSummary(**{**s.__dict__, "kind": _kind(s, active, first_dirty, first_uncleanable)}))

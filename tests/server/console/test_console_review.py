@@ -77,7 +77,7 @@ def test_sigterm_during_a_compaction_job_stops_the_job_before_the_logs_close(ser
     assert status == 303, status
     job = headers["Location"]
     deadline = time.monotonic() + 20
-    while not re.search(r'data-state="running".*?read of about', c.get(job)[1], re.S):
+    while not re.search(r'data-state="running".*?read of about', c.get(job)[1], re.DOTALL):
         assert time.monotonic() < deadline, c.get(job)[1]
         time.sleep(0.02)
 
@@ -139,3 +139,39 @@ def test_pages_answer_while_a_topic_is_created_grown_and_deleted_under_them(serv
     gone = [text for p, status, text in answers if p == "/topics/churn" and status == 404]
     assert all("Topic &#39;churn&#39; does not exist." in t for t in gone), [re.sub(r"\s+", " ", t)[-600:] for t in gone if "Topic &#39;churn&#39; does not exist." not in t][:2]
     assert "Traceback" not in s.log_text()
+
+
+def test_the_active_segment_is_summarised_from_where_the_last_look_stopped(tmp_path, monkeypatch):
+    """The overview reads only what was appended since its last look, and a truncation (the segment
+    shrinks, then grows again past the old position) starts the count over."""
+    from compactlog.console import inventory
+
+    def full(lg) -> tuple:
+        s = inventory._summarize(lg.segments[-1], lg.log_end_offset)
+        return s.batches, s.records, s.codecs, s.first_timestamp, s.max_timestamp, s.size
+
+    with compactlog.open(str(tmp_path / "data")) as cl:
+        cl.create_topic("t", 1)
+        cl.produce_batch("t", [(b"k", b"v" * 100)] * 50, partition=0, compression="zstd")
+        lg = cl.log("t", 0)
+        facts = inventory.partition_facts(cl, "t", 0)
+        assert facts.records == 50
+        looked = lg.segments[-1].size
+        read: list[tuple[int, int | None]] = []
+        batches = type(lg.segments[-1]).batches
+        monkeypatch.setattr(type(lg.segments[-1]), "batches",
+                            lambda seg, position=0, end=None: (read.append((position, end)), batches(seg, position, end))[1])
+        cl.produce_batch("t", [(b"k", b"w" * 100)] * 30, partition=0)
+        facts = inventory.partition_facts(cl, "t", 0)
+        assert facts.records == 80
+        # the last batch counted is checked (one batch), then only the new bytes are read
+        assert read == [(0, looked), (looked, lg.segments[-1].size)], read
+        s = facts.segments[-1]
+        assert (s.batches, s.records, s.codecs, s.first_timestamp, s.max_timestamp, s.size) == full(lg)
+        assert s.codecs == ("zstd", "none")
+
+        cl.truncate("t", 0, 50)  # back to the first batch, then longer than before
+        cl.produce_batch("t", [(b"k", b"x" * 300)] * 40, partition=0, compression="gzip")
+        s = inventory.partition_facts(cl, "t", 0).segments[-1]
+        assert s.records == 90
+        assert (s.batches, s.records, s.codecs, s.first_timestamp, s.max_timestamp, s.size) == full(lg)
