@@ -61,8 +61,7 @@ def stats_report(thread: int, name: str, first_dirty: int, end: int, s: CleanerS
     mb_read = s.bytes_read / MB
     return "\n".join([
         f"Log cleaner thread {thread} cleaned log {name} (dirty section = [{first_dirty}, {end}])",
-        f"\t{s.map_bytes_read / MB + mb_read:,.1f} MB of log processed in {total:,.1f} seconds "
-        f"({(s.map_bytes_read / MB + mb_read) / total:,.1f} MB/sec).",
+        f"\t{mb_read:,.1f} MB of log processed in {total:,.1f} seconds ({mb_read / total:,.1f} MB/sec).",
         f"\tIndexed {s.map_bytes_read / MB:,.1f} MB in {s.map_seconds:,.1f} seconds "
         f"({s.map_bytes_read / MB / max(s.map_seconds, 1e-9):,.1f} Mb/sec, {100 * s.map_seconds / total:,.1f}% of total time)",
         f"\tBuffer utilization: {100 * s.buffer_utilization:,.1f}%",

@@ -175,3 +175,25 @@ def test_the_active_segment_is_summarised_from_where_the_last_look_stopped(tmp_p
         s = inventory.partition_facts(cl, "t", 0).segments[-1]
         assert s.records == 90
         assert (s.batches, s.records, s.codecs, s.first_timestamp, s.max_timestamp, s.size) == full(lg)
+
+
+def test_processed_megabytes_are_kafkas_bytes_read_alone():
+    """Kafka's "MB of log processed in S seconds (R MB/sec)" counts the cleaning pass's bytesRead over
+    the whole round, not the indexing pass's bytes too (LogCleaner.recordStats); the console's runs
+    table shows the same rate."""
+    from compactlog.cleaner.cleaner import CleanerStats
+    from compactlog.cleaner.log_cleaner import CleanResult, stats_report
+    from compactlog.console.render import environment
+
+    mb = 1 << 20
+    s = CleanerStats(bytes_read=30 * mb, bytes_written=10 * mb, map_bytes_read=20 * mb, messages_read=9,
+                     messages_written=3, started=100.0, map_done=102.0, ended=110.0)
+    lines = stats_report(0, "t-0", 0, 9, s).splitlines()
+    assert lines[1] == "\t30.0 MB of log processed in 10.0 seconds (3.0 MB/sec)."
+    assert lines[2].startswith("\tIndexed 20.0 MB in 2.0 seconds (10.0 Mb/sec")
+    assert lines[4].startswith("\tCleaned 30.0 MB in 8.0 seconds (3.8 Mb/sec")
+
+    table = environment().from_string('{% from "cleaner_runs.html" import runs_table %}{{ runs_table(runs) }}')
+    html = table.render(runs=[CleanResult("t", 0, 0, 9, s, 0, "kafka-log-cleaner-thread-0")])
+    cells = re.findall(r'<td class="num">([^<]*)</td>', html)
+    assert "3.0" in cells and "5.0" not in cells, cells
