@@ -57,3 +57,47 @@ def test_appends_and_reads_during_cleaning(tmp_path):
         for off in sorted(appended):
             latest[appended[off][0]] = off
         assert all(off in final for off in latest.values())
+
+
+def _dirty_topic(cl, name: str) -> None:
+    cl.create_topic(name, 1, CFG)
+    for i in range(300):
+        cl.produce_batch(name, [(b"key-%d" % (i % 10), b"value-%d" % i)], partition=0)
+
+
+def test_a_topic_being_deleted_is_never_handed_to_the_cleaner(tmp_path):
+    """Deleting a topic pauses its partitions until they have left the logs. (They used to be resumed
+    first: a cleaner thread could take one in between and swap segments into a directory already renamed
+    for deletion, an I/O error that took the whole data directory offline.)"""
+    from compactlog.api import CompactLog
+
+    cl = CompactLog(tmp_path, background=False)
+    try:
+        _dirty_topic(cl, "doomed")
+        handed = []
+
+        def cleaner_looks(tp) -> None:  # runs after the cleaner's own hook, while the log is still listed
+            chosen, _ = cl.cleaner.manager.grab_filthiest(dict(cl.manager.logs), cl.cleaner.time.milliseconds())
+            handed.append(chosen)
+
+        cl.manager.on_partition_deleted.append(cleaner_looks)
+        assert cl.cleaner.manager.to_clean(("doomed", 0), cl.log("doomed", 0), 0).dirty_ratio > 0.5
+        cl.delete_topic("doomed")
+        assert handed == [None]
+        assert ("doomed", 0) not in cl.cleaner.manager.states  # forgotten once gone
+        _dirty_topic(cl, "doomed")  # the name again: a new log the cleaner takes
+        assert [r.partition for r in cl.clean("doomed").compactions] == [0]
+    finally:
+        cl.close()
+
+
+def test_topics_deleted_while_cleaner_threads_run_leave_the_directory_online(tmp_path):
+    with compactlog.open(tmp_path, config={"log.cleaner.backoff.ms": "1", "log.cleaner.threads": "2"}) as cl:
+        cl.create_topic("keeps", 1, {"cleanup.policy": "compact"})
+        for round_ in range(25):
+            _dirty_topic(cl, f"churn-{round_ % 3}")
+            cl.delete_topic(f"churn-{round_ % 3}")
+        cl.produce("keeps", b"still writable", key=b"k")  # raises if the directory went offline
+        assert cl.cleaner.dead_threads == 0
+        assert not cl.cleaner.manager.uncleanable
+        assert [r.value for r in cl.consume("keeps", 0, from_beginning=True)] == [b"still writable"]

@@ -101,7 +101,8 @@ class LogCleaner:
         self.max_compaction_delay_secs = 0.0
         self.max_clean_time_secs = 0.0
         self.max_buffer_utilization = 0.0
-        logs.on_partition_deleted.append(self.manager.abort_cleaning)
+        logs.on_partition_deleted.append(self.manager.abort_and_pause)  # paused until it has left the logs
+        logs.on_partition_removed.append(self.manager.forget)
         logs.on_config_changed.append(self._config_changed)
         logs.around_truncation.append(self._paused_for_truncation)
 
@@ -137,6 +138,8 @@ class LogCleaner:
         now = self.time.milliseconds()
         logs = dict(self.logs.logs)
         chosen, candidates = self.manager.grab_filthiest(logs, now, only)
+        if chosen is not None and not self._still_live(chosen.key, logs[chosen.key]):
+            chosen = None
         self.max_dirty_percent = 100 * max((c.dirty_ratio for c in candidates), default=0.0)
         self.max_compaction_delay_secs = max((c.compaction_delay_ms for c in candidates), default=0) / 1000
         self.last_run_ms = now
@@ -199,7 +202,7 @@ class LogCleaner:
         for tp, lg in list(self.logs.logs.items()):
             if not lg.config.compact or (only is not None and tp not in only):
                 continue
-            if self.manager.begin_maintenance(tp):
+            if self.manager.begin_maintenance(tp) and self._still_live(tp, lg):
                 try:
                     lg.delete_old_segments()
                 except CompactLogError as exc:
@@ -242,7 +245,17 @@ class LogCleaner:
         progress) so that no cleaner thread touches it until :meth:`release` is called."""
         logs = dict(self.logs.logs)
         only = None if topic is None else {tp for tp in logs if tp[0] == topic}
-        return self.manager.grab_eligible(logs, self.time.milliseconds(), only)
+        return [c for c in self.manager.grab_eligible(logs, self.time.milliseconds(), only)
+                if self._still_live(c.key, logs[c.key])]
+
+    def _still_live(self, tp: TopicPartition, lg: Log) -> bool:
+        """Whether a log claimed from a copy of the logs is still the one served; if its topic was
+        deleted since the copy was taken, the claim is released and False returned. (Once a log is
+        claimed, a delete waits for the claim to end, so checking after the claim closes the gap.)"""
+        if self.logs.logs.get(tp) is lg:
+            return True
+        self.manager.done_cleaning(tp, None)
+        return False
 
     def was_aborted(self, tp: TopicPartition) -> bool:
         """Whether a claimed log was asked to stop meanwhile (deleted, truncated, paused)."""

@@ -101,14 +101,18 @@ class CleanerManager:
         with self.lock:
             self._move(tp, "resume")
 
-    def abort_cleaning(self, tp: TopicPartition) -> None:
-        """Used when a partition goes away: abort, then forget it."""
+    def forget(self, tp: TopicPartition) -> None:
+        """A partition that is gone from the logs (its topic deleted): drop its state, its uncleanable mark
+        and its checkpoint. Called after ``abort_and_pause`` and after the log left the logs the cleaner
+        chooses from: had it been resumed before, a cleaner thread could take it in between and swap
+        segments into a directory already renamed for deletion (an I/O error that takes the directory
+        offline)."""
         with self.lock:
-            self.abort_and_pause(tp)
-            self.resume(tp)
+            self.states.pop(tp, None)
             self.uncleanable.pop(tp, None)
             if self.checkpoints.pop(tp, None) is not None:
                 self.checkpoint_file.write(self.checkpoints)
+            self.cond.notify_all()
 
     def is_aborted(self, tp: TopicPartition) -> bool:
         return self.state(tp)[0] == ABORTED

@@ -100,7 +100,8 @@ class LogManager:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         # Hooks for the layers above (the cleaner pauses or forgets a partition on these).
-        self.on_partition_deleted: list = []  # (topic, partition) -> None
+        self.on_partition_deleted: list = []  # (topic, partition) -> None, before the log is taken away
+        self.on_partition_removed: list = []  # (topic, partition) -> None, once it is out of ``logs``
         self.on_config_changed: list = []  # (topic, LogConfig) -> None
         self.around_truncation: list = []  # context managers (topic, partition, offset): the cleaner pauses
         try:
@@ -326,6 +327,9 @@ class LogManager:
             if topic_file.exists():  # a topic found from a Kafka directory's folders has none
                 topic_file.unlink()
                 files.fsync_dir(topic_file.parent)
+            for hook in self.on_partition_removed:
+                for k, _ in doomed:
+                    hook(k)
             for m in marked:
                 shutil.rmtree(m, ignore_errors=True)
             self.checkpoint()
