@@ -151,10 +151,10 @@ class LogCleaner:
             self._set_state(worker, CLEANING, tp)
             try:
                 end, stats = cleaner.clean(lg, chosen.first_dirty_offset, chosen.first_uncleanable_offset)
-                self.manager.done_cleaning(tp, end)
                 result = CleanResult(tp[0], tp[1], chosen.first_dirty_offset, end, stats,
                                      self.time.milliseconds(), worker)
-                self._record(result, thread)
+                self._record(result, thread)  # the round's figures first: whoever sees the checkpoint move sees them
+                self.manager.done_cleaning(tp, end)
                 lg.delete_expired_files()
             except CleaningAbortedError:
                 log.info("cleaning of %s aborted", lg.name)

@@ -26,8 +26,10 @@ def chromium_path() -> str:
     return found
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser():
+    """One chromium per test module. Not per session: Playwright's sync API keeps an event loop running
+    in the main thread while it is open, and later modules' ``asyncio.run`` (aiokafka) would refuse to run."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
