@@ -20,7 +20,7 @@ from urllib.parse import quote
 
 from aiohttp import web
 
-from ..errors import CompactLogError
+from ..errors import CompactLogError, UnknownTopicOrPartitionError
 from . import auth
 from .jobs import Jobs
 from .listeners import HttpListener
@@ -181,6 +181,8 @@ async def _errors(request: web.Request, handler):
         return await handler(request)
     except Refused as exc:
         return _error_page(request, 403, "Not authorized", str(exc))
+    except UnknownTopicOrPartitionError as exc:  # gone, or never there: the page's subject does not exist
+        return _error_page(request, 404, "Unknown topic", str(exc))
     except CompactLogError as exc:
         return _error_page(request, 400, type(exc).__name__, str(exc))
     except web.HTTPNotFound:

@@ -107,7 +107,7 @@ def test_run_the_cleaner_and_compaction_from_the_page(serve_factory, new_page):
 def test_an_unknown_topic_cannot_be_compacted(console_server, page):
     page.goto("/cleaner")
     response = page.request.post("/cleaner/compact/nope", form={"csrf": page.locator("input[name=csrf]").first.input_value()})
-    assert response.status == 400 and "does not exist" in response.text()
+    assert response.status == 404 and "does not exist" in response.text()
 
 
 def test_charts_escape_labels_and_draw_points():

@@ -297,6 +297,8 @@ def _delete_page(request: web.Request, name: str, status: int = 200, error: str 
 async def delete_form(request: web.Request) -> web.Response:
     name = request.match_info["topic"]
     require(request, "DELETE", "TOPIC", name)
+    if name not in console(request).cl.list_topics():
+        raise UnknownTopicOrPartitionError(f"Topic '{name}' does not exist.")
     return _delete_page(request, name)
 
 
