@@ -165,6 +165,18 @@ def see_other(location: str) -> web.HTTPSeeOther:
     return web.HTTPSeeOther(location)
 
 
+async def start_job(request: web.Request, title: str, template: str, action: Callable, topic: str | None = None,
+                    **context: Any) -> web.HTTPSeeOther:
+    """Queue a long action owned by the viewer and answer with its page (``jobs.py``). With ``topic``, an
+    unknown topic is refused now, with Kafka's message, rather than as a failed job."""
+    c = console(request)
+    if topic is not None:
+        await c.run(c.cl.manager.partitions_for, topic)
+        context["topic"] = topic
+    job = c.jobs.start(title, template, owner=viewer(request).principal, action=action, **context)
+    return see_other(f"/jobs/{job.id}")
+
+
 def topic_url(topic: str, *rest: str) -> str:
     return "/".join(["/topics", quote(topic, safe=""), *rest])
 

@@ -158,8 +158,7 @@ class _Growing:
             self._cache.move_to_end(key)
             while len(self._cache) > CACHE_SEGMENTS:
                 self._cache.popitem(last=False)
-        return SegmentSummary(seg.base_offset, next_offset, size, part.batches, part.records, part.codecs,
-                              part.first_timestamp, part.max_timestamp)
+        return _summary(seg, next_offset, size, part)
 
 
 def _still_there(seg, part: _Partial, size: int) -> bool:
@@ -194,20 +193,13 @@ GROWING = _Growing()
 
 
 def _summarize(seg, next_offset: int) -> SegmentSummary:
-    """One walk over the segment's batch headers (records stay compressed: only headers are read)."""
-    batches = records = 0
-    codecs: list[str] = []
-    first_ts, max_ts = -1, -1
-    for _, b in seg.batches():
-        batches += 1
-        records += b.record_count
-        name = Codec(b.codec).name.lower()
-        if name not in codecs:
-            codecs.append(name)
-        if first_ts < 0:
-            first_ts = b.first_timestamp
-        max_ts = max(max_ts, b.max_timestamp)
-    return SegmentSummary(seg.base_offset, next_offset, seg.size, batches, records, tuple(codecs), first_ts, max_ts)
+    """One walk over a closed segment's batch headers (records stay compressed: only headers are read)."""
+    return _summary(seg, next_offset, seg.size, _read_on(seg, _Partial(0, None), seg.size))
+
+
+def _summary(seg, next_offset: int, size: int, part: _Partial) -> SegmentSummary:
+    return SegmentSummary(seg.base_offset, next_offset, size, part.batches, part.records, part.codecs,
+                          part.first_timestamp, part.max_timestamp)
 
 
 def _kind(s: SegmentSummary, active: bool, first_dirty: int | None, first_uncleanable: int | None) -> str:

@@ -29,7 +29,7 @@ from ...compaction.service import CompactionStatus, backlog_bytes
 from ...compaction.state import read_state
 from ...errors import CompactLogError
 from .. import charts, inventory
-from ..app import Console, console, page, require, see_other, viewer
+from ..app import Console, console, page, require, start_job, viewer
 from ..jobs import Job
 from ..render import size
 
@@ -299,9 +299,7 @@ def run_compaction(cl, topic: str, job: Job):
 async def run_now(request: web.Request) -> web.Response:
     require(request, "ALTER")
     c = console(request)
-    job = c.jobs.start("Log cleaner run", "cleaner_job.html", owner=viewer(request).principal,
-                       action=lambda job: run_cleaner(c.cl, job))
-    raise see_other(f"/jobs/{job.id}")
+    raise await start_job(request, "Log cleaner run", "cleaner_job.html", lambda job: run_cleaner(c.cl, job))
 
 
 @routes.post("/cleaner/compact/{topic}")
@@ -309,7 +307,5 @@ async def compact_now(request: web.Request) -> web.Response:
     topic = request.match_info["topic"]
     require(request, "ALTER", "TOPIC", topic)
     c = console(request)
-    await c.run(c.cl.manager.partitions_for, topic)  # an unknown topic: Kafka's message, now, not in a job
-    job = c.jobs.start(f"Compaction of {topic}", "cleaner_compaction_job.html", owner=viewer(request).principal,
-                       action=lambda job: run_compaction(c.cl, topic, job), topic=topic)
-    raise see_other(f"/jobs/{job.id}")
+    raise await start_job(request, f"Compaction of {topic}", "cleaner_compaction_job.html",
+                          lambda job: run_compaction(c.cl, topic, job), topic=topic)

@@ -18,7 +18,7 @@ from ...errors import CompactLogError
 from ...records.codecs import Codec
 from ...spark.advise import TRIALS, Advice, Trial, advise_local, topic_settings
 from .. import charts
-from ..app import console, page, require, see_other, topic_url, viewer
+from ..app import console, page, require, see_other, start_job, topic_url, viewer
 from ..jobs import Job
 
 routes = web.RouteTableDef()
@@ -121,10 +121,8 @@ async def start_advisor(request: web.Request) -> web.Response:
         min_mbps = parse_number(form.get("min_mbps", ""), "Minimum compression speed (MB/s)", 0, 1e6)
     except ValueError as exc:
         return await _page(request, topic, 400, str(exc), form)
-    await c.run(c.cl.manager.partitions_for, topic)  # an unknown topic: Kafka's message now, not in a job
-    job = c.jobs.start(f"Compression advice for {topic}", JOB_TEMPLATE, owner=viewer(request).principal,
-                       action=lambda job: run_advisor(c.cl, topic, int(sample_mb * MB), min_mbps, job), topic=topic)
-    raise see_other(f"/jobs/{job.id}")
+    raise await start_job(request, f"Compression advice for {topic}", JOB_TEMPLATE,
+                          lambda job: run_advisor(c.cl, topic, int(sample_mb * MB), min_mbps, job), topic=topic)
 
 
 @routes.post("/topics/{topic}/compression/apply")
