@@ -49,6 +49,13 @@ def cli(*args: str) -> str:
     return result.output
 
 
+def add_users(data_dir, users: dict[str, str]) -> None:
+    """SCRAM-SHA-256 credentials for each user -> password, as ``kafka-configs --entity-type users`` adds them."""
+    for user, password in users.items():
+        cli("configs", "--data-dir", str(data_dir), "--alter", "--entity-type", "users", "--entity-name", user,
+            "--add-config", f"SCRAM-SHA-256=[password={password}]")
+
+
 # librdkafka (confluent-kafka) ------------------------------------------------------------------------
 
 def confluent_produce(conf: dict, topic: str, values: list[bytes], timeout: float = T) -> list:

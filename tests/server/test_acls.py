@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from security_clients import (
     ServeProcess,
+    add_users,
     aiokafka_roundtrip,
     cli,
     confluent_consume,
@@ -83,9 +84,7 @@ def test_a_binding_kafka_would_refuse_is_refused(tmp_path):
 def acl_server(tmp_path_factory):
     d = tmp_path_factory.mktemp("acls") / "data"
     d.mkdir()
-    for user, password in USERS.items():
-        cli("configs", "--data-dir", str(d), "--alter", "--entity-type", "users", "--entity-name", user,
-            "--add-config", f"SCRAM-SHA-256=[password={password}]")
+    add_users(d, USERS)
     acl = ["acls", "--data-dir", str(d), "--add", "--allow-principal", "User:alice"]
     cli(*acl, "--operation", "Read", "--topic", "readonly")
     cli(*acl, "--operation", "All", "--topic", "team-", "--resource-pattern-type", "prefixed")

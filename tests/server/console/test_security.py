@@ -14,7 +14,7 @@ import urllib.request
 import pytest
 from console_support import shot
 from playwright.sync_api import expect
-from security_clients import cli
+from security_clients import add_users, cli
 
 USERS = {"admin": "admin-secret", "alice": "alice-secret"}
 
@@ -25,9 +25,7 @@ def secured(tmp_path_factory):
 
     d = tmp_path_factory.mktemp("console-security") / "data"
     d.mkdir()
-    for user, password in USERS.items():
-        cli("configs", "--data-dir", str(d), "--alter", "--entity-type", "users", "--entity-name", user,
-            "--add-config", f"SCRAM-SHA-256=[password={password}]")
+    add_users(d, USERS)
     for op in ("Describe", "Read"):
         cli("acls", "--data-dir", str(d), "--add", "--allow-principal", "User:alice", "--operation", op,
             "--topic", "shared")

@@ -19,7 +19,7 @@ import urllib.request
 from dataclasses import dataclass
 
 import pytest
-from security_clients import cli
+from security_clients import add_users, cli
 
 USERS = {"admin": "admin-secret", "alice": "alice-secret", "bob": "bob-secret"}
 LONG_MAX = 2**63 - 1
@@ -34,9 +34,7 @@ def secured(tmp_path_factory):
 
     d = tmp_path_factory.mktemp("console-review") / "data"
     d.mkdir()
-    for user, password in USERS.items():
-        cli("configs", "--data-dir", str(d), "--alter", "--entity-type", "users", "--entity-name", user,
-            "--add-config", f"SCRAM-SHA-256=[password={password}]")
+    add_users(d, USERS)
     for topic in ("shared", "secret"):
         cli("topics", "--data-dir", str(d), "--create", "--topic", topic, "--partitions", "1",
             "--config", "cleanup.policy=compact")
