@@ -2,7 +2,7 @@
 
 It is an adapter like the Kafka listeners: it runs in the ``serve`` process, on the same event loop,
 and reads the same ``CompactLog``, group coordinator, credentials and ACLs the broker answers from. Its
-own thread pool does anything that touches the disk, so a slow page waits for its own threads, never
+own thread does anything that touches the disk, so a slow page waits for its own thread, never
 for the broker's: a produce request is not queued behind a page.
 
 Layout: ``app.py`` (the aiohttp application, its listeners and middleware), ``auth.py`` (logins with

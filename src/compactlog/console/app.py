@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import sys
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -29,11 +30,16 @@ from .render import render
 log = logging.getLogger(__name__)
 STATIC = Path(__file__).parent / "static"
 MAX_FORM_BYTES = 64 * 1024  # the largest form a page sends (a config value, a key to look up)
-PAGE_THREADS = 2  # threads that read the disk for pages; the broker's are not among them
+PAGE_THREADS = 1  # the thread that reads the disk and renders for pages; one, so pages contend with the broker for one core at most
 STOP_SECONDS = 30.0  # what a stop waits for a running job and page reads before the broker closes its logs
 CONTENT_SECURITY_POLICY = ("default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; "
                            "connect-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'")
 OPEN_PATHS = ("/login", "/static/")  # reachable before a login
+# How long a thread may keep the GIL while another waits for it. Pages are Python work on the console's
+# threads; at CPython's 5 ms every hand-over between the broker's event loop and its append threads could
+# wait that long behind a page, several times a request (bench/bench_console.py: produce p50 1 ms idle,
+# 52 ms with four page loaders at 5 ms, 7 ms at 1 ms).
+GIL_SWITCH_SECONDS = 0.001
 
 
 class Console:
@@ -66,7 +72,7 @@ class Console:
         return app
 
     async def run(self, fn: Callable, *args, **kwargs) -> Any:
-        """``fn`` on the console's own threads (disk reads, decompression)."""
+        """``fn`` on the console's own thread (disk reads, decompression, rendering)."""
         future = asyncio.get_running_loop().run_in_executor(self._pool, functools.partial(fn, *args, **kwargs))
         self._reads.add(future)
         future.add_done_callback(self._reads.discard)
@@ -77,6 +83,7 @@ class Console:
         return bool(self.broker.extras["credentials"].describe())
 
     async def start(self, listeners: list[HttpListener]) -> list[str]:
+        sys.setswitchinterval(min(sys.getswitchinterval(), GIL_SWITCH_SECONDS))
         self._runner = web.AppRunner(self.app, access_log=None, handle_signals=False)
         await self._runner.setup()
         for x in listeners:

@@ -1,7 +1,7 @@
 """The console never makes the broker wait: pages queue on the console's own threads, produce does not.
 
 Forty pages that each read and format 500 records are asked for at once; they take seconds to answer
-on the console's two threads. A produce request sent while they are queued must be acknowledged
+on the console's page thread. A produce request sent while they are queued must be acknowledged
 before they have all been answered (an order, not a timing), and every page must still answer.
 """
 
