@@ -78,7 +78,35 @@ def rewrite_segment(task: SegmentTask, staging: JobStaging) -> SegmentResult:
 
 def recompress_topic(spark, cl, topic: str, compression: str, level: int | None = None,
                      progress: Callable[[str], None] = print) -> list[SegmentResult]:
-    """Rewrite every closed segment of ``topic`` with ``compression`` at ``level``; returns per-segment sizes."""
+    """Rewrite every closed segment of ``topic`` with ``compression`` at ``level``, one Spark task per
+    segment; returns per-segment sizes."""
+    def on_spark(tasks: list[SegmentTask], staging: JobStaging) -> list[SegmentResult]:
+        with spark_progress(spark, "recompression"):
+            return spark.sparkContext.parallelize(tasks, len(tasks)).map(lambda t: rewrite_segment(t, staging)).collect()
+
+    return _recompress(cl, topic, compression, level, on_spark, f"on {spark.sparkContext.master}", progress)
+
+
+def recompress_local(cl, topic: str, compression: str, level: int | None = None,
+                     progress: Callable[[str], None] = print,
+                     on_segment: Callable[[int, int], None] = lambda done, total: None) -> list[SegmentResult]:
+    """The same rewrite one segment after another in the calling thread (the web console's job, where
+    the broker owns the data directory and no Spark runs); ``on_segment(done, total)`` after each."""
+    def here(tasks: list[SegmentTask], staging: JobStaging) -> list[SegmentResult]:
+        results = []
+        for t in tasks:
+            results.append(rewrite_segment(t, staging))
+            on_segment(len(results), len(tasks))
+        return results
+
+    return _recompress(cl, topic, compression, level, here, "in this process", progress)
+
+
+def _recompress(cl, topic: str, compression: str, level: int | None,
+                run: Callable[[list[SegmentTask], JobStaging], list[SegmentResult]], where: str,
+                progress: Callable[[str], None]) -> list[SegmentResult]:
+    """Plan one task per closed segment, ``run`` them, swap each result in (crash-safe) unless its segment
+    changed meanwhile."""
     codec = codec_from_name(compression)
     check_level(codec, level)
     n = cl.manager.partitions_for(topic)
@@ -92,12 +120,11 @@ def recompress_topic(spark, cl, topic: str, compression: str, level: int | None 
     if not tasks:
         progress(f"{topic}: no closed segments to recompress")
         return []
-    progress(f"{topic}: recompressing {len(tasks)} segment(s) to {codec.config_name} on {spark.sparkContext.master}")
+    progress(f"{topic}: recompressing {len(tasks)} segment(s) to {codec.config_name} {where}")
     staging = JobStaging.begin(cl.manager.dir)
     try:
         with cl.cleaner.paused([(topic, p) for p in range(n)]):  # no cleaning round swaps these meanwhile
-            with spark_progress(spark, "recompression"):
-                results = spark.sparkContext.parallelize(tasks, len(tasks)).map(lambda t: rewrite_segment(t, staging)).collect()
+            results = run(tasks, staging)
             for r, t in zip(results, tasks):
                 # a segment changed since planning (or now active) is kept as it is
                 cl.log(topic, r.partition).adopt_cleaned(r.base_offset, [(t.base_offset, t.size)], Path(r.dir))

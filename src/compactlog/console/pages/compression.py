@@ -1,10 +1,15 @@
-"""Compression: run the advisor on a topic, see every codec's ratio and speed, apply the recommendation.
+"""Compression: run the advisor on a topic, see every codec's ratio and speed, apply the recommendation,
+and recompress the stored history to a codec.
 
 The advisor runs as a job, without Spark (``advise_local``: the trials one after the other on the job
 thread), because measuring compression speed costs seconds of CPU; starting it takes ALTER on the topic
 for that reason, and applying the recommendation takes ALTER_CONFIGS, through ``alter_topic_config``
 as ``configs --alter`` does. The page shows the viewer's latest advice for the topic from the jobs
 the console remembers.
+
+A codec change applies to new batches only, as in Kafka; "Recompress" rewrites the closed segments
+already stored (``spark recompress``'s rewrite, here one segment after another on the job thread:
+``recompress_local``), swapping each in crash-safely; it takes ALTER on the topic.
 """
 
 from __future__ import annotations
@@ -15,8 +20,9 @@ from aiohttp import web
 from markupsafe import Markup
 
 from ...errors import CompactLogError
-from ...records.codecs import Codec
+from ...records.codecs import Codec, check_level, codec_from_name
 from ...spark.advise import TRIALS, Advice, Trial, advise_local, topic_settings
+from ...spark.recompress import recompress_local
 from .. import charts
 from ..app import console, page, require, see_other, start_job, topic_url, viewer
 from ..jobs import Job
@@ -28,6 +34,8 @@ DEFAULT_SAMPLE_MB = 16.0  # as ``compactlog spark advise``
 MIN_SAMPLE_MB, MAX_SAMPLE_MB = 0.0656, 64.0  # the CLI's 64 KiB floor; a cap on what the broker's process holds
 DEFAULT_MIN_MBPS = 50.0
 JOB_TEMPLATE = "compression_job.html"
+RECOMPRESS_TEMPLATE = "compression_recompress_job.html"
+CODECS = ("zstd", "lz4", "snappy", "gzip", "uncompressed")
 
 
 @dataclass(frozen=True)
@@ -66,6 +74,24 @@ def run_advisor(cl, topic: str, sample_bytes: int, min_mbps: float, job: Job) ->
     return AdvisorResult(topic, advice, advice_chart(topic, advice) if advice else None)
 
 
+@dataclass(frozen=True)
+class RecompressResult:
+    topic: str
+    codec: str
+    level: int | None
+    segments: int
+    bytes_before: int
+    bytes_after: int
+
+
+def run_recompression(cl, topic: str, codec: str, level: int | None, job: Job) -> RecompressResult:
+    results = recompress_local(cl, topic, codec, level, progress=job.progress,
+                               on_segment=lambda done, total: job.progress(f"{done} of {total} segments rewritten",
+                                                                           done / total))
+    return RecompressResult(topic, codec, level, len(results), sum(r.bytes_before for r in results),
+                            sum(r.bytes_after for r in results))
+
+
 def parse_number(text: str, name: str, lo: float, hi: float) -> float:
     """A form's number within [lo, hi], or a message saying what is wrong."""
     try:
@@ -93,7 +119,7 @@ async def _page(request: web.Request, topic: str, status: int = 200, error: str 
     desc, size = await c.run(_describe, c.cl, topic)
     return page(request, "compression.html", status=status, topic=topic, config=desc.config,
                 partitions=len(desc.partitions), topic_bytes=size, error=error, applied=applied,
-                last=latest_advice(request, topic),
+                last=latest_advice(request, topic), codecs=CODECS,
                 form=form or {"sample_mb": f"{DEFAULT_SAMPLE_MB:g}", "min_mbps": f"{DEFAULT_MIN_MBPS:g}"},
                 limits=(MIN_SAMPLE_MB, MAX_SAMPLE_MB))
 
@@ -142,3 +168,24 @@ async def apply_advice(request: web.Request) -> web.Response:
     except CompactLogError as exc:
         return await _page(request, topic, 400, str(exc))
     raise see_other(topic_url(topic, "compression") + "?applied")
+
+
+@routes.post("/topics/{topic}/compression/recompress")
+async def start_recompression(request: web.Request) -> web.Response:
+    """Rewrite the topic's closed segments with a codec (the active one keeps taking appends)."""
+    topic = request.match_info["topic"]
+    require(request, "ALTER", "TOPIC", topic)
+    c = console(request)
+    form = await request.post()
+    codec_name = str(form.get("codec", ""))
+    level_text = str(form.get("level", "")).strip()
+    try:
+        level = int(level_text) if level_text else None
+    except ValueError:
+        return await _page(request, topic, 400, f"The level must be a whole number, not {level_text!r}.")
+    try:
+        check_level(codec_from_name(codec_name), level)
+    except CompactLogError as exc:
+        return await _page(request, topic, 400, str(exc))
+    raise await start_job(request, f"Recompression of {topic} to {codec_name}", RECOMPRESS_TEMPLATE,
+                          lambda job: run_recompression(c.cl, topic, codec_name, level, job), topic=topic)
