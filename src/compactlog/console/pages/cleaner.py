@@ -28,6 +28,7 @@ from ...cleaner.selection import eligible
 from ...compaction.service import CompactionStatus, backlog_bytes
 from ...compaction.state import read_state
 from ...errors import CompactLogError
+from ...storage.topics import INTERNAL_TOPICS
 from .. import charts, inventory
 from ..app import Console, console, page, require, start_job, viewer
 from ..jobs import Job
@@ -185,7 +186,7 @@ def read_view(cl, full: bool = True) -> CleanerView:
             if config.compact:
                 partitions += inventory.topic_facts(cl, name, with_segments=True).partitions
                 min_ratios[name] = config.min_cleanable_dirty_ratio
-            if not name.startswith("__"):  # the broker's own topics are not for compact-topic
+            if name not in INTERNAL_TOPICS:  # the broker's own topics are not for compact-topic
                 compaction.append((name, cl.compaction_status(name)))
         except (CompactLogError, OSError):  # deleted while we looked
             continue
