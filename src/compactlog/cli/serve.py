@@ -47,6 +47,8 @@ def serve(data_dir, server_properties, overrides, http):
 
     extra = _overrides(overrides)
     if http:
+        if http.isdigit():  # a port alone: no host, which http.listeners reads as loopback
+            http = f":{http}"
         extra["http.listeners"] = http if "://" in http else f"http://{http}"
     config = (BrokerConfig.from_file(server_properties, extra) if server_properties else BrokerConfig(extra))
 
