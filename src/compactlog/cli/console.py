@@ -230,6 +230,8 @@ def consume(data_dir, server_properties, bootstrap_server, topic, from_beginning
         follow(data_dir, topic, partition, start if start is not None else "earliest" if from_beginning else "latest",
                max_messages, timeout_ms, read_compacted, fmt, out, check_crcs)
         return
+    if max_messages == 0:  # nothing to print, as when following or via a broker (the API wants >= 1)
+        return
     with open_data_dir(data_dir, server_properties) as cl:
         write_records(cl.consume(topic, partition, from_beginning=from_beginning, offset=start, max_records=max_messages,
                                  read_compacted=read_compacted, check_crcs=check_crcs), fmt, out)
