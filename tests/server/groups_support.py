@@ -37,6 +37,26 @@ def values(prefix: str, n: int) -> list[bytes]:
     return [f"{prefix}-{i}".encode() for i in range(n)]
 
 
+def partitions(c) -> list[int]:
+    """The partition numbers assigned to a consumer of any of the three client libraries."""
+    return sorted(p.partition for p in c.assignment())
+
+
+def read_through_restarts(server, read_all_and_commit: Callable[[str, str, str, list[bytes]], None]) -> None:
+    """Group ``shop`` reads and commits 60 records of ``prices`` (3 partitions), then 30 new ones after a
+    SIGTERM restart and 30 after a SIGKILL restart: committed offsets are in __consumer_offsets either way,
+    so each read after a restart starts where the last commit left off (120 committed in all)."""
+    create_topic(server.bootstrap, "prices", 3)
+    first = values("a", 60)
+    produce(server.bootstrap, "prices", first)
+    read_all_and_commit(server.bootstrap, "shop", "prices", first)
+    for kill in (False, True):
+        server.restart(kill=kill)
+        more = values(f"after-restart-{kill}", 30)
+        produce(server.bootstrap, "prices", more)
+        read_all_and_commit(server.bootstrap, "shop", "prices", more)
+
+
 def wait_until(check: Callable[[], bool], timeout: float, step: Callable[[], None] = lambda: time.sleep(0.05),
                what: str = "condition") -> None:
     """Call ``step`` until ``check()`` holds; fail after ``timeout`` seconds."""

@@ -11,7 +11,13 @@ import pytest
 
 aiokafka = pytest.importorskip("aiokafka")
 from aiokafka import AIOKafkaConsumer, TopicPartition
-from groups_support import SESSION_MS, MemberProcess, create_topic, produce, values
+from groups_support import (
+    SESSION_MS,
+    MemberProcess,
+    create_topic,
+    partitions,
+    read_through_restarts,
+)
 
 
 def consumer(bootstrap: str, group: str, *topics: str) -> AIOKafkaConsumer:
@@ -48,20 +54,8 @@ async def read_all_and_commit(bootstrap: str, group: str, topic: str, expected: 
         await c.stop()
 
 
-def partitions(c: AIOKafkaConsumer) -> list[int]:
-    return sorted(p.partition for p in c.assignment())
-
-
 def test_a_group_reads_from_the_beginning_and_resumes_after_restarts(server):
-    create_topic(server.bootstrap, "prices", 3)
-    first = values("a", 60)
-    produce(server.bootstrap, "prices", first)
-    asyncio.run(read_all_and_commit(server.bootstrap, "shop", "prices", first))
-    for kill in (False, True):
-        server.restart(kill=kill)
-        more = values(f"after-restart-{kill}", 30)
-        produce(server.bootstrap, "prices", more)
-        asyncio.run(read_all_and_commit(server.bootstrap, "shop", "prices", more))
+    read_through_restarts(server, lambda *args: asyncio.run(read_all_and_commit(*args)))
 
     async def committed() -> list:
         c = consumer(server.bootstrap, "shop")

@@ -15,8 +15,10 @@ from groups_support import (
     SESSION_MS,
     MemberProcess,
     create_topic,
+    partitions,
     produce,
     read,
+    read_through_restarts,
     values,
     wait_until,
 )
@@ -41,20 +43,8 @@ def read_all_and_commit(bootstrap: str, group: str, topic: str, expected: list[b
         c.close()
 
 
-def partitions(c: Consumer) -> list[int]:
-    return sorted(p.partition for p in c.assignment())
-
-
 def test_a_group_reads_from_the_beginning_and_resumes_after_restarts(server):
-    create_topic(server.bootstrap, "prices", 3)
-    first = values("a", 60)
-    produce(server.bootstrap, "prices", first)
-    read_all_and_commit(server.bootstrap, "shop", "prices", first)
-    for kill in (False, True):  # SIGTERM, then SIGKILL: committed offsets are in __consumer_offsets either way
-        server.restart(kill=kill)
-        more = values(f"after-restart-{kill}", 30)
-        produce(server.bootstrap, "prices", more)
-        read_all_and_commit(server.bootstrap, "shop", "prices", more)
+    read_through_restarts(server, read_all_and_commit)
     c = consumer(server.bootstrap, "shop")
     try:
         committed = c.committed([TopicPartition("prices", p) for p in range(3)], timeout=10)
