@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib.util
 import time
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 from click.testing import CliRunner
@@ -21,21 +22,19 @@ SHOWN = ("--property", "print.key=true", "--property", "key.separator=:", "--pro
          "--property", "print.offset=true")
 
 
-def _serve_process_class() -> type:
-    """tests/server's ServeProcess, loaded by path (several test directories have a conftest)."""
-    path = Path(__file__).parents[1] / "server" / "conftest.py"
-    spec = importlib.util.spec_from_file_location("_wire_cli_serve", path)
+def _wire() -> ModuleType:
+    """tests/server/wire.py, loaded by path (several test directories have a conftest, and only
+    tests/server's own tests put that directory on the path)."""
+    spec = importlib.util.spec_from_file_location("_wire_cli_wire", Path(__file__).parents[1] / "server" / "wire.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    return mod.ServeProcess
+    return mod
 
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory):
-    s = _serve_process_class()(tmp_path_factory.mktemp("wire-cli") / "data")
-    s.start()
-    yield s
-    s.kill()
+    with _wire().serving(tmp_path_factory.mktemp("wire-cli") / "data") as s:
+        yield s
 
 
 @pytest.fixture

@@ -9,25 +9,15 @@ second), with the listeners and settings the module needs.
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import io
 import socket
 import struct
 import time
-from pathlib import Path
 
+import wire
 from kio.serial import entity_reader, entity_writer
 
-
-def _serve_process() -> type:
-    """This directory's ServeProcess, loaded by path: ``import conftest`` may find another directory's."""
-    spec = importlib.util.spec_from_file_location("_security_serve", Path(__file__).with_name("conftest.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod.ServeProcess
-
-
-ServeProcess = _serve_process()
+ServeProcess = wire.serve_process_class()
 
 T = 10  # seconds any one client step may take
 

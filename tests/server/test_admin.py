@@ -4,10 +4,8 @@ the error codes Kafka gives for what it refuses."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
+import wire
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
 from confluent_kafka import (  # noqa: E402
@@ -35,21 +33,11 @@ T = 15  # seconds any one admin call may take
 pytestmark = pytest.mark.filterwarnings("ignore:alter_configs has been deprecated:DeprecationWarning")
 
 
-def _serve_process_class() -> type:
-    """This directory's ServeProcess, loaded by path (several test directories have a conftest)."""
-    spec = importlib.util.spec_from_file_location("_admin_serve", Path(__file__).with_name("conftest.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod.ServeProcess
-
-
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory):
     """One server for the module, with one broker default set (log.retention.hours) to show its source."""
-    s = _serve_process_class()(tmp_path_factory.mktemp("admin") / "data", {"log.retention.hours": "48"})
-    s.start()
-    yield s
-    s.kill()
+    with wire.serving(tmp_path_factory.mktemp("admin") / "data", {"log.retention.hours": "48"}) as s:
+        yield s
 
 
 @pytest.fixture(scope="module")

@@ -3,10 +3,8 @@ sends on its own (a broker resource that is not this node, repeated names) sent 
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
+import wire
 
 pytest.importorskip("kafka")
 from kafka import KafkaConsumer, KafkaProducer  # noqa: E402
@@ -30,19 +28,10 @@ from compactlog.storage.config import TOPIC_CONFIGS  # noqa: E402
 MS = 15000
 
 
-def _serve_process_class() -> type:
-    spec = importlib.util.spec_from_file_location("_admin_kp_serve", Path(__file__).with_name("conftest.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod.ServeProcess
-
-
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory):
-    s = _serve_process_class()(tmp_path_factory.mktemp("admin-kp") / "data")
-    s.start()
-    yield s
-    s.kill()
+    with wire.serving(tmp_path_factory.mktemp("admin-kp") / "data") as s:
+        yield s
 
 
 @pytest.fixture(scope="module")

@@ -8,12 +8,14 @@ never send (a repeated batch, a zstd batch on Produce v3, a half frame) and see 
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import importlib.util
 import io
 import socket
 import struct
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Self
 
@@ -38,6 +40,17 @@ def serve_process_class() -> type:
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod.ServeProcess
+
+
+@contextlib.contextmanager
+def serving(data_dir: Path, overrides: dict[str, str] | None = None) -> Iterator[Any]:
+    """A started ``ServeProcess`` on ``data_dir`` for a module-scoped fixture; killed when the block ends."""
+    s = serve_process_class()(data_dir, overrides)
+    s.start()
+    try:
+        yield s
+    finally:
+        s.kill()
 
 
 def header_bytes(body: Any, correlation_id: int, client_id: str | None) -> bytes:
