@@ -57,6 +57,12 @@ def sasl_conf(server, mechanism: str, user: str = "alice", password: str | None 
             "sasl.password": USERS.get(user, "x") if password is None else password}
 
 
+def python_client_kwargs(server, mechanism: str, user: str, password: str | None = None) -> dict:
+    """kafka-python's and aiokafka's keyword arguments (the same names in both) for a SASL_PLAINTEXT login."""
+    return {"bootstrap_servers": server.bootstrap, "security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": mechanism,
+            "sasl_plain_username": user, "sasl_plain_password": USERS[user] if password is None else password}
+
+
 MECHANISMS = ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
 
 
@@ -87,9 +93,8 @@ def test_confluent_over_sasl_ssl(sasl_server, certs):  # noqa: F811
 @pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-512"])
 def test_kafka_python_logs_in(sasl_server, mechanism):
     values = [b"k1", b"k2"]
-    got = kafka_python_roundtrip(f"kp-{mechanism.lower()}", values, bootstrap_servers=sasl_server.bootstrap,
-                                 security_protocol="SASL_PLAINTEXT", sasl_mechanism=mechanism,
-                                 sasl_plain_username="alice", sasl_plain_password="alice-secret")
+    got = kafka_python_roundtrip(f"kp-{mechanism.lower()}", values,
+                                 **python_client_kwargs(sasl_server, mechanism, "alice"))
     assert got == values
 
 
@@ -99,8 +104,7 @@ def test_kafka_python_with_a_wrong_password_fails(sasl_server, caplog):
 
     caplog.set_level(logging.INFO, logger="kafka")  # whatever other tests set
     with pytest.raises(KafkaError):  # kafka-python keeps retrying until its bootstrap timeout
-        KafkaProducer(bootstrap_servers=sasl_server.bootstrap, security_protocol="SASL_PLAINTEXT",
-                      sasl_mechanism="SCRAM-SHA-256", sasl_plain_username="alice", sasl_plain_password="nope",
+        KafkaProducer(**python_client_kwargs(sasl_server, "SCRAM-SHA-256", "alice", "nope"),
                       bootstrap_timeout_ms=2500, max_block_ms=2500)
     assert "wrong username or password" in caplog.text
 
@@ -108,15 +112,12 @@ def test_kafka_python_with_a_wrong_password_fails(sasl_server, caplog):
 @pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256"])
 def test_aiokafka_logs_in(sasl_server, mechanism):
     values = [b"a1", b"a2"]
-    got = aiokafka_roundtrip(f"aio-{mechanism.lower()}", values, bootstrap_servers=sasl_server.bootstrap,
-                             security_protocol="SASL_PLAINTEXT", sasl_mechanism=mechanism,
-                             sasl_plain_username="bob", sasl_plain_password="bob-secret")
+    got = aiokafka_roundtrip(f"aio-{mechanism.lower()}", values, **python_client_kwargs(sasl_server, mechanism, "bob"))
     assert got == values
 
 
 def test_aiokafka_with_a_wrong_password_fails(sasl_server, caplog):
-    exc = aiokafka_start_error(bootstrap_servers=sasl_server.bootstrap, security_protocol="SASL_PLAINTEXT",
-                               sasl_mechanism="SCRAM-SHA-512", sasl_plain_username="bob", sasl_plain_password="x")
+    exc = aiokafka_start_error(**python_client_kwargs(sasl_server, "SCRAM-SHA-512", "bob", "x"))
     assert exc is not None  # aiokafka reports "unable to bootstrap" and logs the broker's reason
     assert "[Error 58] SaslAuthenticationFailed" in caplog.text
 
