@@ -31,3 +31,25 @@ def module_serve(data_dir: Path, **overrides: str):
         yield s
     finally:
         s.kill()
+
+
+SECURED = {"http.listeners": "http://127.0.0.1:0", "super.users": "User:admin"}  # a console behind logins
+
+
+def users_data_dir(tmp_path_factory, name: str, users: dict[str, str]) -> Path:
+    """A fresh data directory with SCRAM users (user -> password), made before the broker starts."""
+    from security_clients import add_users
+
+    d = tmp_path_factory.mktemp(name) / "data"
+    d.mkdir()
+    add_users(d, users)
+    return d
+
+
+def allow(data_dir: Path, principal: str, operations: tuple[str, ...], *resource: str) -> None:
+    """ALLOW ACLs for ``principal``, one an operation, on ``resource`` (``kafka-acls`` flags such as
+    ``--topic shared``), added while the broker is down."""
+    from security_clients import cli
+
+    for op in operations:
+        cli("acls", "--data-dir", str(data_dir), "--add", "--allow-principal", principal, "--operation", op, *resource)

@@ -12,24 +12,17 @@ import urllib.error
 import urllib.request
 
 import pytest
-from console_support import shot
+from console_support import SECURED, allow, module_serve, shot, users_data_dir
 from playwright.sync_api import expect
-from security_clients import add_users, cli
 
 USERS = {"admin": "admin-secret", "alice": "alice-secret"}
 
 
 @pytest.fixture(scope="module")
 def secured(tmp_path_factory):
-    from console_support import module_serve
-
-    d = tmp_path_factory.mktemp("console-security") / "data"
-    d.mkdir()
-    add_users(d, USERS)
-    for op in ("Describe", "Read"):
-        cli("acls", "--data-dir", str(d), "--add", "--allow-principal", "User:alice", "--operation", op,
-            "--topic", "shared")
-    with module_serve(d, **{"http.listeners": "http://127.0.0.1:0", "super.users": "User:admin"}) as s:
+    d = users_data_dir(tmp_path_factory, "console-security", USERS)
+    allow(d, "User:alice", ("Describe", "Read"), "--topic", "shared")
+    with module_serve(d, **SECURED) as s:
         yield s
 
 

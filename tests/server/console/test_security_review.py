@@ -19,7 +19,8 @@ import urllib.request
 from dataclasses import dataclass
 
 import pytest
-from security_clients import add_users, cli
+from console_support import SECURED, allow, module_serve, users_data_dir
+from security_clients import cli
 
 USERS = {"admin": "admin-secret", "alice": "alice-secret", "bob": "bob-secret"}
 LONG_MAX = 2**63 - 1
@@ -30,22 +31,15 @@ MARKUP_GROUP = '"><svg onload=alert(1)>'
 @pytest.fixture(scope="module")
 def secured(tmp_path_factory):
     from confluent_kafka import Consumer, Producer, TopicPartition
-    from console_support import module_serve
-
-    d = tmp_path_factory.mktemp("console-review") / "data"
-    d.mkdir()
-    add_users(d, USERS)
+    d = users_data_dir(tmp_path_factory, "console-review", USERS)
     for topic in ("shared", "secret"):
         cli("topics", "--data-dir", str(d), "--create", "--topic", topic, "--partitions", "1",
             "--config", "cleanup.policy=compact")
-    acl = ("acls", "--data-dir", str(d), "--add")
     # the Kafka clients below connect to the PLAINTEXT listener, as User:ANONYMOUS
-    cli(*acl, "--allow-principal", "User:ANONYMOUS", "--operation", "All", "--topic", "*", "--group", "*")
-    for op in ("Describe", "Read"):
-        cli(*acl, "--allow-principal", "User:alice", "--operation", op, "--topic", "shared", "--group", GROUP)
-    cli(*acl, "--allow-principal", "User:bob", "--operation", "Create", "--topic", "bob-",
-        "--resource-pattern-type", "prefixed")
-    with module_serve(d, **{"http.listeners": "http://127.0.0.1:0", "super.users": "User:admin"}) as s:
+    allow(d, "User:ANONYMOUS", ("All",), "--topic", "*", "--group", "*")
+    allow(d, "User:alice", ("Describe", "Read"), "--topic", "shared", "--group", GROUP)
+    allow(d, "User:bob", ("Create",), "--topic", "bob-", "--resource-pattern-type", "prefixed")
+    with module_serve(d, **SECURED) as s:
         p = Producer({"bootstrap.servers": s.bootstrap})
         p.produce("shared", key=b"k", value=b"from the far future", timestamp=LONG_MAX)
         for i in range(5):
