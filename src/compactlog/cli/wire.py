@@ -38,6 +38,8 @@ TIMEOUT_S = 30.0  # the longest one call to the broker may take before the comma
 CONNECT_TIMEOUT_S = 10.0  # the first answer: a broker that is not there is reported this soon
 POLL_S = 0.2  # a consumer's poll; bounds how late --timeout-ms and the end of a log are noticed
 
+TopicPartitionKey = tuple[str, int]
+
 
 class _DebugLogger:
     """librdkafka logs connection troubles at error level while it retries; the command reports what
@@ -142,6 +144,16 @@ class WireClient:
         if meta.error is not None:
             raise as_error(meta.error)
         return len(meta.partitions)
+
+    def topic_partitions(self, topic: str, only: Iterable[int] | None = None) -> list[TopicPartitionKey]:
+        """``topic``'s partitions (all, or ``only`` those), each checked to exist."""
+        count = self.partitions_for(topic)
+        parts = list(range(count)) if only is None else list(only)
+        missing = [p for p in parts if not 0 <= p < count]
+        if missing:
+            raise UnknownTopicOrPartitionError(
+                f"Partition {missing[0]} of topic '{topic}' does not exist (the topic has {count}).")
+        return [(topic, p) for p in parts]
 
     # topics -------------------------------------------------------------------------------------
     def create_topic(self, name: str, partitions: int | None = None, config: Mapping[str, str] | None = None) -> None:
@@ -280,10 +292,7 @@ class WireClient:
             TopicPartition,
         )
 
-        count = self.partitions_for(topic)
-        if partition is not None and not 0 <= partition < count:
-            raise UnknownTopicOrPartitionError(
-                f"Partition {partition} of topic '{topic}' does not exist (the topic has {count}).")
+        parts = [p for _, p in self.topic_partitions(topic, None if partition is None else [partition])]
         if offset is not None:  # refused as the local command refuses it, before a consumer starts
             low, high = self.list_offsets(topic, [partition], "earliest")[partition], \
                 self.list_offsets(topic, [partition], "latest")[partition]
@@ -300,7 +309,7 @@ class WireClient:
                                    on_revoke=lambda c, tps: reading.difference_update(tp.partition for tp in tps))
             else:
                 start = offset if offset is not None else OFFSET_BEGINNING if from_beginning else OFFSET_END
-                reading.update([partition] if partition is not None else range(count))
+                reading.update(parts)
                 consumer.assign([TopicPartition(topic, p, start) for p in sorted(reading)])
             yield from _records(consumer, topic, reading, max_records, timeout_ms, KafkaError._PARTITION_EOF,
                                 group)

@@ -11,16 +11,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
-from ..errors import CompactLogError, InvalidRequestError, UnknownTopicOrPartitionError
-from .wire import TIMEOUT_S, WireClient, as_error, coded, result
+from ..errors import CompactLogError, InvalidRequestError
+from .wire import TIMEOUT_S, TopicPartitionKey, WireClient, as_error, coded, result
 
 GROUP_ID_NOT_FOUND = 69
 # Kafka's names of group states (ConsumerGroupState's enum names are librdkafka's spelling).
 STATE_NAMES = {"UNKNOWN": "Unknown", "PREPARING_REBALANCING": "PreparingRebalance",
                "COMPLETING_REBALANCING": "CompletingRebalance", "STABLE": "Stable", "DEAD": "Dead", "EMPTY": "Empty"}
 INACTIVE = frozenset({"Empty", "Dead"})  # states in which offsets may be reset (no member would overwrite them)
-
-TopicPartitionKey = tuple[str, int]
 
 
 @dataclass(frozen=True)
@@ -100,15 +98,6 @@ class GroupAdmin(WireClient):
             for p, offset in self.list_offsets(topic, parts, spec).items():
                 out[(topic, p)] = offset
         return out
-
-    def topic_partitions(self, topic: str, only: Iterable[int] | None = None) -> list[TopicPartitionKey]:
-        count = self.partitions_for(topic)
-        parts = list(range(count)) if only is None else list(only)
-        missing = [p for p in parts if not 0 <= p < count]
-        if missing:
-            raise UnknownTopicOrPartitionError(
-                f"Partition {missing[0]} of topic '{topic}' does not exist (the topic has {count}).")
-        return [(topic, p) for p in parts]
 
     def reset_plan(self, group: GroupView, partitions: list[TopicPartitionKey], to: str,
                    value: int | None = None) -> dict[TopicPartitionKey, int]:
