@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..cleaner.manager import NONE
 from ..errors import CompactLogError
@@ -95,14 +95,12 @@ class _Summaries:
         self._lock = threading.Lock()
         self._cache: OrderedDict[tuple, SegmentSummary] = OrderedDict()
 
-    def get(self, seg, next_offset: int, cacheable: bool) -> SegmentSummary:
-        key = None
-        if cacheable:
-            try:
-                st = os.stat(seg.log_path)
-                key = (str(seg.log_path), st.st_ino, st.st_size, st.st_mtime_ns, next_offset)
-            except OSError:
-                key = None
+    def get(self, seg, next_offset: int) -> SegmentSummary:
+        try:
+            st = os.stat(seg.log_path)
+            key = (str(seg.log_path), st.st_ino, st.st_size, st.st_mtime_ns, next_offset)
+        except OSError:
+            key = None
         if key is not None:
             with self._lock:
                 hit = self._cache.get(key)
@@ -233,10 +231,10 @@ def partition_facts(cl, topic: str, partition: int, with_segments: bool = True) 
         nxt = segs[i + 1].base_offset if i + 1 < len(segs) else end
         active = i == len(segs) - 1
         try:
-            s = GROWING.get(seg, nxt) if active else SUMMARIES.get(seg, nxt, cacheable=True)
+            s = GROWING.get(seg, nxt) if active else SUMMARIES.get(seg, nxt)
         except (CompactLogError, OSError):  # deleted or swapped under us: shown as it was listed
             s = SegmentSummary(seg.base_offset, nxt, 0, 0, 0, (), -1, -1)
-        summaries.append(SegmentSummary(**{**s.__dict__, "kind": _kind(s, active, first_dirty, first_uncleanable)}))
+        summaries.append(replace(s, kind=_kind(s, active, first_dirty, first_uncleanable)))
     state = cm.state(tp)[0]
     reason = cm.uncleanable.get(tp)
     return PartitionFacts(
@@ -253,12 +251,10 @@ def topic_facts(cl, topic: str, with_segments: bool = False) -> TopicFacts:
                       ",".join(c.cleanup_policy), c.compression_type, c.min_cleanable_dirty_ratio)
 
 
-def all_topics(cl, include_internal: bool = True) -> list[TopicFacts]:
+def all_topics(cl) -> list[TopicFacts]:
     """Every topic, skipping one deleted while we looked."""
     out = []
     for name in cl.list_topics():
-        if not include_internal and name.startswith("__"):
-            continue
         try:
             out.append(topic_facts(cl, name))
         except CompactLogError:
