@@ -129,6 +129,12 @@ def connect(server) -> socket.socket:
     return sock
 
 
+def handshake(sock: socket.socket, mechanism: str, correlation_id: int = 1) -> SaslHandshakeResponse:
+    """SaslHandshake v1 for ``mechanism``; the broker's answer."""
+    sock.sendall(frame(SaslHandshakeRequest(mechanism=mechanism), correlation_id))
+    return decode(SaslHandshakeResponse, read_frame(sock))[1]
+
+
 def test_metadata_before_the_login_closes_the_connection_unanswered(sasl_server):
     with connect(sasl_server) as sock:  # the very first request
         sock.sendall(frame(MetadataRequest(topics=None, allow_auto_topic_creation=False,
@@ -139,8 +145,7 @@ def test_metadata_before_the_login_closes_the_connection_unanswered(sasl_server)
         sock.sendall(frame(ApiVersionsRequest(), 1))
         _, versions = decode(ApiVersionsResponse, read_frame(sock))
         assert {17, 36} <= {k.api_key for k in versions.api_keys}
-        sock.sendall(frame(SaslHandshakeRequest(mechanism="PLAIN"), 2))
-        assert decode(SaslHandshakeResponse, read_frame(sock))[1].error_code == 0
+        assert handshake(sock, "PLAIN", 2).error_code == 0
         sock.sendall(frame(MetadataRequest(topics=(MetadataRequestTopic(name="rdk-plain"),),
                                            allow_auto_topic_creation=False, include_cluster_authorized_operations=False,
                                            include_topic_authorized_operations=False), 3))
@@ -157,8 +162,7 @@ def test_a_frame_above_the_login_limit_before_the_login_closes_the_connection(sa
 
 def test_a_failed_login_answers_58_then_closes(sasl_server):
     with connect(sasl_server) as sock:
-        sock.sendall(frame(SaslHandshakeRequest(mechanism="PLAIN"), 1))
-        _, hs = decode(SaslHandshakeResponse, read_frame(sock))
+        hs = handshake(sock, "PLAIN")
         assert hs.error_code == 0 and set(hs.mechanisms) == set(MECHANISMS)
         sock.sendall(frame(SaslAuthenticateRequest(auth_bytes=b"\0alice\0wrong"), 2))
         _, auth = decode(SaslAuthenticateResponse, read_frame(sock))
@@ -168,8 +172,7 @@ def test_a_failed_login_answers_58_then_closes(sasl_server):
 
 def test_an_unsupported_mechanism_is_refused(sasl_server):
     with connect(sasl_server) as sock:
-        sock.sendall(frame(SaslHandshakeRequest(mechanism="GSSAPI"), 1))
-        _, hs = decode(SaslHandshakeResponse, read_frame(sock))
+        hs = handshake(sock, "GSSAPI")
         assert hs.error_code == 33 and "SCRAM-SHA-512" in hs.mechanisms
         assert read_frame(sock) is None
 
