@@ -15,6 +15,7 @@ own log lines go to the ``compactlog.wire`` logger at debug level (``compactlog 
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 import uuid
@@ -53,6 +54,7 @@ def client_config(bootstrap: str, **extra: Any) -> dict[str, Any]:
     return {"bootstrap.servers": bootstrap, "logger": _DebugLogger(), "client.id": "compactlog-cli", **extra}
 
 
+@functools.cache  # the class tree does not change: walked once, not per error
 def _error_classes() -> dict[int, type[CompactLogError]]:
     out: dict[int, type[CompactLogError]] = {}
     todo = list(CompactLogError.__subclasses__())
