@@ -46,9 +46,12 @@ def parse_topic(spec: str) -> tuple[str, list[int] | None]:
     if not sep:
         return name, None
     try:
-        return name, [int(p) for p in parts.split(",") if p.strip()]
+        chosen = [int(p) for p in parts.split(",") if p.strip()]
     except ValueError:
-        raise click.BadParameter(f"{spec!r}: give TOPIC or TOPIC:PARTITION,PARTITION", param_hint="'--topic'") from None
+        chosen = []
+    if not name or not chosen:  # "T:" or ":0" would reset nothing, or a topic named ""
+        raise click.BadParameter(f"{spec!r}: give TOPIC or TOPIC:PARTITION,PARTITION", param_hint="'--topic'")
+    return name, chosen
 
 
 @click.command("consumer-groups")
