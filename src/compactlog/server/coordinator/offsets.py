@@ -6,6 +6,10 @@ only stores offsets commits with generation -1 into an Empty or unknown group; a
 current generation), then appended as one batch and applied to memory in log order, and only then
 acknowledged. Deletions write tombstones; a group left Empty with no offsets is dead, and its metadata
 record gets a tombstone too. Expiry (``offsets.retention.minutes``) follows ``GroupMetadata.expired_offsets``.
+
+The manager reaches the coordinator only through ``Coordinator``, the members of ``GroupCoordinator``
+it uses: the coordinator builds the manager and hands itself in, so this module need not import the
+coordinator's, which imports this one.
 """
 
 from __future__ import annotations
@@ -13,8 +17,8 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Protocol
 
 from ...errors import CompactLogError
 from .codes import (
@@ -27,18 +31,33 @@ from .codes import (
     OFFSET_METADATA_TOO_LARGE,
 )
 from .group import CONSUMER_PROTOCOL_TYPE, GroupMetadata, TopicPartition
-from .manager import store_error
+from .manager import GroupMetadataManager, store_error
+from .rebalance import Rebalancer
 from .records import OffsetCommitValue
 from .state import DEAD, EMPTY, MEMBER_COMMIT_ANSWER
-
-if TYPE_CHECKING:
-    from .coordinator import GroupCoordinator
 
 log = logging.getLogger(__name__)
 
 
+class Coordinator(Protocol):
+    """What the offsets manager uses of the group coordinator (``GroupCoordinator`` has it all)."""
+
+    groups: dict[str, GroupMetadata]
+    store: GroupMetadataManager
+    rebalance: Rebalancer
+    max_metadata: int
+    retention_ms: int
+
+    def now(self) -> int: ...
+    def check(self, group_id: str) -> None: ...
+    def member_error(self, group: GroupMetadata | None, member_id: str, instance_id: str | None,
+                     generation: int | None) -> int: ...
+    def prepare_topic(self) -> None: ...
+    def spawn(self, coro: Awaitable[Any]) -> asyncio.Task: ...
+
+
 class OffsetMetadataManager:
-    def __init__(self, coordinator: GroupCoordinator) -> None:
+    def __init__(self, coordinator: Coordinator) -> None:
         self.c = coordinator  # its groups, store, rebalance timers and checks
 
     async def commit_offsets(self, group_id: str, generation: int, member_id: str, instance_id: str | None,
