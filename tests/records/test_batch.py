@@ -48,6 +48,41 @@ def plain(batch: RecordBatch) -> list[tuple]:
     return [(r.offset, r.timestamp, r.key, r.value, tuple(r.headers)) for r in batch.records()]
 
 
+# -- the header's layout, in one home ----------------------------------------------------------------
+
+
+def test_field_offsets_are_kafkas_and_the_peeks_read_what_the_view_parses():
+    """Every offset comes from the header's field table; Kafka's DefaultRecordBatch names the same numbers."""
+    from compactlog.records.batch import FIELD_OFFSETS, HEADER_SIZE, batch_size_at, producer_id_at
+
+    assert FIELD_OFFSETS == {
+        "baseOffset": 0, "batchLength": 8, "partitionLeaderEpoch": 12, "magic": 16, "crc": 17, "attributes": 21,
+        "lastOffsetDelta": 23, "baseTimestamp": 27, "maxTimestamp": 35, "producerId": 43, "producerEpoch": 51,
+        "baseSequence": 53, "recordsCount": 57,
+    }
+    assert HEADER_SIZE == 61
+    raw = b"pad" + build_batch([b"k"], [b"v"], info=BatchInfo(producer_id=2**40 + 7, producer_epoch=3, base_sequence=11))
+    b = RecordBatch(raw[3:])
+    assert batch_size_at(raw, 3) == b.size == len(raw) - 3
+    assert producer_id_at(raw, 3) == b.producer_id == 2**40 + 7
+    assert producer_id_at(GOLDEN) == -1 and batch_size_at(GOLDEN[:12]) == len(GOLDEN)
+
+
+def test_no_module_reads_the_producer_fields_by_hand():
+    """The producer id, epoch and sequence are read through the header view or ``producer_id_at``, never
+    by slicing their byte numbers (which once lived in three places)."""
+    import re
+    from pathlib import Path
+
+    import compactlog
+
+    by_hand = re.compile(r"\[(43|51|53|57):|slice\((43|51|53|57)\b")
+    src = Path(compactlog.__file__).parent
+    found = [f"{path.relative_to(src)}:{i}" for path in src.rglob("*.py")
+             for i, line in enumerate(path.read_text().splitlines(), 1) if by_hand.search(line)]
+    assert found == []
+
+
 # -- golden vector ---------------------------------------------------------------------------------
 
 

@@ -16,7 +16,7 @@ from compactlog.errors import (
     RecordBatchTooLargeError,
     RecordTooLargeError,
 )
-from compactlog.records import Codec, RecordBatch, iter_batches
+from compactlog.records import BatchInfo, Codec, RecordBatch, iter_batches
 from compactlog.storage import files
 from compactlog.storage.log import Log
 
@@ -156,6 +156,21 @@ def test_same_codec_is_stored_in_place_with_producer_bytes(tmp_path, clock):
     assert bytes(stored.buffer)[61:] == raw[61:]  # records bytes untouched
     assert stored.base_offset == 1 and stored.codec is Codec.LZ4
     stored.ensure_valid()
+
+
+@pytest.mark.parametrize("compression_type", ["producer", "zstd"], ids=["in-place", "rebuilt"])
+def test_an_append_carries_the_producer_fields_it_was_validated_with(tmp_path, clock, compression_type):
+    """The validator hands the log the producer id, epoch and sequence it read, in place or rebuilt; a
+    retry is answered with the first attempt's offsets and the same fields."""
+    lg = open_log(tmp_path, clock, compression_type=compression_type)
+    plain = lg.append(batch([b"a"]))
+    assert (plain.producer_id, plain.producer_epoch, plain.base_sequence) == (-1, -1, -1)
+    raw = batch([b"x", b"y"], info=BatchInfo(producer_id=2**33, producer_epoch=4, base_sequence=0))
+    v = lg.append(raw)
+    assert (v.producer_id, v.producer_epoch, v.base_sequence, v.first_offset) == (2**33, 4, 0, 1)
+    again = lg.append(raw)
+    assert again.duplicate and (again.first_offset, again.producer_id, again.base_sequence) == (1, 2**33, 0)
+    assert lg.log_end_offset == 3
 
 
 def test_topic_codec_rebuilds_batch(tmp_path, clock):

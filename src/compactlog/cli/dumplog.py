@@ -26,7 +26,7 @@ from pathlib import Path
 import click
 
 from ..errors import CompactLogError, CorruptRecordError
-from ..records.batch import HEADER_SIZE, HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, MAGIC, RecordBatch
+from ..records.batch import HEADER_SIZE, HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, MAGIC, RecordBatch, batch_size_at
 from ..storage import files
 from ..storage.index import OffsetIndex, TimeIndex
 from ..storage.segment import LogSegment, SegmentParams
@@ -167,7 +167,7 @@ def _batches(seg: LogSegment):
 def _short_first_batch(seg: LogSegment) -> str:
     if seg.size < HEADER_SIZE_UP_TO_MAGIC:
         return f"the file's {seg.size} bytes are fewer than a batch header's {HEADER_SIZE_UP_TO_MAGIC}"
-    claimed = int.from_bytes(seg.read_bytes(8, 4), "big", signed=True) + LOG_OVERHEAD
+    claimed = batch_size_at(seg.read_bytes(0, LOG_OVERHEAD))
     return f"the first claims {claimed} bytes, the file has {seg.size}"
 
 

@@ -31,14 +31,39 @@ from ..errors import CorruptRecordError
 from . import kernels
 from .codecs import Codec, codec_from_id, compress, decompress
 
-HEADER = struct.Struct(">qiibIhiqqqhii")
+# The header's fields in order, with their struct codes: the table above, the one home of the layout.
+# Every offset below is computed from it; code elsewhere names a field's offset, never its number.
+HEADER_FIELDS: tuple[tuple[str, str], ...] = (
+    ("baseOffset", "q"),
+    ("batchLength", "i"),
+    ("partitionLeaderEpoch", "i"),
+    ("magic", "b"),
+    ("crc", "I"),
+    ("attributes", "h"),
+    ("lastOffsetDelta", "i"),
+    ("baseTimestamp", "q"),
+    ("maxTimestamp", "q"),
+    ("producerId", "q"),
+    ("producerEpoch", "h"),
+    ("baseSequence", "i"),
+    ("recordsCount", "i"),
+)
+HEADER = struct.Struct(">" + "".join(code for _, code in HEADER_FIELDS))
+# Where each field starts: the size of the fields before it.
+FIELD_OFFSETS: dict[str, int] = {
+    name: struct.calcsize(">" + "".join(code for _, code in HEADER_FIELDS[:i])) for i, (name, _) in enumerate(HEADER_FIELDS)
+}
 HEADER_SIZE = HEADER.size  # 61
-LOG_OVERHEAD = 12  # baseOffset + batchLength
-HEADER_SIZE_UP_TO_MAGIC = 17
+BATCH_LENGTH_OFFSET = FIELD_OFFSETS["batchLength"]
+LOG_OVERHEAD = FIELD_OFFSETS["partitionLeaderEpoch"]  # baseOffset + batchLength: 12
+PARTITION_LEADER_EPOCH_OFFSET = FIELD_OFFSETS["partitionLeaderEpoch"]
+MAGIC_OFFSET = FIELD_OFFSETS["magic"]
+HEADER_SIZE_UP_TO_MAGIC = FIELD_OFFSETS["crc"]  # enough bytes to know a batch's size and format: 17
 MAGIC = 2
-CRC_OFFSET = 17
-ATTRIBUTES_OFFSET = 21
-MAX_TIMESTAMP_OFFSET = 35
+CRC_OFFSET = FIELD_OFFSETS["crc"]
+ATTRIBUTES_OFFSET = FIELD_OFFSETS["attributes"]
+MAX_TIMESTAMP_OFFSET = FIELD_OFFSETS["maxTimestamp"]
+PRODUCER_ID_OFFSET = FIELD_OFFSETS["producerId"]
 
 COMPRESSION_MASK = 0x07
 TIMESTAMP_TYPE_BIT = 0x08
@@ -51,6 +76,7 @@ LOG_APPEND_TIME = 1
 NO_TIMESTAMP = -1
 
 _LENGTH = struct.Struct(">qi")
+_INT32 = struct.Struct(">i")
 # length varint, attributes, timestampDelta, offsetDelta, keyLength, valueLength, headerCount: 1 byte each at least
 _MIN_RECORD_SIZE = 7
 _INT64 = struct.Struct(">q")
@@ -74,6 +100,21 @@ class BatchSummary(NamedTuple):
 def crc32c(data: Any) -> int:
     """CRC-32C (Castagnoli) of ``data``."""
     return kernels.crc32c(data)
+
+
+def batch_size_at(buffer: Any, position: int = 0) -> int:
+    """The whole size of the batch at ``position`` (its 12-byte log overhead plus batchLength), from
+    those 12 bytes alone: what a reader needs before it knows whether the rest of the batch is there."""
+    (length,) = _INT32.unpack_from(buffer, position + BATCH_LENGTH_OFFSET)
+    return LOG_OVERHEAD + length
+
+
+def producer_id_at(buffer: Any, position: int = 0) -> int:
+    """The producerId of the batch at ``position`` (-1: not an idempotent producer), without parsing
+    or checking the rest of the header: the broker asks it of a request before deciding where to
+    validate it."""
+    (pid,) = _INT64.unpack_from(buffer, position + PRODUCER_ID_OFFSET)
+    return pid
 
 
 class RecordBatch:
@@ -385,17 +426,16 @@ def patch_header(
     only the 61-byte header, with ``crc_of`` the original batch from the attributes on; the CRC is
     then computed over the patched header fields followed by the untouched records.
     """
-    struct.pack_into(">q", buf, position, base_offset)
+    _INT64.pack_into(buf, position + FIELD_OFFSETS["baseOffset"], base_offset)
     if partition_leader_epoch is not None:
-        struct.pack_into(">i", buf, position + 12, partition_leader_epoch)
+        _INT32.pack_into(buf, position + PARTITION_LEADER_EPOCH_OFFSET, partition_leader_epoch)
     attrs, lod, base_ts, old_max = _ATTRS_TO_MAX_TS.unpack_from(buf, position + ATTRIBUTES_OFFSET)
     new_attrs = attrs | TIMESTAMP_TYPE_BIT if log_append_time else attrs
     new_max = old_max if max_timestamp is None else max_timestamp
     if new_attrs != attrs or new_max != old_max:
         _ATTRS_TO_MAX_TS.pack_into(buf, position + ATTRIBUTES_OFFSET, new_attrs, lod, base_ts, new_max)
         if crc_of is None:
-            (length,) = struct.unpack_from(">i", buf, position + 8)
-            end = position + LOG_OVERHEAD + length
+            end = position + batch_size_at(buf, position)
             crc = crc32c(memoryview(buf)[position + ATTRIBUTES_OFFSET : end])
         else:
             patched = bytes(memoryview(buf)[position + ATTRIBUTES_OFFSET : position + HEADER_SIZE])

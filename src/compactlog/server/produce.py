@@ -24,7 +24,14 @@ from __future__ import annotations
 import datetime
 
 from ..errors import CompactLogError, InvalidRecordError, InvalidTopicError
-from ..records.batch import ATTRIBUTES_OFFSET, COMPRESSION_MASK, HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD
+from ..records.batch import (
+    ATTRIBUTES_OFFSET,
+    COMPRESSION_MASK,
+    HEADER_SIZE,
+    MAGIC_OFFSET,
+    batch_size_at,
+    producer_id_at,
+)
 from ..records.codecs import Codec
 from ..storage.topics import INTERNAL_TOPICS
 from .broker import NO_THROTTLE, Broker, Session, error_code
@@ -32,8 +39,6 @@ from .entities import make, response, schema
 from .protocol import ProtocolError, Request
 
 ATTRIBUTES_LOW_BYTE = ATTRIBUTES_OFFSET + 1  # the low byte of a batch's attributes holds the codec
-MAGIC_AT = HEADER_SIZE_UP_TO_MAGIC - 1  # the format byte: after base offset, length and leader epoch
-PRODUCER_ID = slice(43, 51)  # the batch header's producer id (-1: not an idempotent producer)
 UTC = datetime.timezone.utc
 INLINE_BYTES = 64 * 1024
 
@@ -41,15 +46,15 @@ INLINE_BYTES = 64 * 1024
 def check_records(records: bytes | None, where: str) -> None:
     """What Kafka checks of a Produce v3+ partition before validating the batch: there is one whole
     batch, and it is in the v2 format. (Bytes after it, and a damaged header, are the validator's.)"""
-    if records is None or len(records) <= MAGIC_AT:
+    if records is None or len(records) <= MAGIC_OFFSET:
         raise InvalidRecordError(f"the produce request for {where} must hold one record batch; it holds "
                                  f"{0 if records is None else len(records)} bytes")
-    size = LOG_OVERHEAD + int.from_bytes(records[8:LOG_OVERHEAD], "big", signed=True)
+    size = batch_size_at(records)
     if size > len(records):
         raise InvalidRecordError(f"the produce request for {where} holds part of a record batch: {len(records)} "
                                  f"of the {size} bytes it declares")
-    if records[MAGIC_AT] in (0, 1):
-        raise InvalidRecordError(f"the produce request for {where} holds a magic v{records[MAGIC_AT]} message set; "
+    if records[MAGIC_OFFSET] in (0, 1):
+        raise InvalidRecordError(f"the produce request for {where} holds a magic v{records[MAGIC_OFFSET]} message set; "
                                  "Produce v3 and later carry v2 record batches only")
 
 
@@ -65,12 +70,12 @@ def cheap(broker: Broker, topics, size: int) -> bool:
     for t in topics:
         for p in t.partition_data:
             r = p.records
-            if r is None or len(r) <= PRODUCER_ID.stop:
+            if r is None or len(r) < HEADER_SIZE:
                 continue
             if r[ATTRIBUTES_LOW_BYTE] & COMPRESSION_MASK:
                 return False
             lg = logs.get((t.name, p.index))
-            if lg is not None and not lg.producer_state.loaded and int.from_bytes(r[PRODUCER_ID], "big", signed=True) >= 0:
+            if lg is not None and not lg.producer_state.loaded and producer_id_at(r) >= 0:
                 return False
     return True
 

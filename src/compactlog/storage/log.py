@@ -133,17 +133,16 @@ class Log:
             self.failure.check()
             now = self.time.milliseconds() if now is None else now
             v = validate_and_assign_offsets(records, self._next_offset, self.config, now, self.name)
-            pid = int.from_bytes(records[43:51], "big", signed=True)
+            pid, epoch, first_seq = v.producer_id, v.producer_epoch, v.base_sequence
             if pid >= 0:  # an idempotent producer's batch: a retry is answered with its first attempt
-                epoch = int.from_bytes(records[51:53], "big", signed=True)
-                first_seq = int.from_bytes(records[53:57], "big", signed=True)
                 last_seq = last_sequence(first_seq, v.last_offset - v.first_offset)
                 if not self.producer_state.loaded:
                     self._load_producer_state()
                 dup = self.producer_state.duplicate_of(pid, epoch, first_seq, last_seq, self.name)
                 if dup is not None:
                     return ValidatedAppend(b"", dup.first_offset, dup.last_offset, -1, dup.last_offset, -1,
-                                           dup.last_offset - dup.first_offset + 1, False, duplicate=True)
+                                           dup.last_offset - dup.first_offset + 1, False, duplicate=True,
+                                           producer_id=pid, producer_epoch=epoch, base_sequence=first_seq)
             try:  # (not ``with self.failure.guard``: this runs for every append)
                 self._store(v.records, v.first_offset, v.last_offset, v.max_timestamp, v.offset_of_max_timestamp, now)
             except OSError as exc:

@@ -65,6 +65,11 @@ class ValidatedAppend:
     record_count: int
     recompressed: bool
     duplicate: bool = False  # a retried idempotent batch: the offsets are its first attempt's, nothing stored
+    # The producer's header fields, as the validation read them: the log checks and records an
+    # idempotent producer's sequences from these, so no caller reads them from the bytes again.
+    producer_id: int = -1  # -1: not an idempotent producer
+    producer_epoch: int = -1
+    base_sequence: int = -1
 
 
 def target_codec(compression_type: str, source: Codec) -> Codec:
@@ -172,7 +177,7 @@ def validate_and_assign_offsets(records: bytes, next_offset: int, config, now: i
             crc_of=memoryview(records)[ATTRIBUTES_OFFSET:],
         )
         return ValidatedAppend((bytes(header), memoryview(records)[HEADER_SIZE:]), next_offset, last, now if log_append else max_ts, last,
-                               now if log_append else -1, n, False)
+                               now if log_append else -1, n, False, **_producer(batch))
 
     info = BatchInfo(
         base_offset=next_offset,
@@ -208,4 +213,10 @@ def validate_and_assign_offsets(records: bytes, next_offset: int, config, now: i
             f"{target.config_name}, which exceeds the maximum configured value of {config.max_message_bytes}."
         )
     return ValidatedAppend(rebuilt, next_offset, last, now if log_append else max_ts, last,
-                           now if log_append else -1, n, True)
+                           now if log_append else -1, n, True, **_producer(batch))
+
+
+def _producer(batch: RecordBatch) -> dict[str, int]:
+    """The producer fields a ValidatedAppend carries, from the header the validation parsed."""
+    return {"producer_id": batch.producer_id, "producer_epoch": batch.producer_epoch,
+            "base_sequence": batch.base_sequence}
