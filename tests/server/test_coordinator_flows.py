@@ -10,6 +10,7 @@ import asyncio
 from pathlib import Path
 
 from compactlog.clock import MockTime
+from compactlog.server import apis
 from compactlog.server.broker import Broker
 from compactlog.server.coordinator.manager import TOPIC, GroupMetadataManager
 from compactlog.records.batch import iter_batches
@@ -31,7 +32,8 @@ CONFIG = {"group.initial.rebalance.delay.ms": "0", "group.min.session.timeout.ms
 def run(data_dir: Path, scenario, **config: str) -> None:
     """Run ``scenario(broker, coordinator)`` against a started broker, then stop it cleanly."""
     async def main() -> None:
-        broker = Broker(data_dir, BrokerConfig({**CONFIG, **config}), host="127.0.0.1", port=9092, background=False)
+        broker = apis.install(Broker(data_dir, BrokerConfig({**CONFIG, **config}), host="127.0.0.1", port=9092,
+                                     background=False))
         try:
             await broker.start()
             coordinator = broker.extras["group_coordinator"]

@@ -14,6 +14,7 @@ from compactlog.security.acls import (
     Permission,
     ResourceType,
 )
+from compactlog.server import apis
 from compactlog.server.broker import Broker, Session
 from compactlog.server.coordinator.manager import TOPIC, GroupMetadataManager
 from compactlog.server.coordinator.records import decode_offset_commit
@@ -37,9 +38,9 @@ def nested(key: int, version: int, entity: str, **fields):
 
 def scenario(tmp_path, body) -> None:
     async def main() -> None:
-        broker = Broker(tmp_path / "d", BrokerConfig({"group.initial.rebalance.delay.ms": "0",
-                                                      "offsets.topic.num.partitions": "2"}),
-                        host="127.0.0.1", port=9092, background=False)
+        broker = apis.install(Broker(tmp_path / "d", BrokerConfig({"group.initial.rebalance.delay.ms": "0",
+                                                                   "offsets.topic.num.partitions": "2"}),
+                                     host="127.0.0.1", port=9092, background=False))
         try:
             await broker.start()
             while broker.extras["group_coordinator"].loading:

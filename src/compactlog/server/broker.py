@@ -2,8 +2,10 @@
 
 ``Broker`` owns the embedded ``CompactLog`` (storage, cleaner, Pulsar-style compaction, all running in
 the background as in Kafka) and answers decoded requests (``protocol.Request``) with kio response
-entities. Each API lives in the module named after it; this module only routes requests to them, turns
-our typed errors into Kafka's codes, and wakes parked fetches when data arrives.
+entities. Each API lives in the module named after it, above this one: ``apis.install`` fills the
+broker's handler table from them (and lets the SASL module set the check that runs before a login), so
+this module only routes requests through that table, turns our typed errors into Kafka's codes, and
+wakes parked fetches when data arrives.
 
 Everything here runs on the server's event loop. Work that touches the disk or inflates batches runs in
 threads (``Broker.blocking``); compiled kernels release the GIL there.
@@ -25,11 +27,12 @@ from ..errors import CompactLogError, KafkaStorageError
 from ..storage import files
 from ..storage.configdef import parse_properties
 from ..storage.config import BrokerConfig
-from .protocol import Request
+from .protocol import ProtocolError, Request
 
 log = logging.getLogger(__name__)
 
 Handler = Callable[["Broker", Request, "Session"], Awaitable[Any]]
+LoginCheck = Callable[["Session", Request], None]
 NO_THROTTLE = datetime.timedelta(0)
 
 
@@ -59,6 +62,12 @@ def error_code(exc: BaseException | int | None) -> ErrorCode:
     return ErrorCode.unknown_server_error
 
 
+def refuse_before_login(session: Session, req: Request) -> None:
+    """The check before a login while no SASL module installed its own: nothing gets through."""
+    raise ProtocolError(f"{req.name} v{req.api_version} on listener {session.listener} before authentication; "
+                        "closing the connection")
+
+
 def ms(value: int | float) -> datetime.timedelta:
     """kio carries Kafka's millisecond fields as timedeltas."""
     return datetime.timedelta(milliseconds=value)
@@ -85,9 +94,8 @@ class Broker:
         self.server = None  # the network shell, when there is one
         self.extras: dict[str, Any] = {}  # state of API modules, by name
         self.stopping = False
-        from . import apis  # the table of API handlers (imports every API module)
-
-        apis.install(self)
+        # What may come before a login on a SASL listener; the SASL module installs its rule here.
+        self.check_before_login: LoginCheck = refuse_before_login
 
     def _cluster_id(self) -> str:
         """A stable cluster id kept beside the data in ``meta.properties``, as Kafka keeps it. Made when
@@ -114,9 +122,7 @@ class Broker:
     async def handle(self, req: Request, session: Session) -> Any:
         """The response entity for ``req`` (None: send nothing, as for acks=0 produce)."""
         if not session.authenticated:  # a SASL listener before the login: only the login's own requests
-            from .sasl import check_request  # noqa: PLC0415 - sasl imports this module
-
-            check_request(session, req)
+            self.check_before_login(session, req)
         handler = self.handlers[req.api_key]
         return await handler(self, req, session)
 

@@ -30,6 +30,7 @@ from typing import Callable, Mapping
 from ..errors import InvalidConfigError
 from ..storage.config import BrokerConfig
 from ..console.listeners import parse_http_listeners
+from . import apis
 from .broker import Broker, Session
 from .protocol import NEED_DATA, Connection, Frame, ProtocolError, UnsupportedApiVersions, encode_unsupported_api_versions
 from .versions import SERVED, ApiRange
@@ -317,7 +318,7 @@ class KafkaServer:
         adv = self._advertised()
         first = self.listeners[0].name
         self.broker = await asyncio.to_thread(
-            lambda: Broker(self.data_dir, self.config, host=adv[first][0], port=adv[first][1]))
+            lambda: apis.install(Broker(self.data_dir, self.config, host=adv[first][0], port=adv[first][1])))
         self.broker.advertised = adv
         self.broker.server = self
         self.served_apis = MappingProxyType({k: r for k, r in SERVED.items() if k in self.broker.handlers})

@@ -8,9 +8,9 @@ A connection to a SASL listener goes through these states, as Kafka's server aut
 | handshaken | SaslAuthenticate(token), repeated while the mechanism needs | authenticated, or SASL_AUTHENTICATION_FAILED (58) and close |
 | authenticated | anything (the ACLs decide) | |
 
-Any other request before the login closes the connection without an answer (``check_request``, called
-by ``Broker.handle``), so an unauthenticated client gets no data. A failed login is answered after
-``connection.failed.authentication.delay.ms``, then the connection closes.
+Any other request before the login closes the connection without an answer (``check_request``, which
+``setup`` installs as the broker's check before a login), so an unauthenticated client gets no data. A
+failed login is answered after ``connection.failed.authentication.delay.ms``, then the connection closes.
 
 SaslHandshake v0 predates SaslAuthenticate (KIP-152): after it the client sends its tokens as bare
 frames (a size and the token, no request header) and reads bare answers. ``protocol.Connection``
@@ -150,6 +150,7 @@ async def raw_token(broker: Broker, token: bytes, session: Session) -> bytes | N
 
 def setup(broker: Broker) -> None:
     broker.extras["credentials"] = CredentialStore(broker.cl.manager.dir)
+    broker.check_before_login = check_request
 
 
 HANDLERS = {SASL_HANDSHAKE: sasl_handshake, SASL_AUTHENTICATE: sasl_authenticate}
