@@ -42,6 +42,7 @@ def serve(data_dir, server_properties, overrides, http):
 
     Example: compactlog serve --data-dir data --http 127.0.0.1:8080
     """
+    from ..console.listeners import parse_http_listeners
     from ..server.network import KafkaServer
     from ..storage.config import BrokerConfig
 
@@ -51,6 +52,7 @@ def serve(data_dir, server_properties, overrides, http):
             http = f":{http}"
         extra["http.listeners"] = http if "://" in http else f"http://{http}"
     config = (BrokerConfig.from_file(server_properties, extra) if server_properties else BrokerConfig(extra))
+    http_listeners = parse_http_listeners(config.get("http.listeners"))  # a bad one is refused before any bind
 
     def listening(url: str) -> None:
         click.echo(f"compactlog serve: listening on {url}")
@@ -60,6 +62,13 @@ def serve(data_dir, server_properties, overrides, http):
         click.echo(f"compactlog serve: web console at {url}/")
         sys.stdout.flush()
 
-    server = KafkaServer(data_dir, config, on_listening=listening, on_console=console)
+    def web_console(server: KafkaServer):
+        """The console, on the broker's process and event loop; aiohttp and jinja load only for it."""
+        from ..console.app import Console
+
+        return Console(server.broker, server, http_listeners, on_url=console)
+
+    # The broker and the console are composed here: the server knows nothing of the console.
+    server = KafkaServer(data_dir, config, on_listening=listening, services=[web_console] if http_listeners else [])
     asyncio.run(server.run())
     click.echo("compactlog serve: stopped cleanly")

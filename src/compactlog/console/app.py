@@ -13,7 +13,7 @@ import functools
 import logging
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -43,11 +43,15 @@ GIL_SWITCH_SECONDS = 0.001
 
 
 class Console:
-    """The web console over one running broker."""
+    """The web console over one running broker: a service of the ``serve`` process (``network.Service``),
+    started once the broker's listeners accept, on ``listeners``; ``on_url`` hears each bound address."""
 
-    def __init__(self, broker, server=None) -> None:
+    def __init__(self, broker, server=None, listeners: Sequence[HttpListener] = (),
+                 on_url: Callable[[str], None] = lambda url: None) -> None:
         self.broker = broker
         self.server = server  # the network shell: its listeners are shown on the overview
+        self.listeners = list(listeners)
+        self.on_url = on_url
         self.cl = broker.cl
         self.started = time.time()
         self.sessions = auth.Sessions()
@@ -82,11 +86,11 @@ class Console:
         """Logins are asked for once the data directory has a SASL user."""
         return bool(self.broker.extras["credentials"].describe())
 
-    async def start(self, listeners: list[HttpListener]) -> list[str]:
+    async def start(self) -> None:
         sys.setswitchinterval(min(sys.getswitchinterval(), GIL_SWITCH_SECONDS))
         self._runner = web.AppRunner(self.app, access_log=None, handle_signals=False)
         await self._runner.setup()
-        for x in listeners:
+        for x in self.listeners:
             ssl_context = None
             if x.scheme == "https":
                 from ..server.security import server_ssl_context
@@ -96,9 +100,9 @@ class Console:
             await site.start()
             port = site._server.sockets[0].getsockname()[1]  # the bound port, for port 0
             self.urls.append(x.url(port))
+            self.on_url(self.urls[-1])
         for s in self.services:
             await s.start()
-        return self.urls
 
     async def stop(self) -> None:
         for s in reversed(self.services):

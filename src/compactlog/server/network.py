@@ -25,11 +25,10 @@ import socket
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import Callable, Mapping
+from typing import Callable, Mapping, Protocol, Sequence
 
 from ..errors import InvalidConfigError
 from ..storage.config import BrokerConfig
-from ..console.listeners import parse_http_listeners
 from . import apis
 from .broker import Broker, Session
 from .protocol import NEED_DATA, Connection, Frame, ProtocolError, UnsupportedApiVersions, encode_unsupported_api_versions
@@ -241,19 +240,30 @@ class ClientConnection(asyncio.Protocol):
         self.transport.close()
 
 
+class Service(Protocol):
+    """Something the same process serves beside the Kafka listeners, on the same event loop (the web
+    console): made once the broker is ready, started once the listeners accept, stopped before they close."""
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+
 class KafkaServer:
-    """Listeners over one broker; ``run`` serves until SIGTERM or SIGINT, then shuts down cleanly."""
+    """Listeners over one broker; ``run`` serves until SIGTERM or SIGINT, then shuts down cleanly.
+
+    ``services`` make what else the process serves from the running server (``compactlog serve`` adds
+    the web console this way), so this shell knows nothing of them."""
 
     def __init__(self, data_dir: str | Path, config: BrokerConfig,
                  on_listening: Callable[[str], None] | None = None,
-                 on_console: Callable[[str], None] | None = None) -> None:
+                 services: Sequence[Callable[["KafkaServer"], Service]] = ()) -> None:
         self.data_dir = Path(data_dir)
         self.config = config
         self.listeners = parse_listeners(config.get("listeners"), config.get("listener.security.protocol.map"))
-        self.http_listeners = parse_http_listeners(config.get("http.listeners"))
         self.on_listening = on_listening or (lambda url: None)
-        self.on_console = on_console or (lambda url: None)
-        self.console = None  # the web console, when http.listeners asks for one
+        self._make_services = list(services)
+        self.services: list[Service] = []  # those started, in order
         self.broker: Broker | None = None
         self.servers: list[asyncio.base_events.Server] = []
         self.connections: set[ClientConnection] = set()
@@ -328,12 +338,10 @@ class KafkaServer:
         for x in self.listeners:
             self.on_listening(x.url(self.bound[x.name][1]))
         self._idle_task = loop.create_task(self._close_idle())
-        if self.http_listeners:
-            from ..console.app import Console  # noqa: PLC0415 - aiohttp and jinja load only for a console
-
-            self.console = Console(self.broker, self)
-            for url in await self.console.start(self.http_listeners):
-                self.on_console(url)
+        for make in self._make_services:
+            service = make(self)
+            await service.start()
+            self.services.append(service)
 
     def ssl_context(self, listener: Listener):
         """The TLS context of an SSL or SASL_SSL listener (None for plaintext ones)."""
@@ -344,8 +352,11 @@ class KafkaServer:
         return None
 
     async def stop(self) -> None:
-        if self.console is not None:
-            await self.console.stop()
+        for service in reversed(self.services):  # before the broker closes the logs they read
+            try:
+                await service.stop()
+            except Exception:
+                log.exception("stopping %s failed", service)
         for srv in self.servers:
             srv.close()
         self._idle_task.cancel()
