@@ -229,3 +229,30 @@ class SaslAuthenticationFailedError(CompactLogError):
     """A SASL login failed: wrong password, unknown user or a malformed exchange (one message for all)."""
 
     code, name = 58, "SASL_AUTHENTICATION_FAILED"
+
+
+# The one code-to-error lookup: what a broker's answer code becomes on our side. Only the classes of this
+# module, one per code (others subclass them for their own meaning, e.g. a corrupt index is a
+# CORRUPT_MESSAGE, but an answer code must not turn into one of those by import order).
+_BY_CODE: dict[int, type[CompactLogError]] = {
+    cls.code: cls for cls in list(globals().values())
+    if isinstance(cls, type) and issubclass(cls, CompactLogError) and cls is not CompactLogError
+}
+
+
+def error_class(code: int) -> type[CompactLogError] | None:
+    """The class of Kafka error ``code``, or None when we declare none for it."""
+    return _BY_CODE.get(code)
+
+
+def error_for(code: int, message: str | None = None, doing: str = "") -> CompactLogError:
+    """Our typed error for a Kafka error code a broker answered with, its message ``doing`` + ``message``
+    (by default Kafka's meaning of the code, the class's docstring). A code we have no class for, and
+    librdkafka's own negative codes, give a CompactLogError that still carries the code."""
+    cls = _BY_CODE.get(code)
+    if message is None:
+        message = cls.__doc__.strip() if cls is not None and cls.__doc__ else f"error code {code}"
+    exc = (cls or CompactLogError)(f"{doing}{message}")
+    if cls is None:
+        exc.code = code
+    return exc

@@ -99,3 +99,31 @@ def test_max_records_below_one_is_refused(cl, n):
     """It once returned one record for any value below 1."""
     with pytest.raises(InvalidRequestError, match="max_records must be at least 1"):
         list(cl.consume("t", partition=0, from_beginning=True, max_records=n))
+
+
+def test_a_kafka_error_code_becomes_one_typed_error_for_every_caller():
+    """One lookup (``errors.error_for``) turns a broker's answer code into our error, for the CLI's wire
+    client and the console alike. Subclasses declared elsewhere with the same code (a corrupt index is a
+    CORRUPT_MESSAGE, a running compaction an INVALID_REQUEST) never stand in for the code's own class,
+    whatever has been imported."""
+    from confluent_kafka import KafkaError
+
+    import compactlog.compaction.service  # noqa: F401  (declares a code-42 subclass)
+    import compactlog.storage.index  # noqa: F401  (declares a code-2 subclass)
+    from compactlog import errors
+    from compactlog.cli.wire import as_error
+
+    declared = [c for c in vars(errors).values()
+                if isinstance(c, type) and issubclass(c, CompactLogError) and c is not CompactLogError]
+    assert len({c.code for c in declared}) == len(declared)  # one class per code
+    assert all(errors.error_class(c.code) is c for c in declared)
+
+    assert type(as_error(KafkaError(42, "bad request"))) is InvalidRequestError
+    assert str(as_error(KafkaError(42, "bad request"), "altering: ")) == "altering: bad request"
+    assert type(errors.error_for(2, "crc")) is CorruptRecordError
+    gone = errors.error_for(69, doing="t-0: ")
+    assert type(gone) is errors.GroupIdNotFoundError and str(gone) == "t-0: " + errors.GroupIdNotFoundError.__doc__
+    for code in (9999, -195):  # none of ours, and one of librdkafka's own
+        exc = errors.error_for(code, "what the broker said")
+        assert type(exc) is CompactLogError and exc.code == code and str(exc) == "what the broker said"
+    assert str(errors.error_for(9999)) == "error code 9999"

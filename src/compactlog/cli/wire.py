@@ -15,7 +15,6 @@ own log lines go to the ``compactlog.wire`` logger at debug level (``compactlog 
 
 from __future__ import annotations
 
-import functools
 import logging
 import time
 import uuid
@@ -27,6 +26,7 @@ from ..errors import (
     InvalidConfigError,
     OffsetOutOfRangeError,
     UnknownTopicOrPartitionError,
+    error_for,
 )
 from ..producer import DEFAULT_BATCH_BYTES
 from ..records.batch import Record
@@ -54,17 +54,6 @@ def client_config(bootstrap: str, **extra: Any) -> dict[str, Any]:
     return {"bootstrap.servers": bootstrap, "logger": _DebugLogger(), "client.id": "compactlog-cli", **extra}
 
 
-@functools.cache  # the class tree does not change: walked once, not per error
-def _error_classes() -> dict[int, type[CompactLogError]]:
-    out: dict[int, type[CompactLogError]] = {}
-    todo = list(CompactLogError.__subclasses__())
-    while todo:
-        cls = todo.pop()
-        out.setdefault(cls.code, cls)
-        todo.extend(cls.__subclasses__())
-    return out
-
-
 def as_error(err: Any, doing: str = "") -> CompactLogError:
     """Our typed error for a librdkafka ``KafkaError`` (or the ``KafkaException`` holding one): the
     class of its Kafka code when we have one, with the broker's message."""
@@ -72,17 +61,7 @@ def as_error(err: Any, doing: str = "") -> CompactLogError:
         err = err.args[0]
     if not hasattr(err, "code"):
         return CompactLogError(f"{doing}{err}")
-    return coded(err.code(), f"{doing}{err.str()}")
-
-
-def coded(code: int, message: str) -> CompactLogError:
-    """The typed error of a Kafka error code; librdkafka's own (negative) codes and codes we have no
-    class for become a CompactLogError carrying the code."""
-    cls = _error_classes().get(code)
-    exc = (cls or CompactLogError)(message)
-    if cls is None:
-        exc.code = code
-    return exc
+    return error_for(err.code(), err.str(), doing)
 
 
 def result(future, doing: str = "") -> Any:

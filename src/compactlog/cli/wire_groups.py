@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
-from ..errors import CompactLogError, InvalidRequestError
-from .wire import TIMEOUT_S, TopicPartitionKey, WireClient, as_error, coded, result
+from ..errors import CompactLogError, GroupIdNotFoundError, InvalidRequestError
+from .wire import TIMEOUT_S, TopicPartitionKey, WireClient, as_error, result
 
-GROUP_ID_NOT_FOUND = 69
+GROUP_ID_NOT_FOUND = GroupIdNotFoundError.code
 # Kafka's names of group states (ConsumerGroupState's enum names are librdkafka's spelling).
 STATE_NAMES = {"UNKNOWN": "Unknown", "PREPARING_REBALANCING": "PreparingRebalance",
                "COMPLETING_REBALANCING": "CompletingRebalance", "STABLE": "Stable", "DEAD": "Dead", "EMPTY": "Empty"}
@@ -63,7 +63,7 @@ class GroupAdmin(WireClient):
                    tuple((tp.topic, tp.partition) for tp in (m.assignment.topic_partitions if m.assignment else ())))
             for m in desc.members or ())
         if state in ("Dead", "Unknown") and not members and not committed:
-            raise coded(GROUP_ID_NOT_FOUND, f"Consumer group '{group}' does not exist.")
+            raise GroupIdNotFoundError(f"Consumer group '{group}' does not exist.")
         return GroupView(group, state, members, committed)
 
     def describe_group_or_new(self, group: str) -> GroupView:

@@ -23,7 +23,7 @@ from urllib.parse import quote
 
 from aiohttp import web
 
-from ...errors import CompactLogError, InvalidRequestError
+from ...errors import CompactLogError, InvalidRequestError, error_for
 from ...server.coordinator.group import CONSUMER_PROTOCOL_TYPE, GroupMetadata
 from ...server.coordinator.records import OffsetCommitValue
 from ...server.coordinator.state import DEAD, EMPTY, STABLE
@@ -335,19 +335,6 @@ def plan_reset(cl, spec: ResetSpec, committed: dict[TopicPartition, int]) -> lis
     return out
 
 
-def commit_error(code: int, doing: str) -> CompactLogError:
-    """The typed error of an OffsetCommit answer code, with Kafka's meaning as its message."""
-    todo = list(CompactLogError.__subclasses__())
-    while todo:
-        cls = todo.pop()
-        if cls.code == code:
-            return cls(f"{doing}{cls.__doc__.strip() if cls.__doc__ else cls.name}")
-        todo.extend(cls.__subclasses__())
-    exc = CompactLogError(f"{doing}error code {code}")
-    exc.code = code
-    return exc
-
-
 # pages -----------------------------------------------------------------------------------------------
 
 @routes.get("/groups")
@@ -440,7 +427,7 @@ async def _commit(c, group_id: str, plan: list[PlannedOffset]) -> None:
     failed = sorted((tp, code) for tp, code in results.items() if code)
     if failed:
         (topic, partition), code = failed[0]
-        raise commit_error(code, f"{topic}-{partition}: ")
+        raise error_for(code, doing=f"{topic}-{partition}: ")  # with Kafka's meaning of the code
 
 
 async def _plan(request: web.Request, group_id: str, spec: ResetSpec) -> tuple[list[PlannedOffset], str | None]:
