@@ -324,6 +324,34 @@ def test_defaults_are_kafkas():
     assert compress(Codec.GZIP, COMPRESSIBLE, -1) == compress(Codec.GZIP, COMPRESSIBLE, 6)
 
 
+def test_every_user_of_the_levels_reads_them_from_one_table():
+    """The topic configs, their checks, the advisor and the commands' help take each codec's range and
+    default from ``codecs.LEVELS``: changing a number there changes all of them."""
+    from click.testing import CliRunner
+
+    from compactlog.cli import main as cli
+    from compactlog.errors import InvalidConfigError as ConfigError
+    from compactlog.records import levels
+    from compactlog.spark.advise import DEFAULT_LEVEL
+    from compactlog.storage.config import TOPIC_CONFIGS
+
+    for codec, r in LEVELS.items():
+        key = TOPIC_CONFIGS[f"compression.{codec.config_name}.level"]
+        assert key.default == r.default and r is levels.LEVEL_RANGES[codec.config_name]
+        for level in (r.lo, r.hi, r.default):
+            key.parse(level)
+        for level in (r.lo - 1, r.hi + 1):
+            with pytest.raises(ConfigError):
+                key.parse(level)
+        assert DEFAULT_LEVEL[codec] == r.effective_default
+    assert compress(Codec.GZIP, COMPRESSIBLE, LEVELS[Codec.GZIP].effective_default) == compress(Codec.GZIP, COMPRESSIBLE)
+    produce_help = CliRunner().invoke(cli, ["produce", "--help"], terminal_width=400).output
+    assert levels.levels_text() == "gzip 1..9 or -1, lz4 1..17, zstd -131072..22"
+    assert levels.levels_text() in " ".join(produce_help.split())
+    recompress_help = " ".join(CliRunner().invoke(cli, ["spark", "recompress", "--help"], terminal_width=400).output.split())
+    assert all(f"{name} level ({r.text})" in recompress_help for name, r in levels.LEVEL_RANGES.items())
+
+
 def test_codecs_without_levels_ignore_them():
     assert check_level(Codec.SNAPPY, 99) is None and check_level(Codec.NONE, 99) is None
     assert compress(Codec.SNAPPY, COMPRESSIBLE, 99) == compress(Codec.SNAPPY, COMPRESSIBLE)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import click
 
 from ..errors import InvalidRecordError
+from ..records.levels import levels_text
 from ..producer import DEFAULT_BATCH_BYTES
 from .common import (
     bool_property,
@@ -95,7 +96,7 @@ class LineReaderProps:
               help="parse.key, key.separator, null.marker, parse.headers, headers.delimiter, headers.separator, headers.key.separator.")
 @click.option("--compression-codec", type=click.Choice(CODECS), default="none", help="Producer-side codec.")
 @click.option("--compression-level", type=int, default=None,
-              help="Producer-side codec level: gzip 1-9 (or -1), lz4 1-17, zstd -131072..22.")
+              help=f"Producer-side codec level: {levels_text()}.")
 @click.option("--batch-size", type=click.IntRange(min=0), default=DEFAULT_BATCH_BYTES, show_default=True,
               help="Bytes per batch (Kafka's batch.size; 0: one record per batch). Batches also fit the topic's "
                    "max.message.bytes and segment.bytes.")

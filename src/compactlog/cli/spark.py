@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from ..records.levels import LEVEL_RANGES
 from ..storage import files
 from .common import CompactLogGroup, check_compression_level, kafka_errors
 
@@ -110,9 +111,9 @@ def compact(data_dir, topic, master):
 @click.option("--topic", required=True, help="The topic whose stored history to rewrite.")
 @click.option("--compression.type", "compression", required=True,
               type=click.Choice(["uncompressed", "none", "gzip", "snappy", "lz4", "zstd"]), help="The target codec.")
-@click.option("--compression.gzip.level", "gzip_level", type=int, default=None, help="gzip level (1-9, -1).")
-@click.option("--compression.lz4.level", "lz4_level", type=int, default=None, help="lz4 level (1-17).")
-@click.option("--compression.zstd.level", "zstd_level", type=int, default=None, help="zstd level (-131072..22).")
+@click.option("--compression.gzip.level", "gzip_level", type=int, default=None, help=f"gzip level ({LEVEL_RANGES['gzip'].text}).")
+@click.option("--compression.lz4.level", "lz4_level", type=int, default=None, help=f"lz4 level ({LEVEL_RANGES['lz4'].text}).")
+@click.option("--compression.zstd.level", "zstd_level", type=int, default=None, help=f"zstd level ({LEVEL_RANGES['zstd'].text}).")
 @master_option
 @kafka_errors
 def recompress(data_dir, topic, compression, gzip_level, lz4_level, zstd_level, master):

@@ -8,8 +8,7 @@ Kafka compresses the records section of a batch (everything after the 61-byte he
 * lz4   - the LZ4 frame format with independent 64 KiB blocks (Kafka rejects linked blocks).
 * zstd  - ordinary zstd frames, usually without a content size, so decoding is streamed.
 
-Levels follow KIP-390: ``compression.gzip.level`` 1..9 or -1 (zlib's default, 6),
-``compression.lz4.level`` 1..17 (default 9), ``compression.zstd.level`` -131072..22 (default 3).
+Levels follow KIP-390 (``compression.<codec>.level``; the ranges and defaults are ``levels.py``'s).
 
 Decompression is bounded: a batch's records may decompress to at most ``max_size`` bytes
 (``DEFAULT_MAX_DECOMPRESSED_BYTES`` unless the caller says otherwise). Whatever a hostile batch declares
@@ -31,6 +30,7 @@ import lz4.frame
 import zstandard
 
 from ..errors import CorruptRecordError, InvalidConfigError, UnsupportedCompressionTypeError
+from .levels import LEVEL_RANGES, LevelRange
 
 # The most a batch's records may decompress to. Kafka's own bound is implicit (a consumer's fetch and
 # heap sizes); a broker that validates appends needs an explicit one, or one small batch can claim
@@ -61,12 +61,8 @@ class Codec(IntEnum):
         return "none" if self is Codec.NONE else self.name.lower()
 
 
-# (min, max, default) per codec, as Kafka's compression.<codec>.level configs define them.
-LEVELS: dict[Codec, tuple[int, int, int]] = {
-    Codec.GZIP: (1, 9, -1),
-    Codec.LZ4: (1, 17, 9),
-    Codec.ZSTD: (-131072, 22, 3),
-}
+# (min, max, default) per codec that has levels, as Kafka's compression.<codec>.level configs define them.
+LEVELS: dict[Codec, LevelRange] = {Codec[name.upper()]: r for name, r in LEVEL_RANGES.items()}
 
 
 def codec_from_name(name: str) -> Codec:
@@ -94,12 +90,13 @@ def check_level(codec: Codec, level: int | None) -> int | None:
     """Validate a level for ``codec``; None means the codec's default."""
     if level is None or codec not in LEVELS:
         return level if codec in LEVELS else None
-    lo, hi, default = LEVELS[codec]
-    if level == default or lo <= level <= hi:
+    levels = LEVELS[codec]
+    if levels.allows(level):
         return level
+    lo, hi = levels.lo, levels.hi
     # Kafka's validators' words (ConfigDef.Range, and gzip's own "or equal to -1")
-    if codec is Codec.GZIP:
-        rule = f"Value must be between {lo} and {hi} or equal to -1"
+    if not lo <= levels.default <= hi:
+        rule = f"Value must be between {lo} and {hi} or equal to {levels.default}"
     else:
         rule = f"Value must be at least {lo}" if level < lo else f"Value must be no more than {hi}"
     raise InvalidConfigError(f"Invalid value {level} for configuration compression.{codec.config_name}.level: {rule}")
@@ -180,7 +177,8 @@ def _snappy_decompress(data: bytes, limit: int) -> bytes:
 
 def _gzip_compress(data: bytes, level: int) -> bytes:
     # A plain gzip member with mtime 0, as Java's GZIPOutputStream writes it.
-    co = zlib.compressobj(6 if level == -1 else level, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    gzip = LEVELS[Codec.GZIP]
+    co = zlib.compressobj(gzip.effective_default if level == gzip.default else level, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
     return co.compress(data) + co.flush()
 
 
@@ -216,7 +214,7 @@ def _lz4_compress(data: bytes, level: int) -> bytes:
     # Framed by hand because the frame API cannot do what Kafka does: level 9 (the default) is the fast
     # compressor and every other level 1..17 the HC compressor (the frame API silently uses the fast one
     # below level 3). Blocks that do not shrink are stored uncompressed, as Kafka's writer stores them.
-    if level == LEVELS[Codec.LZ4][2]:
+    if level == LEVELS[Codec.LZ4].default:
         kwargs = {"mode": "default"}
     else:
         kwargs = {"mode": "high_compression", "compression": level}
@@ -395,7 +393,7 @@ def compress(codec: Codec, data: bytes, level: int | None = None) -> bytes:
         return _snappy_compress(data)
     lvl = check_level(codec, level)
     if lvl is None:
-        lvl = LEVELS[codec][2]
+        lvl = LEVELS[codec].default
     if codec is Codec.GZIP:
         return _gzip_compress(data, lvl)
     if codec is Codec.LZ4:

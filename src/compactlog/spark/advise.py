@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from ..records.batch import HEADER_SIZE
-from ..records.codecs import Codec, compress, decompress
+from ..records.codecs import LEVELS, Codec, compress, decompress
 
 # Kafka's codecs at the levels worth comparing: the fast end, Kafka's default and the dense end.
 TRIALS: tuple[tuple[Codec, int | None], ...] = (
@@ -26,7 +26,8 @@ TRIALS: tuple[tuple[Codec, int | None], ...] = (
     (Codec.LZ4, 1), (Codec.LZ4, 9), (Codec.LZ4, 17),
     (Codec.ZSTD, -1), (Codec.ZSTD, 1), (Codec.ZSTD, 3), (Codec.ZSTD, 9), (Codec.ZSTD, 19),
 )
-DEFAULT_LEVEL = {Codec.GZIP: 6, Codec.LZ4: 9, Codec.ZSTD: 3}  # what compression.<codec>.level defaults to
+# the level compression.<codec>.level's default compresses at (gzip's -1 is zlib's 6)
+DEFAULT_LEVEL = {codec: levels.effective_default for codec, levels in LEVELS.items()}
 WINDOW_BYTES = 1 << 20  # contiguous bytes read at each sampled place
 MEASURE_SECONDS = 0.2  # advise_local measures a small sample again until this much time went by (at most 5 runs)
 

@@ -22,7 +22,7 @@ from types import MappingProxyType
 from typing import Any, Iterable, Mapping
 
 from ..errors import InvalidConfigError, InvalidRequestError
-from ..records.codecs import Codec
+from ..records.codecs import LEVELS, Codec
 from .serverconfigs import SERVER_CONFIGS
 from .configdef import (
     DOUBLE_MAX,
@@ -87,12 +87,13 @@ TOPIC_CONFIGS: Mapping[str, ConfigKey] = MappingProxyType({k.name: k for k in [
     _topic("compression.type", "string", "producer", one_of(*CODEC_NAMES), ["compression.type"],
            "Codec of the stored batches: 'producer' keeps each batch as the producer compressed it, any other value "
            "makes the broker recompress to that codec ('uncompressed' stores them plain)."),
-    _topic("compression.gzip.level", "int", -1, LevelOrDefault(1, 9, -1), ["compression.gzip.level"],
-           "Level used when the broker compresses with gzip; -1 is zlib's own default (6)."),
-    _topic("compression.lz4.level", "int", 9, between(1, 17), ["compression.lz4.level"],
+    _topic("compression.gzip.level", "int", LEVELS[Codec.GZIP].default, LevelOrDefault(*LEVELS[Codec.GZIP][:3]),
+           ["compression.gzip.level"], "Level used when the broker compresses with gzip; -1 is zlib's own default (6)."),
+    _topic("compression.lz4.level", "int", LEVELS[Codec.LZ4].default, between(*LEVELS[Codec.LZ4][:2]),
+           ["compression.lz4.level"],
            "Level used when the broker compresses with lz4; 9 is the fast default, higher levels are slower and smaller."),
-    _topic("compression.zstd.level", "int", 3, between(-131072, 22), ["compression.zstd.level"],
-           "Level used when the broker compresses with zstd; negative levels trade ratio for speed."),
+    _topic("compression.zstd.level", "int", LEVELS[Codec.ZSTD].default, between(*LEVELS[Codec.ZSTD][:2]),
+           ["compression.zstd.level"], "Level used when the broker compresses with zstd; negative levels trade ratio for speed."),
     _topic("delete.retention.ms", "long", 86400000, at_least(0), ["log.cleaner.delete.retention.ms"],
            "How long a tombstone (a null value) stays readable on a compacted topic once the cleaner has reached it, "
            "so that slow consumers still see the delete."),
