@@ -64,9 +64,9 @@ def serve(data_dir, server_properties, overrides, http):
 
     def web_console(server: KafkaServer):
         """The console, on the broker's process and event loop; aiohttp and jinja load only for it."""
-        from ..console.app import Console
+        from ..console.app import build
 
-        return Console(server.broker, server, http_listeners, on_url=console)
+        return build(server.broker, server, http_listeners, on_url=console)
 
     # The broker and the console are composed here: the server knows nothing of the console.
     server = KafkaServer(data_dir, config, on_listening=listening, services=[web_console] if http_listeners else [])

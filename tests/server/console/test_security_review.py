@@ -243,7 +243,7 @@ def test_static_files_stay_in_their_directory(secured, path):
 
 
 def test_every_post_needs_the_token_and_no_get_changes_anything(secured):
-    from compactlog.console.pages import PAGES
+    from compactlog.console.app import PAGES
 
     posts = [(r.path, r.method) for page in PAGES for r in page.routes if r.method not in ("GET", "HEAD")]
     assert posts and all(method == "POST" for _, method in posts)

@@ -30,9 +30,10 @@ from ...compaction.state import read_state
 from ...errors import CompactLogError
 from ...storage.topics import INTERNAL_TOPICS
 from .. import charts, inventory
-from ..app import Console, console, page, require, start_job, viewer
+from ..handlers import console, page, require, start_job, viewer
 from ..jobs import Job
 from ..render import size
+from ..runtime import Console
 
 routes = web.RouteTableDef()
 log = logging.getLogger(__name__)

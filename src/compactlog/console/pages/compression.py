@@ -24,7 +24,7 @@ from ...records.codecs import Codec, check_level, codec_from_name
 from ...spark.advise import TRIALS, Advice, Trial, advise_local, topic_settings
 from ...spark.recompress import recompress_local
 from .. import charts
-from ..app import console, page, require, see_other, start_job, topic_url, viewer
+from ..handlers import console, page, require, see_other, start_job, topic_url, viewer
 from ..jobs import Job
 
 routes = web.RouteTableDef()

@@ -28,7 +28,7 @@ from ...server.coordinator.group import CONSUMER_PROTOCOL_TYPE, GroupMetadata
 from ...server.coordinator.records import OffsetCommitValue
 from ...server.coordinator.state import DEAD, EMPTY, STABLE
 from ...storage.topics import INTERNAL_TOPICS
-from ..app import console, page, require, see_other, topic_url, viewer
+from ..handlers import console, page, require, see_other, topic_url, viewer
 
 routes = web.RouteTableDef()
 COORDINATOR = "group_coordinator"  # the broker's extras key of the group coordinator

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from ..app import console, page, viewer
+from ..handlers import console, page, viewer
 from ..jobs import Job
 
 routes = web.RouteTableDef()

@@ -9,7 +9,7 @@ from urllib.parse import urlsplit
 from aiohttp import web
 
 from .. import auth
-from ..app import console, page, see_other
+from ..handlers import console, page, see_other
 
 routes = web.RouteTableDef()
 log = logging.getLogger(__name__)

@@ -18,8 +18,8 @@ from aiohttp import web
 from ...compaction.service import CompactionStatus
 from ...errors import CompactLogError, UnknownTopicOrPartitionError
 from .. import formats, keylookup
-from ..app import console, page, require, topic_url
 from ..formats import FORMATS, TEXT, Shown
+from ..handlers import console, page, require, topic_url
 
 routes = web.RouteTableDef()
 

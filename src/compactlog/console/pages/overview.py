@@ -8,7 +8,7 @@ import time
 from aiohttp import web
 
 from .. import inventory
-from ..app import console, page, viewer
+from ..handlers import console, page, viewer
 from .groups import summaries
 
 routes = web.RouteTableDef()

@@ -23,7 +23,7 @@ from ...server.admin import delete_one
 from ...storage.config import TOPIC_CONFIGS, DescribeRow, LogConfig
 from ...storage.topics import INTERNAL_TOPICS
 from .. import inventory
-from ..app import console, page, require, see_other, topic_url, viewer
+from ..handlers import console, page, require, see_other, topic_url, viewer
 from .groups import coordinator
 
 routes = web.RouteTableDef()
