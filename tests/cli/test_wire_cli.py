@@ -179,6 +179,38 @@ def test_consumer_groups(run, broker):
     assert "cache" not in run("consumer-groups", "--bootstrap-server", "BROKER", "--list").stdout.split()
 
 
+def test_reset_to_a_datetime_without_a_zone_is_utc_wherever_the_command_runs(run, broker, monkeypatch):
+    """Records an hour apart from 2026-01-01T00:00Z; the command runs in UTC-05:00. A zoneless date-time
+    is UTC, as Kafka's tool reads it (once it was local time here, five records later); a zone given is kept."""
+    from confluent_kafka import Producer
+
+    new_year, hour = 1_767_225_600_000, 3_600_000
+    run("topics", "--bootstrap-server", "BROKER", "--create", "--topic", "hourly")
+    p = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 0})
+    for i in range(8):
+        p.produce("hourly", key=b"k", value=str(i).encode(), timestamp=new_year + i * hour)
+    assert p.flush(30) == 0
+    monkeypatch.setenv("TZ", "EST+05")
+    time.tzset()
+    try:
+        def reset_to(when: str) -> str:
+            out = run("consumer-groups", "--bootstrap-server", "BROKER", "--reset-offsets", "--group", "zoned",
+                      "--topic", "hourly", "--to-datetime", when).stdout
+            return _offsets(out)[("hourly", "0")][0]
+
+        assert reset_to("2026-01-01T02:00:00.000") == "2"
+        assert reset_to("2026-01-01T02:00:00.000Z") == "2"
+        assert reset_to("2026-01-01T02:00:00.000+01:00") == "1"
+        assert reset_to("2026-01-01T01:30:00.000") == "2"  # the first record at or after it
+        assert reset_to("2026-01-02T00:00:00.000") == "8"  # none that recent: the log end
+        res = run("consumer-groups", "--bootstrap-server", "BROKER", "--reset-offsets", "--group", "zoned",
+                  "--topic", "hourly", "--to-datetime", "2026-01-01", code=2)
+        assert "is not a date and time like 2026-01-01T00:00:00.000" in res.output
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+
+
 def test_an_active_group_is_described_with_its_member_and_not_reset(run, broker):
     from confluent_kafka import Consumer
 

@@ -8,8 +8,6 @@ prints, in plain aligned columns that ``awk`` can read, as Kafka's tool prints t
 
 from __future__ import annotations
 
-import datetime
-
 import click
 
 from .common import host_ports, kafka_errors
@@ -28,16 +26,15 @@ def table(header: tuple[str, ...], rows: list[tuple]) -> list[str]:
 
 
 def parse_datetime(text: str) -> int:
-    """``--to-datetime``: ISO 8601 (``2026-01-01T00:00:00.000``, optionally ``Z`` or ``+01:00``) to epoch
-    milliseconds; without a zone, the local one, as kafka-consumer-groups reads it."""
+    """``--to-datetime`` in epoch milliseconds, read by the reset rule's parser (``offset_reset``: UTC
+    unless the text names a zone, as kafka-consumer-groups reads it); a usage error when it is not one."""
+    from ..errors import InvalidRequestError
+    from ..offset_reset import parse_datetime as parse
+
     try:
-        when = datetime.datetime.fromisoformat(text.strip())
-    except ValueError:
-        raise click.BadParameter(f"{text!r} is not a date and time like 2026-01-01T00:00:00.000",
-                                 param_hint="'--to-datetime'") from None
-    if when.tzinfo is None:
-        when = when.astimezone()
-    return int(when.timestamp() * 1000)
+        return parse(text)
+    except InvalidRequestError as exc:
+        raise click.BadParameter(str(exc), param_hint="'--to-datetime'") from None
 
 
 def parse_topic(spec: str) -> tuple[str, list[int] | None]:

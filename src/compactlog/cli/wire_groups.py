@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
 from ..errors import CompactLogError, GroupIdNotFoundError, InvalidRequestError
+from ..offset_reset import DATETIME, EARLIEST, LATEST, new_offset
 from .wire import TIMEOUT_S, TopicPartitionKey, WireClient, as_error, result
 
 GROUP_ID_NOT_FOUND = GroupIdNotFoundError.code
@@ -101,21 +102,17 @@ class GroupAdmin(WireClient):
 
     def reset_plan(self, group: GroupView, partitions: list[TopicPartitionKey], to: str,
                    value: int | None = None) -> dict[TopicPartitionKey, int]:
-        """New committed offsets for ``partitions``: ``to`` is earliest, latest, offset (``value``, kept
-        within each partition's earliest..latest as kafka-consumer-groups keeps it) or datetime (``value``
-        in ms: the first offset at or after it, the end when no record is that recent)."""
+        """New committed offsets for ``partitions``: ``to`` is earliest, latest, offset (``value``) or datetime
+        (``value`` in ms), by the reset rule (``offset_reset.new_offset``) over what ListOffsets answers."""
         if group.state not in INACTIVE:
             raise InvalidRequestError(
                 f"Offsets of group '{group.group_id}' can only be reset while it has no members (Empty); it is "
                 f"{group.state}. Stop its consumers first.")
-        if to in ("earliest", "latest"):
-            return self._offsets(partitions, to)
-        latest = self._offsets(partitions, "latest")
-        if to == "offset":
-            earliest = self._offsets(partitions, "earliest")
-            return {tp: min(max(value, earliest[tp]), latest[tp]) for tp in partitions}
-        found = self._offsets(partitions, value)
-        return {tp: latest[tp] if found[tp] < 0 else found[tp] for tp in partitions}
+        earliest = self._offsets(partitions, EARLIEST)
+        latest = self._offsets(partitions, LATEST)
+        found = self._offsets(partitions, value) if to == DATETIME else {}  # -1: no record that recent
+        return {tp: new_offset(to, value, earliest[tp], latest[tp], found[tp] if found.get(tp, -1) >= 0 else None)
+                for tp in partitions}
 
     def commit(self, group: str, offsets: Mapping[TopicPartitionKey, int]) -> None:
         """Store ``offsets`` as the group's committed offsets (OffsetCommit outside any generation)."""

@@ -15,7 +15,6 @@ assignment holds the partition; as Kafka does, assignments are shown only while 
 
 from __future__ import annotations
 
-import datetime
 import struct
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -24,6 +23,7 @@ from urllib.parse import quote
 from aiohttp import web
 
 from ...errors import CompactLogError, InvalidRequestError, error_for
+from ...offset_reset import RESET_TARGETS, new_offset, parse_datetime  # the reset rule, shared with the CLI
 from ...server.coordinator.group import CONSUMER_PROTOCOL_TYPE, GroupMetadata
 from ...server.coordinator.records import OffsetCommitValue
 from ...server.coordinator.state import DEAD, EMPTY, STABLE
@@ -34,7 +34,6 @@ routes = web.RouteTableDef()
 COORDINATOR = "group_coordinator"  # the broker's extras key of the group coordinator
 TopicPartition = tuple[str, int]
 INACTIVE = (EMPTY.value, DEAD.value)  # states whose offsets may be reset: no member would overwrite them
-RESET_TARGETS = ("earliest", "latest", "offset", "datetime")
 FORM_FIELDS = ("topic", "to", "offset", "datetime")  # the reset form's fields
 NOT_CONSUMER = "not a consumer assignment"
 
@@ -266,18 +265,6 @@ class PlannedOffset:
     new: int
 
 
-def parse_datetime(text: str) -> int:
-    """ISO 8601 (``2026-01-01T00:00:00.000``, optionally ``Z`` or ``+01:00``) to epoch milliseconds;
-    without a zone, UTC (the console shows every time in UTC)."""
-    try:
-        when = datetime.datetime.fromisoformat(text.strip())
-    except ValueError:
-        raise InvalidRequestError(f"'{text}' is not a date and time like 2026-01-01T00:00:00.000") from None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=datetime.timezone.utc)
-    return int(when.timestamp() * 1000)
-
-
 def parse_reset(form) -> ResetSpec:
     """The reset form's fields, checked; errors say what to type instead."""
     to = form.get("to", "")
@@ -300,18 +287,6 @@ def inactive_error(group_id: str, state: str) -> str | None:
     if state in INACTIVE:
         return None
     return f"Assignments can only be reset if the group '{group_id}' is inactive, but the current state is {state}."
-
-
-def new_offset(to: str, value: int | None, start: int, end: int, found: int | None) -> int:
-    """Kafka's reset rule for one partition: earliest = log start, latest = log end, an offset kept within
-    [start, end], a date-time = the first offset at or after it (``found``), the end when none is."""
-    if to == "earliest":
-        return start
-    if to == "latest":
-        return end
-    if to == "offset":
-        return min(max(value, start), end)
-    return end if found is None else found
 
 
 def plan_reset(cl, spec: ResetSpec, committed: dict[TopicPartition, int]) -> list[PlannedOffset]:
