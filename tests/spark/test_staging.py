@@ -1,4 +1,4 @@
-"""A Spark job's staging directory: tasks killed with a failed job leave nothing behind."""
+"""A job's staging directory: tasks killed with a failed job leave nothing behind."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 import compactlog
 from compactlog.errors import InvalidRequestError, KafkaStorageError
-from compactlog.spark.staging import STAGING_DIR, JobStaging, sweep_abandoned
+from compactlog.storage.staging import STAGING_DIR, JobStaging, sweep_abandoned
 
 
 def test_tasks_add_files_and_directories_and_the_driver_removes_them_all(tmp_path):
@@ -54,7 +54,7 @@ def test_a_data_directory_with_a_staging_directory_opens_as_before(tmp_path):
 
 DRIVER = """
 import sys
-from compactlog.spark.staging import JobStaging
+from compactlog.storage.staging import JobStaging
 staging = JobStaging.begin(sys.argv[1])
 (staging.new_dir() / "00000000000000000000.log.cleaned").write_bytes(b"staged data")
 print(staging.directory, flush=True)

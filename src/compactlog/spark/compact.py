@@ -39,8 +39,8 @@ from ..errors import CompactLogError
 from ..records import kernels
 from ..records.columns import Chunk, chunks
 from ..storage.segment import SegmentParams
+from ..storage.staging import JobStaging
 from .progress import spark_progress
-from .staging import JobStaging
 
 MAP_CHUNK_BYTES = 4 << 20
 SUPERSEDED = 2**63 - 1  # a mapped offset above every record's: another record of the key is kept

@@ -29,9 +29,9 @@ from ..errors import InvalidRequestError, UnknownTopicOrPartitionError
 from ..producer import DEFAULT_BATCH_BYTES, BuiltInPartitioner, ProducerPlan, header_bytes, record_sizes
 from ..records.batch import LOG_OVERHEAD, build_batch
 from ..storage.config import LogConfig
+from ..storage.staging import JobStaging
 from ..storage.topics import read_topics
 from ..storage.validator import LONG_MAX, validate_and_assign_offsets
-from .staging import JobStaging
 
 BATCH_BYTES = DEFAULT_BATCH_BYTES
 FINGERPRINT_BYTES = 8  # LogConfig.fingerprint of the config a task validated a batch under

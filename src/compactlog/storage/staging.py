@@ -1,6 +1,8 @@
-"""Where a Spark job's tasks leave their output until the driver takes it: ``<data>/__staging/<job>``.
+"""Where a job's tasks leave their output until the driver takes it: ``<data>/__staging/<job>``.
 
-Appends stage batches there, compaction and recompression their rewritten segments. Only the driver
+A job here is work done beside the log that owns the data directory: the Spark jobs (appends stage
+batches there, compaction and recompression their rewritten segments) and the in-process
+recompression (``compactlog.recompression``). Only the driver, the side that holds the data directory,
 creates a job's directory (before the job) and removes it (after it, whatever happened); tasks only
 add to it. That split matters when a job fails: Spark kills the other tasks but does not wait for them,
 and a Python worker may run on for a moment after its task was killed. A late task then finds no
