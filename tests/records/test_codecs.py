@@ -332,7 +332,7 @@ def test_every_user_of_the_levels_reads_them_from_one_table():
     from compactlog.cli import main as cli
     from compactlog.errors import InvalidConfigError as ConfigError
     from compactlog.records import levels
-    from compactlog.spark.advise import DEFAULT_LEVEL
+    from compactlog.advisor import DEFAULT_LEVEL
     from compactlog.storage.config import TOPIC_CONFIGS
 
     for codec, r in LEVELS.items():

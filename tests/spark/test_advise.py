@@ -9,7 +9,8 @@ import pytest
 
 import compactlog
 from compactlog.records.codecs import Codec
-from compactlog.spark.advise import TRIALS, Trial, advise, recommend, sample_places, write_chart
+from compactlog.advisor import TRIALS, Trial, recommend, sample_places
+from compactlog.spark.advise import advise, write_chart
 
 
 def trial(codec, level, stored, seconds) -> Trial:

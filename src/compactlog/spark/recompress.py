@@ -1,79 +1,17 @@
 """Recompression of stored history to another codec, one Spark task per closed segment.
 
-Kafka only compresses new data; this rewrites what is already stored. Each task reads one closed
-segment read-only and writes ``<base>.log.cleaned`` in the job's staging directory (:mod:`.staging`)
-with every batch recompressed (records, offsets, timestamps and header facts unchanged). The driver,
-which holds the data directory, checks that each segment is still the one planned, moves the rewritten
-one beside it and swaps it in with the log's crash-safe ``replace_segments``. The active segment is
-not touched, so appends go on meanwhile.
+The plan, the rewrite of each segment and the crash-safe swap are ``compactlog.recompression``'s (the
+web console runs them in-process); this module runs the rewrites as Spark tasks, read-only on the
+executors, while the driver holds the data directory and swaps the results in.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Callable
 
-from ..cleaner.cleaner import READ_BUFFER_BYTES
-from ..records.codecs import Codec, check_level, codec_from_name
-from ..storage.segment import SegmentParams
-from .compact import CompactionJobError
+from ..recompression import SegmentResult, SegmentTask, recompress, rewrite_segment
+from ..storage.staging import JobStaging
 from .progress import spark_progress
-from .staging import JobStaging
-
-
-@dataclass(frozen=True)
-class SegmentTask:
-    path: str
-    topic: str
-    partition: int
-    base_offset: int
-    size: int
-    codec: int
-    level: int | None
-    params: SegmentParams  # the topic's index settings (a read-only segment knows only defaults)
-
-
-@dataclass(frozen=True)
-class SegmentResult:
-    topic: str
-    partition: int
-    base_offset: int
-    bytes_before: int
-    bytes_after: int
-    batches: int
-    dir: str  # the task's directory in the job's staging directory
-
-
-def rewrite_segment(task: SegmentTask, staging: JobStaging) -> SegmentResult:
-    """Runs on an executor: the segment at ``task.base_offset`` rewritten into a ``.cleaned`` file."""
-    from ..records.batch import RecordBatch, with_codec
-    from ..records.columns import chunks
-    from ..storage.rewrite import write_cleaned
-    from ..storage.snapshot import PartitionSnapshot
-
-    codec = Codec(task.codec)
-    with PartitionSnapshot.open(task.path, task.topic, task.partition) as snap:
-        src = snap.segment_at(task.base_offset)
-        if src is None:
-            raise CompactionJobError(f"segment {task.base_offset} of {task.topic}-{task.partition} was replaced "
-                                     f"during the job")
-        count = [0]
-
-        def out():
-            for group in chunks((b for _, b in src.batches(0)), READ_BUFFER_BYTES):
-                rows = []
-                for b in group:
-                    b.ensure_valid()  # recompressing gives a fresh CRC: damage must stop here, not be sealed in
-                    data = with_codec(b, codec, task.level)
-                    rows.append((data, RecordBatch(data).max_timestamp, b.last_offset))
-                count[0] += len(rows)
-                yield rows
-
-        where = staging.new_dir()
-        dest, written = write_cleaned(where, task.base_offset, task.params, out(), src.last_modified_ms)
-        dest.close_handlers()
-        return SegmentResult(task.topic, task.partition, task.base_offset, src.size, dest.size, count[0], str(where))
 
 
 def recompress_topic(spark, cl, topic: str, compression: str, level: int | None = None,
@@ -84,53 +22,4 @@ def recompress_topic(spark, cl, topic: str, compression: str, level: int | None 
         with spark_progress(spark, "recompression"):
             return spark.sparkContext.parallelize(tasks, len(tasks)).map(lambda t: rewrite_segment(t, staging)).collect()
 
-    return _recompress(cl, topic, compression, level, on_spark, f"on {spark.sparkContext.master}", progress)
-
-
-def recompress_local(cl, topic: str, compression: str, level: int | None = None,
-                     progress: Callable[[str], None] = print,
-                     on_segment: Callable[[int, int], None] = lambda done, total: None) -> list[SegmentResult]:
-    """The same rewrite one segment after another in the calling thread (the web console's job, where
-    the broker owns the data directory and no Spark runs); ``on_segment(done, total)`` after each."""
-    def here(tasks: list[SegmentTask], staging: JobStaging) -> list[SegmentResult]:
-        results = []
-        for t in tasks:
-            results.append(rewrite_segment(t, staging))
-            on_segment(len(results), len(tasks))
-        return results
-
-    return _recompress(cl, topic, compression, level, here, "in this process", progress)
-
-
-def _recompress(cl, topic: str, compression: str, level: int | None,
-                run: Callable[[list[SegmentTask], JobStaging], list[SegmentResult]], where: str,
-                progress: Callable[[str], None]) -> list[SegmentResult]:
-    """Plan one task per closed segment, ``run`` them, swap each result in (crash-safe) unless its segment
-    changed meanwhile."""
-    codec = codec_from_name(compression)
-    check_level(codec, level)
-    n = cl.manager.partitions_for(topic)
-    tasks = []
-    for p in range(n):
-        lg = cl.log(topic, p)
-        for seg in lg.segments[:-1]:
-            if seg.size:
-                tasks.append(SegmentTask(str(cl.manager.dir), topic, p, seg.base_offset, seg.size, int(codec), level,
-                                         lg.segment_params()))
-    if not tasks:
-        progress(f"{topic}: no closed segments to recompress")
-        return []
-    progress(f"{topic}: recompressing {len(tasks)} segment(s) to {codec.config_name} {where}")
-    staging = JobStaging.begin(cl.manager.dir)
-    try:
-        with cl.cleaner.paused([(topic, p) for p in range(n)]):  # no cleaning round swaps these meanwhile
-            results = run(tasks, staging)
-            for r, t in zip(results, tasks):
-                # a segment changed since planning (or now active) is kept as it is
-                cl.log(topic, r.partition).adopt_cleaned(r.base_offset, [(t.base_offset, t.size)], Path(r.dir))
-    finally:
-        staging.remove()  # what was not swapped, and what tasks killed with a failed job left
-    before = sum(r.bytes_before for r in results)
-    after = sum(r.bytes_after for r in results)
-    progress(f"{topic}: {before:,} bytes -> {after:,} bytes ({100 * (1 - after / max(before, 1)):.1f}% smaller)")
-    return results
+    return recompress(cl, topic, compression, level, on_spark, f"on {spark.sparkContext.master}", progress)

@@ -14,7 +14,7 @@ from playwright.sync_api import expect
 
 import compactlog
 from compactlog.records.codecs import Codec
-from compactlog.spark.advise import (
+from compactlog.advisor import (
     TRIALS,
     Trial,
     advise_local,

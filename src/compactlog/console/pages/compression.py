@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from aiohttp import web
 from markupsafe import Markup
 
+from ...advisor import TRIALS, Advice, Trial, advise_local, topic_settings
 from ...errors import CompactLogError
 from ...records.codecs import Codec, check_level, codec_from_name
-from ...spark.advise import TRIALS, Advice, Trial, advise_local, topic_settings
-from ...spark.recompress import recompress_local
+from ...recompression import recompress_local
 from .. import charts
 from ..handlers import console, page, require, see_other, start_job, topic_url, viewer
 from ..jobs import Job
