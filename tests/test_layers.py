@@ -1,0 +1,328 @@
+"""The package's import structure, read from its source: no import cycles, and each layer of the design
+(docs: "Layers") imports only the ones below it.
+
+Every ``import`` and ``from ... import`` counts, including those inside functions (a lazy import is an
+arrow too: it runs sooner or later); only imports under ``if TYPE_CHECKING:`` are left out, since they
+never run. Relative imports are resolved, and ``from pkg import name`` points at ``pkg.name`` when that is
+a module of ours, else at ``pkg``. Each rule is also run on a planted violation, so that none of them
+can pass by reading nothing.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import compactlog
+
+PACKAGE_DIR = Path(compactlog.__file__).parent
+PACKAGE = "compactlog"
+
+# The layers, lowest first: a module imports nothing of a layer above its own. Modules directly under
+# compactlog/ (api.py, producer.py, consumer.py, verify.py, advisor.py, ...) are the API layer, apart
+# from the ground every layer stands on (errors, clock) and the entry point (__main__, an adapter).
+GROUND = ("compactlog.errors", "compactlog.clock")
+LAYERS = ("ground", "records", "storage", "cleaner", "compaction", "security", "api", "adapters")
+ADAPTERS = ("compactlog.cli", "compactlog.server", "compactlog.spark", "compactlog.console", "compactlog.__main__")
+# Adapters stay apart: the console may use the server's public pieces (the authorizer, the coordinator's
+# records), the command line may start the broker and the console; nothing else crosses.
+ADAPTER_REACHES_FORBIDDEN = {
+    "compactlog.server": ("compactlog.console", "compactlog.cli", "compactlog.spark"),
+    "compactlog.spark": ("compactlog.cli", "compactlog.server", "compactlog.console"),
+    "compactlog.console": ("compactlog.cli", "compactlog.spark"),
+    "compactlog.cli": ("compactlog.spark",),
+}
+SPARK_COMMAND = "compactlog.cli.spark"  # the ``compactlog spark`` commands: the one cli module that runs Spark jobs
+
+
+@dataclass(frozen=True)
+class Arrow:
+    source: str
+    target: str
+    line: int
+
+    def __str__(self) -> str:
+        return f"{self.source} -> {self.target} (line {self.line})"
+
+
+def module_name(path: Path, root: Path = PACKAGE_DIR) -> str:
+    parts = list(path.relative_to(root.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def _import_nodes(node: ast.AST) -> Iterable[ast.Import | ast.ImportFrom]:
+    """Every import statement under ``node``, at any depth, except the body of ``if TYPE_CHECKING:``."""
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, ast.If) and _is_type_checking(child.test):
+            for other in child.orelse:
+                yield from _import_nodes(ast.Module(body=[other], type_ignores=[]))
+            continue
+        if isinstance(child, (ast.Import, ast.ImportFrom)):
+            yield child
+        else:
+            yield from _import_nodes(child)
+
+
+def arrows_of(name: str, source: str, is_package: bool, modules: Iterable[str]) -> list[Arrow]:
+    """The arrows from module ``name`` (its text ``source``) to modules of the package."""
+    known = set(modules)
+    package = name if is_package else name.rpartition(".")[0]
+    out = []
+    for node in _import_nodes(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        else:
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                origin = ".".join(base + ([node.module] if node.module else []))
+            else:
+                origin = node.module or ""
+            targets = [f"{origin}.{a.name}" if f"{origin}.{a.name}" in known else origin for a in node.names]
+        out += [Arrow(name, t, node.lineno) for t in targets if t == PACKAGE or t.startswith(PACKAGE + ".")]
+    return out
+
+
+def read_package(root: Path = PACKAGE_DIR) -> dict[str, list[Arrow]]:
+    """Module name -> its arrows, for every module of the package under ``root``."""
+    paths = {module_name(p, root): p for p in sorted(root.rglob("*.py"))}
+    return {name: arrows_of(name, p.read_text(encoding="utf-8"), p.name == "__init__.py", paths)
+            for name, p in paths.items()}
+
+
+def graph_of(package: Mapping[str, list[Arrow]]) -> dict[str, set[str]]:
+    return {name: {a.target for a in arrows if a.target in package} for name, arrows in package.items()}
+
+
+def cycles(graph: Mapping[str, set[str]]) -> list[list[str]]:
+    """One closed path (first module repeated at the end) per strongly connected group of modules that
+    import each other, found with Tarjan's algorithm (iteratively: no recursion limit)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups: list[list[str]] = []
+    for start in sorted(graph):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, children = work[-1]
+            for child in children:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                    break
+                if child in on_stack:
+                    low[node] = min(low[node], index[child])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    group = []
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        group.append(member)
+                        if member == node:
+                            break
+                    if len(group) > 1 or node in graph[node]:
+                        groups.append(sorted(group))
+    return [_closed_path(graph, set(g)) for g in groups]
+
+
+def _closed_path(graph: Mapping[str, set[str]], group: set[str]) -> list[str]:
+    """A shortest way from the group's first module back to itself, through the group."""
+    first = min(group)
+    came_from: dict[str, str] = {}
+    frontier = [first]
+    while frontier:
+        following = []
+        for node in frontier:
+            for child in sorted(graph[node] & group):
+                if child == first:  # back home: walk the way here backwards
+                    path = [node]
+                    while path[-1] != first:
+                        path.append(came_from[path[-1]])
+                    return [first, *reversed(path[:-1]), first]
+                if child not in came_from:
+                    came_from[child] = node
+                    following.append(child)
+        frontier = following
+    raise AssertionError(f"no closed path in {sorted(group)}")
+
+
+def within(name: str, prefix: str) -> bool:
+    return name == prefix or name.startswith(prefix + ".")
+
+
+def layer_of(name: str) -> str:
+    if name in GROUND:
+        return "ground"
+    if any(within(name, a) for a in ADAPTERS):
+        return "adapters"
+    for layer in ("records", "storage", "cleaner", "compaction", "security"):
+        if within(name, f"{PACKAGE}.{layer}"):
+            return layer
+    return "api"  # the package itself and the modules directly under it
+
+
+# the rules: each returns the arrows that break it -----------------------------------------------------
+
+def import_cycles(package: Mapping[str, list[Arrow]]) -> list[str]:
+    return [" -> ".join(path) for path in cycles(graph_of(package))]
+
+
+def upward_arrows(package: Mapping[str, list[Arrow]]) -> list[Arrow]:
+    rank = {layer: i for i, layer in enumerate(LAYERS)}
+    return [a for arrows in package.values() for a in arrows if rank[layer_of(a.target)] > rank[layer_of(a.source)]]
+
+
+def adapter_crossings(package: Mapping[str, list[Arrow]]) -> list[Arrow]:
+    bad = []
+    for arrows in package.values():
+        for a in arrows:
+            for source, targets in ADAPTER_REACHES_FORBIDDEN.items():
+                if within(a.source, source) and any(within(a.target, t) for t in targets):
+                    if not (within(a.source, SPARK_COMMAND) and within(a.target, f"{PACKAGE}.spark")):
+                        bad.append(a)
+    return bad
+
+
+def server_reaches_console(package: Mapping[str, list[Arrow]]) -> list[Arrow]:
+    return [a for arrows in package.values() for a in arrows
+            if within(a.source, f"{PACKAGE}.server") and within(a.target, f"{PACKAGE}.console")]
+
+
+RULES = {
+    "import cycles": import_cycles,
+    "imports of a higher layer": upward_arrows,
+    "imports between adapters that must stay apart": adapter_crossings,
+    "imports of the console by the server": server_reaches_console,
+}
+
+
+# the package as it is ----------------------------------------------------------------------------------
+
+PACKAGE_ARROWS = read_package()
+
+
+def test_the_package_is_read_whole():
+    """The reader finds the modules and arrows we know of (a reader that finds nothing passes every rule)."""
+    assert {"compactlog.api", "compactlog.server.broker", "compactlog.console.app", "compactlog.records.batch"} \
+        <= set(PACKAGE_ARROWS)
+    targets = {a.target for a in PACKAGE_ARROWS["compactlog.server.apis"]}
+    assert {"compactlog.server.broker", "compactlog.server.sasl", "compactlog.server.coordinator.handlers"} <= targets
+    lazy = {a.target for a in PACKAGE_ARROWS["compactlog.cli.serve"]}  # imports inside the command's function
+    assert {"compactlog.server.network", "compactlog.console.app"} <= lazy
+
+
+def test_no_import_cycles():
+    found = import_cycles(PACKAGE_ARROWS)
+    assert not found, "modules that import each other (break the cycle by composing from below):\n" + "\n".join(found)
+
+
+def test_no_layer_imports_one_above_it():
+    found = upward_arrows(PACKAGE_ARROWS)
+    assert not found, "imports of a higher layer (" + " < ".join(LAYERS) + "):\n" + "\n".join(
+        f"{a}  [{layer_of(a.source)} -> {layer_of(a.target)}]" for a in found)
+
+
+def test_the_server_never_imports_the_console():
+    found = server_reaches_console(PACKAGE_ARROWS)
+    assert not found, "the server imports the console (serve composes them):\n" + "\n".join(map(str, found))
+
+
+def test_adapters_stay_apart():
+    """In particular the console and the command line run no Spark: only ``compactlog spark`` does."""
+    found = adapter_crossings(PACKAGE_ARROWS)
+    assert not found, "imports between adapters:\n" + "\n".join(map(str, found))
+
+
+# each rule catches a planted violation -----------------------------------------------------------------
+
+def _planted(tmp_path: Path, files: Mapping[str, str]) -> dict[str, list[Arrow]]:
+    """A package named ``compactlog`` holding only ``files`` (path -> source), read as the real one is."""
+    root = tmp_path / PACKAGE
+    for rel, text in {"__init__.py": "", **files}.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        for parent in path.parents:
+            if parent == root.parent:
+                break
+            (parent / "__init__.py").touch()
+        path.write_text(text)
+    return read_package(root)
+
+
+def test_a_cycle_is_found_and_its_path_named(tmp_path):
+    pkg = _planted(tmp_path, {
+        "server/broker.py": "def handle():\n    from . import apis\n",  # inside a function: still an arrow
+        "server/apis.py": "from .produce import HANDLERS\n",
+        "server/produce.py": "from .broker import handle\n",
+    })
+    assert import_cycles(pkg) == [
+        "compactlog.server.apis -> compactlog.server.produce -> compactlog.server.broker -> compactlog.server.apis"]
+
+
+def test_an_import_under_type_checking_is_no_arrow(tmp_path):
+    pkg = _planted(tmp_path, {
+        "server/coordinator.py": "from .offsets import Manager\n",
+        "server/offsets.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .coordinator import C\n",
+    })
+    assert import_cycles(pkg) == []
+
+
+def test_an_upward_import_is_found(tmp_path):
+    pkg = _planted(tmp_path, {
+        "records/batch.py": "from ..storage import segment\n",
+        "storage/segment.py": "import compactlog.cleaner.cleaner\n",
+        "cleaner/cleaner.py": "from compactlog import api\n",
+        "compaction/service.py": "from ..server.broker import Broker\n",
+        "api.py": "",
+        "server/broker.py": "from ..storage import segment\n",  # downward: allowed
+    })
+    assert sorted(f"{a.source} -> {a.target}" for a in upward_arrows(pkg)) == [
+        "compactlog.cleaner.cleaner -> compactlog.api",
+        "compactlog.compaction.service -> compactlog.server.broker",
+        "compactlog.records.batch -> compactlog.storage.segment",
+        "compactlog.storage.segment -> compactlog.cleaner.cleaner",
+    ]
+
+
+def test_the_server_reaching_the_console_is_found(tmp_path):
+    pkg = _planted(tmp_path, {
+        "server/network.py": "async def start():\n    from ..console.app import build\n",
+        "console/app.py": "from ..server.security import x\n",  # the console may use the server's pieces
+        "server/security.py": "",
+    })
+    assert [f"{a.source} -> {a.target}" for a in server_reaches_console(pkg)] == [
+        "compactlog.server.network -> compactlog.console.app"]
+
+
+def test_spark_reached_from_the_console_or_the_cli_is_found(tmp_path):
+    pkg = _planted(tmp_path, {
+        "console/pages/compression.py": "from ...spark.advise import advise_local\n",
+        "cli/topics.py": "from ..spark import session\n",
+        "cli/spark.py": "from ..spark.advise import advise\n",  # the spark command may
+        "spark/advise.py": "",
+        "spark/session.py": "",
+    })
+    assert sorted(f"{a.source} -> {a.target}" for a in adapter_crossings(pkg)) == [
+        "compactlog.cli.topics -> compactlog.spark.session",
+        "compactlog.console.pages.compression -> compactlog.spark.advise",
+    ]
