@@ -177,6 +177,18 @@ class OffsetIndex(AbstractIndex):
         e = self._entries[slot]
         return self.base_offset + int(e["offset"]), int(e["position"])
 
+    def lookup_with_previous(self, offset: int) -> tuple[int, tuple[int, int] | None]:
+        """Where a checked walk towards ``offset`` starts: the position of the entry before the largest
+        entry at or below ``offset`` (0 when there is none), and that largest entry as (offset,
+        position), or None. Starting one entry early gives the batch the walk hands out a checked
+        predecessor, and lets the walk hold the entry it skipped to against the log."""
+        slot = self._slot_for(offset - self.base_offset)
+        if slot < 0:
+            return 0, None
+        e = self._entries[slot]
+        start = int(self._entries[slot - 1]["position"]) if slot > 0 else 0
+        return start, (self.base_offset + int(e["offset"]), int(e["position"]))
+
     def truncate_to(self, offset: int) -> None:
         """Remove entries for offsets >= ``offset``."""
         keys = self._entries["offset"][: self._n]

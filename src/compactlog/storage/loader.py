@@ -46,6 +46,7 @@ class LoadedLog:
     log_start_offset: int
     truncated_bytes: int
     damage: list[Damage] = field(default_factory=list)
+    gaps_below: int = 0  # offsets may be missing (cleaned away) only below this
 
 
 def cover(seg: LogSegment, lo: int, hi: int) -> bool:
@@ -204,4 +205,4 @@ def load_log(
         next_offset = log_start_offset
     start = max(log_start_offset, segments[0].base_offset)
     rp = next_offset if clean_shutdown else min(recovery_point, next_offset)
-    return LoadedLog(segments, next_offset, rp, start, truncated, damage)
+    return LoadedLog(segments, next_offset, rp, start, truncated, damage, gaps_allowed_below)

@@ -32,6 +32,7 @@ from .producer_state import ProducerStateManager, last_sequence
 from .reader import fixed, read_batches
 from .retention import SegmentFacts, segments_to_delete
 from .rewrite import move_cleaned
+from .integrity import Bounds
 from .segment import LogSegment, SegmentParams
 from .validator import ValidatedAppend, validate_and_assign_offsets
 
@@ -61,7 +62,7 @@ class Log:
         log_start_offset: int = 0,
         clean_shutdown: bool = False,
         failure: LogDirFailure | None = None,
-        gaps_allowed_below: int | None = 0,
+        gaps_allowed_below: int | None = None,
         full_recovery: bool = False,
     ) -> None:
         self.dir = Path(directory)
@@ -77,8 +78,10 @@ class Log:
         self.producer_state = ProducerStateManager()
         self.failure = failure if failure is not None else LogDirFailure(self.dir)
         self._pending_deletes: list[tuple[int, LogSegment]] = []
+        self.gaps_below = 0
         loaded = load_log(self.dir, self.segment_params(), time, recovery_point, log_start_offset, clean_shutdown,
                           gaps_allowed_below, full_recovery)
+        self.gaps_below = loaded.gaps_below
         self._publish(loaded.segments)
         self._next_offset = loaded.next_offset
         self.recovery_point = loaded.recovery_point
@@ -97,7 +100,13 @@ class Log:
         return SegmentParams(c.index_interval_bytes, c.segment_index_bytes, roll_jitter, c.preallocate)
 
     def _publish(self, segments: list[LogSegment]) -> None:
+        """Make ``segments`` the view readers take, each told what the log knows of its offsets (the
+        next segment's base, where cleaning may have left gaps, whether it is the last), against which
+        readers check the header fields the CRC does not cover."""
         segs = tuple(sorted(segments, key=lambda s: s.base_offset))
+        for i, seg in enumerate(segs):
+            last = i == len(segs) - 1
+            seg.bounds = Bounds(None if last else segs[i + 1].base_offset, self.gaps_below, last)
         self._view = (tuple(s.base_offset for s in segs), segs)
 
     @property
@@ -177,6 +186,9 @@ class Log:
                     raise CorruptRecordError(
                         f"batch at offset {batch.base_offset} is below the log end offset {self._next_offset} of {self.name}"
                     )
+                if batch.base_offset > self._next_offset:  # a gap the leader's cleaning left: allowed from now on
+                    self.gaps_below = max(self.gaps_below, batch.base_offset)
+                    self._publish(list(self.segments))
                 raw = bytes(batch.buffer)
                 self._store(raw, batch.base_offset, batch.last_offset, batch.max_timestamp, batch.last_offset, now)
                 consumed = pos + batch.size
@@ -367,6 +379,9 @@ class Log:
             for seg in reversed(new_sorted):
                 seg.change_suffix(files.CLEANED_SUFFIX, files.SWAP_SUFFIX)
             old_ids = {id(s) for s in old}
+            if old:  # the rewritten range may have gaps now: readers must know before they see it
+                after = [s.base_offset for s in self.segments if s.base_offset > old[-1].base_offset]
+                self.gaps_below = max(self.gaps_below, after[0] if after else self._next_offset)
             self._publish([s for s in self.segments if id(s) not in old_ids] + new_sorted)
             for seg in old:
                 self._schedule_delete(seg)

@@ -1,8 +1,9 @@
 """Reading a partition's batches in offset order, checked: the one reader behind ``consume``, the
 snapshot consumer, the compacted view, the Pulsar-style compactor and the Spark source.
 
-Every batch it hands out has passed :func:`~.segment.batch_problem`: its CRC (unless the caller opts
-out, as a Kafka consumer with ``check.crcs=false`` does) and offsets that follow the batch before it.
+Every batch it hands out has passed the segment's header checks (``LogSegment.batches``: offsets that
+follow the batch before it, across segments too, and fit the bounds its log knows) and its CRC (unless
+the caller opts out, as a Kafka consumer with ``check.crcs=false`` does).
 A batch that fails raises :class:`CorruptRecordError` naming the partition, the offset, the file and
 the position, and carries that place as ``origin`` so errors met later while decoding it name it too.
 
@@ -20,7 +21,6 @@ from typing import Callable, Iterator, Protocol, Sequence
 from ..errors import CorruptRecordError, KafkaStorageError
 from ..records.batch import RecordBatch
 from .failure import describe
-from .integrity import batch_problem
 from .segment import LogSegment
 
 # (base offsets in order, segment i opened) of one listing
@@ -80,22 +80,28 @@ def read_batches(listing: Listing, start: int, end: int | None = None, *, check_
 
 def _read(listing: Listing, at: list[int], end: int | None, check_crcs: bool) -> Iterator[RecordBatch]:
     bases, segment_at = listing
+    expected: int | None = None  # the offset after the last batch read, carried across segments
     for k in range(max(bisect.bisect_right(bases, at[0]) - 1, 0), len(bases)):
         if end is not None and bases[k] >= end:
             return
         seg = segment_at(k)
-        found = seg.translate_offset(at[0])
-        if found is None:
-            continue
-        expected = seg.base_offset
-        for position, batch in seg.batches(found[0]):
+        if expected is None:
+            found = seg.translate_offset(at[0])
+            if found is None:
+                continue
+            walk = seg.batches(found[0])
+        else:  # from the batch before, so a hole between segments is seen as one
+            walk = seg.batches(0, expected=expected)
+        for position, batch in walk:
             if end is not None and batch.base_offset >= end:
                 return
-            problem = batch_problem(batch, seg.base_offset, expected, check_crcs)
-            if problem is not None:
-                raise CorruptRecordError(f"{seg.directory.name}: {problem} ({seg.file_name} position {position})")
             expected = batch.next_offset
             if batch.last_offset >= at[0]:
+                if check_crcs:
+                    try:
+                        batch.ensure_valid()
+                    except CorruptRecordError as exc:
+                        raise seg.damage(str(exc), position) from None
                 batch.origin = BatchOrigin(seg, position)
                 at[0] = batch.next_offset
                 yield batch

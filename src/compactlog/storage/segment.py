@@ -8,6 +8,7 @@ a short forward scan of batch headers; no record is decoded to find a position.
 
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,12 +16,14 @@ from typing import Iterator
 
 from ..clock import SYSTEM, Time
 from ..errors import CorruptRecordError
-from ..records.batch import HEADER_SIZE, HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, RecordBatch, iter_batches
+from ..records.batch import HEADER_SIZE, HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, MAGIC, RecordBatch, iter_batches
 from . import files
 from .files import write_fully
 from .handles import POOL
 from .index import CorruptIndexError, OffsetIndex, TimeIndex
-from .integrity import MAX_RELATIVE_OFFSET, Damage, batch_problem
+from .integrity import LENIENT, MAX_RELATIVE_OFFSET, Bounds, Damage, batch_problem, header_problem
+
+log = logging.getLogger(__name__)
 
 READ_CHUNK = 1 << 20  # bytes read at a time when scanning batch headers
 
@@ -91,6 +94,7 @@ class LogSegment:
             return idx
 
     needs_recovery = False
+    bounds: Bounds = LENIENT  # set by the log (or snapshot) holding the segment
     _closed = False
     _create = False
     # the descriptor pool's bookkeeping (handles.py)
@@ -112,6 +116,13 @@ class LogSegment:
         return f"{self.directory.name}/{self.log_path.name}"
 
     # reading ------------------------------------------------------------------------------------
+    def damage(self, why: str, position: int, more: str = "") -> CorruptRecordError:
+        """The error a reader raises for damage here: it names the partition, the file and the position
+        (also kept as ``position``, where a walk may go on from, see :meth:`translate_offset`)."""
+        exc = CorruptRecordError(f"{self.directory.name}: {why} ({self.file_name} position {position}{more})")
+        exc.position = position
+        return exc
+
     def read_bytes(self, position: int, size: int) -> bytes:
         fd = POOL.acquire(self)  # (not ``with POOL.use``: this is the hot path of every read)
         try:
@@ -119,40 +130,118 @@ class LogSegment:
         finally:
             POOL.release(self)
 
-    def batches(self, position: int = 0, end: int | None = None) -> Iterator[tuple[int, RecordBatch]]:
-        """Yield (file position, batch) for whole batches from ``position``, reading in large chunks.
-
-        A partial batch at the end of the file ends the iteration quietly (a torn tail); an impossible
-        batch length raises CorruptRecordError.
-        """
-        end = self.size if end is None else end
+    def _raw(self, position: int, end: int, stop: int) -> Iterator[tuple[int, RecordBatch]]:
+        """(file position, batch) of whole batches from ``position`` up to the file end ``end``, reading
+        in large chunks, ending after the first batch that starts at or beyond ``stop``. A batch length
+        below the header's size is damage, and so is one running past the end of the file when the
+        segment is not the log's last or a sound batch follows; otherwise it is a torn (or still
+        growing) tail."""
         while end - position >= HEADER_SIZE_UP_TO_MAGIC:
-            chunk = self.read_bytes(position, min(READ_CHUNK, end - position))
+            chunk = self.read_bytes(position, min(READ_CHUNK, end - position, max(stop - position, 0) + 4096))
             consumed = 0
             try:
                 for pos, batch in iter_batches(chunk):
                     consumed = pos + batch.size
                     yield position + pos, batch
+                    if position + pos >= stop:
+                        return
             except CorruptRecordError:  # an impossible length after ``consumed``: reported below
-                position += consumed
-                chunk = chunk[consumed:]
-                consumed = 0
-            if consumed == 0:
-                # The next batch is larger than a chunk (or runs past the end): read exactly it.
-                length = int.from_bytes(chunk[8:12], "big", signed=True)
-                if length < HEADER_SIZE - LOG_OVERHEAD:
-                    raise CorruptRecordError(f"batch at {self.file_name} position {position} has an impossible length {length}")
-                need = length + LOG_OVERHEAD
-                if position + need > end:
-                    return
-                yield position, RecordBatch(self.read_bytes(position, need))
-                consumed = need
+                pass
             position += consumed
+            if consumed:
+                continue
+            # The next batch is larger than a chunk, runs past the end, or has an impossible length.
+            length = int.from_bytes(chunk[consumed + 8:consumed + 12], "big", signed=True)
+            if length < HEADER_SIZE - LOG_OVERHEAD:
+                raise self.damage(f"impossible batch length {length}", position)
+            need = length + LOG_OVERHEAD
+            if position + need > end:
+                break
+            yield position, RecordBatch(self.read_bytes(position, need))
+            if position >= stop:
+                return
+            position += need
+        if position < end and (not self.bounds.last or self._resync(position) is not None):
+            raise self.damage(f"a batch runs past the end of the segment or the next batch "
+                              f"({end - position} bytes left)", position)
 
-    def translate_offset(self, offset: int, starting_position: int = 0) -> tuple[int, RecordBatch] | None:
-        """(position, batch) of the first batch whose last offset is >= ``offset``, or None."""
-        _, pos = self.offset_index.lookup(offset)
-        for position, batch in self.batches(max(pos, starting_position)):
+    def batches(self, position: int = 0, end: int | None = None, *,
+                expected: int | None = None) -> Iterator[tuple[int, RecordBatch]]:
+        """Yield (file position, batch) for whole batches from ``position`` (a batch boundary) to
+        ``end`` (default: the end of the file), each header checked (``integrity.header_problem``)
+        against the segment, the bounds its log set and the batch before it. A batch is handed out only
+        once the header after it, or the end of the segment, agrees with it: a base offset flipped up
+        overlaps its successor and is caught before any of its records is. Damage raises
+        CorruptRecordError naming the partition, the file and the position. CRCs are the caller's
+        (``ensure_valid``), so that readers with ``check.crcs=false`` skip them.
+
+        ``expected``: the offset the first batch must start at, when the batch before it is known
+        (from position 0 it is the segment's base).
+        """
+        size = self.size
+        stop = size if end is None else min(end, size)
+        bounds = self.bounds
+        known = expected is not None or position == 0
+        expected = self.base_offset if expected is None else expected
+        held: tuple[int, RecordBatch] | None = None
+        held_placed = False  # the held batch started exactly where the batch before it ended
+        walk = self._raw(position, size, stop)
+        while True:
+            try:
+                pos, batch = next(walk)
+            except StopIteration:
+                break
+            except CorruptRecordError:  # a length that cannot be followed: the next batch's fault
+                if held is not None:
+                    yield held
+                raise
+            problem = header_problem(batch, self.base_offset, expected, bounds, known)
+            if problem is not None:
+                # Offsets that do not follow may be the held batch's fault, unless it sat exactly where
+                # the batch before it ended; any other problem is this batch's own.
+                relational = batch.base_offset != expected and batch.magic == MAGIC
+                if held is not None and (held_placed or not relational):
+                    yield held
+                after = f", after the batch at position {held[0]}" if held is not None else ""
+                raise self.damage(problem, pos, after)
+            if held is not None:
+                yield held
+            if pos >= stop:
+                return
+            held_placed = known and batch.base_offset == expected
+            held, expected, known = (pos, batch), batch.next_offset, True
+        if held is not None:
+            yield held
+
+    def translate_offset(self, offset: int) -> tuple[int, RecordBatch] | None:
+        """(position, batch) of the first batch whose last offset is >= ``offset``, or None.
+
+        The walk starts one index entry before the one the offset falls after, so the batch handed out
+        always follows a batch whose header was checked with it, and it must pass through the entry it
+        skipped to at a batch boundary holding that entry's offset. Where the walk meets damage (or an
+        index that disagrees with the log) it goes on from the next sound batch (:meth:`_resync`): a
+        batch found there is handed out only if the offset is not one the damage may hold, so records
+        after damage stay readable by offset and none inside it is skipped silently."""
+        start, entry = self.offset_index.lookup_with_previous(offset)
+        try:
+            return self._first_holding(offset, start, entry)
+        except CorruptRecordError as exc:
+            damage, at = exc, getattr(exc, "position", None)
+        resumed = self._resync(at if at is not None else start)
+        if resumed is None:
+            raise damage
+        found = self._first_holding(offset, resumed, None)
+        if found is not None and found[0] == resumed and found[1].base_offset > offset:
+            raise damage  # the offset lies before the first sound batch: in the damage, maybe
+        return found
+
+    def _first_holding(self, offset: int, start: int, entry: tuple[int, int] | None) -> tuple[int, RecordBatch] | None:
+        for position, batch in self.batches(start):
+            if entry is not None and position >= entry[1]:
+                if position != entry[1] or batch.base_offset > entry[0]:
+                    raise self.damage(f"the offset index entry for offset {entry[0]} at position {entry[1]} does "
+                                      f"not match the log", position)
+                entry = None
             if batch.last_offset >= offset:
                 return position, batch
         return None
@@ -182,18 +271,25 @@ class LogSegment:
 
     def read_next_offset(self) -> int:
         """The offset after the last batch (the base offset when empty)."""
-        _, pos = self.offset_index.lookup(2**63 - 1)
+        start, _ = self.offset_index.lookup_with_previous(2**63 - 1)
         nxt = self.base_offset
-        for _, batch in self.batches(pos):
-            nxt = batch.next_offset
+        while start is not None:
+            try:
+                for _, batch in self.batches(start):
+                    nxt = batch.next_offset
+                return nxt
+            except CorruptRecordError as exc:  # the end is after the last sound batch: readers meet the damage
+                if getattr(exc, "position", None) is None:
+                    raise
+                start = self._resync(exc.position)
         return nxt
 
     def find_offset_by_timestamp(self, timestamp: int, starting_offset: int = 0) -> tuple[int, int] | None:
         """(timestamp, offset) of the first record with timestamp >= ``timestamp`` at or after
         ``starting_offset``; None when no record in this segment qualifies."""
         _, ts_offset = self.time_index.lookup(timestamp)
-        _, pos = self.offset_index.lookup(max(ts_offset, starting_offset))
-        for _, batch in self.batches(pos):
+        found = self.translate_offset(max(ts_offset, starting_offset))
+        for _, batch in self.batches(found[0]) if found is not None else ():
             if batch.max_timestamp >= timestamp and batch.last_offset >= starting_offset:
                 for rec in batch.records():
                     if rec.timestamp >= timestamp and rec.offset >= starting_offset:
@@ -202,34 +298,59 @@ class LogSegment:
 
     # checking ----------------------------------------------------------------------------------
     def _walk(self, position: int) -> Iterator[tuple[int, RecordBatch | None, str | None]]:
-        """(position, batch, None) for each batch whose length can be followed from ``position``; a
-        final (position, None, why) where the lengths stop making sense before the end of the file."""
+        """(position, batch, None) for each batch whose length can be followed from ``position``, and
+        (position, None, why) for a stretch where the lengths stop making sense; the walk goes on at the
+        next sound batch after it (:meth:`_resync`), so a flipped length in the middle of a file is
+        damage there, not a tail that would take every later batch with it."""
         end = self.size
         while position < end:
+            why = None
             if end - position < HEADER_SIZE_UP_TO_MAGIC:
-                yield position, None, f"{end - position} bytes at the end are too few for a batch header"
-                return
-            head = self.read_bytes(position, LOG_OVERHEAD)
-            length = int.from_bytes(head[8:12], "big", signed=True)
-            if length < HEADER_SIZE - LOG_OVERHEAD:
-                yield position, None, f"impossible batch length {length}"
-                return
-            if position + LOG_OVERHEAD + length > end:
-                yield position, None, f"partial batch: {length + LOG_OVERHEAD} bytes declared, {end - position} present"
-                return
-            chunk = self.read_bytes(position, min(READ_CHUNK, end - position))
-            consumed = 0
+                why = f"{end - position} bytes at the end are too few for a batch header"
+            else:
+                length = int.from_bytes(self.read_bytes(position + 8, 4), "big", signed=True)
+                if length < HEADER_SIZE - LOG_OVERHEAD:
+                    why = f"impossible batch length {length}"
+                elif position + LOG_OVERHEAD + length > end:
+                    why = f"partial batch: {length + LOG_OVERHEAD} bytes declared, {end - position} present"
+            if why is not None:
+                yield position, None, why
+                resumed = self._resync(position)
+                if resumed is None:
+                    return
+                position = resumed
+                continue
+            begin = position
             try:
-                for pos, batch in iter_batches(chunk):
-                    consumed = pos + batch.size
-                    yield position + pos, batch, None
-            except CorruptRecordError:  # an impossible length further on: the next turn reports it
-                pass
-            if consumed == 0:  # one batch larger than a chunk
-                batch = RecordBatch(self.read_bytes(position, length + LOG_OVERHEAD))
-                consumed = batch.size
-                yield position, batch, None
-            position += consumed
+                for pos, batch in self._raw(position, end, end):
+                    yield pos, batch, None
+                    position = pos + batch.size
+            except CorruptRecordError as exc:  # met further on: the checks above describe it next turn
+                at = getattr(exc, "position", None)
+                if at is None or at <= begin:
+                    raise
+                position = at
+
+    def _resync(self, position: int) -> int | None:
+        """The position of the first sound batch after ``position`` (magic 2, a length that fits, offsets
+        that fit the segment, a matching CRC), or None when none follows: where a walk goes on after
+        damage. Costs a search of the rest of the file, paid only where damage was found."""
+        end = self.size
+        q = position + 1
+        while end - q >= HEADER_SIZE:
+            chunk = self.read_bytes(q, min(READ_CHUNK, end - q))
+            i = chunk.find(b"\x02", 16)
+            while i != -1 and i - 16 + HEADER_SIZE <= len(chunk):
+                at = q + i - 16
+                head = RecordBatch(chunk[i - 16:i - 16 + HEADER_SIZE])
+                if (head.batch_length >= HEADER_SIZE - LOG_OVERHEAD and at + head.size <= end
+                        and head.last_offset_delta >= 0 and head.base_offset >= self.base_offset
+                        and head.last_offset - self.base_offset <= MAX_RELATIVE_OFFSET
+                        and RecordBatch(self.read_bytes(at, head.size)).is_valid()):
+                    return at
+                i = chunk.find(b"\x02", i + 1)
+            q += max(len(chunk) - HEADER_SIZE + 1, 1)
+        return None
 
     def audit(self, position: int = 0, expected_next: int | None = None,
               gaps_below: int | None = None) -> Iterator[tuple[int, RecordBatch | None, Damage | None]]:
@@ -239,16 +360,15 @@ class LogSegment:
         offset the first batch must start at (unknown when None); ``gaps_below``: see ``batch_problem``."""
         known = expected_next is not None
         expected = self.base_offset if expected_next is None else expected_next
-        pending: list[tuple[int, RecordBatch, str]] = []
+        pending: list[tuple[int, RecordBatch | None, str]] = []
+        upper = self.bounds.upper
         for position_, batch, why in self._walk(position):
             if batch is None:
-                for p, b, w in pending:
-                    yield p, b, Damage(self.file_name, p, w, True)
-                yield position_, None, Damage(self.file_name, position_, why or "unreadable", True)
-                return
+                pending.append((position_, None, why or "unreadable"))
+                continue
             # After damage the offsets it covered are unknown: the next batch need only go forward.
             jumps = gaps_below if known and not pending else None
-            problem = batch_problem(batch, self.base_offset, expected, True, jumps)
+            problem = batch_problem(batch, self.base_offset, expected, True, jumps, upper)
             if problem is not None:
                 pending.append((position_, batch, problem))
                 continue

@@ -12,6 +12,7 @@ segments, than a busy cleaner leaves between two swaps.
 from __future__ import annotations
 
 import bisect
+import functools
 import os
 import time
 from pathlib import Path
@@ -21,6 +22,7 @@ from ..errors import CompactLogError, UnknownTopicOrPartitionError
 from ..records.batch import RecordBatch
 from . import files
 from .checkpoint import OffsetCheckpointFile
+from .integrity import Bounds
 from .reader import Listing, read_batches
 from .segment import LogSegment
 
@@ -105,6 +107,8 @@ class PartitionSnapshot:
         seg = self._open.get(key)
         if seg is None:
             seg = self._open[key] = LogSegment(self.directory, key[0], temp_suffix=key[1], read_only=True)
+            last = i == len(self._listing_) - 1
+            seg.bounds = Bounds(None if last else self._listing_[i + 1][0], self.gaps_below, last)
             if len(self._open) > MAX_OPEN_SEGMENTS and not self._eager:
                 for old in sorted(self._open)[: len(self._open) - MAX_OPEN_SEGMENTS]:
                     if old < key:
@@ -129,6 +133,39 @@ class PartitionSnapshot:
         if i < len(self._listing_) and self._listing_[i][0] == base_offset:
             return self.segment(i)
         return None
+
+    @property
+    def gaps_below(self) -> int | None:
+        """Below which offset batches may be missing (cleaned away), as far as a reader outside the
+        owner can tell: anywhere in a side log; below the last listed segment of a topic that may be
+        compacted (cleaning never touches the active segment, and the owner swaps before its checkpoint
+        says so); in a topic whose override says ``delete``, below the cleaner's checkpoint (a topic
+        compacted once), else nowhere. Readers also hold each batch against its neighbours and the next
+        segment's base, so a flipped base offset is caught where gaps are allowed too."""
+        if files.parse_partition_dir(self.directory.name) is None:
+            return None
+        if self._cleaned_below is None:
+            return self.bases[-1] if self._listing_ else 0
+        return self._cleaned_below
+
+    @functools.cached_property
+    def _cleaned_below(self) -> int | None:
+        """None for a side log or a topic that may be compacted; else the cleaner's checkpoint (0 if none)."""
+        parsed = files.parse_partition_dir(self.directory.name)
+        if parsed is None:
+            return None
+        from .topics import read_topics
+
+        try:  # the broker's default policy is not written in the directory: only an override says "delete"
+            meta = read_topics(self.directory.parent).get(parsed[0]) or {}
+            if "compact" in str((meta.get("config") or {}).get("cleanup.policy", "compact")):
+                return None
+        except (OSError, ValueError, CompactLogError):
+            return None  # unknown: lenient rather than call cleaned gaps damage
+        try:
+            return OffsetCheckpointFile(self.directory.parent / files.CLEANER_OFFSET_CHECKPOINT).read().get(parsed) or 0
+        except (OSError, CompactLogError):
+            return 0
 
     def _listing(self) -> Listing:
         return self.bases, self.segment
