@@ -8,12 +8,13 @@ the log start offset, if retention has removed live records beyond it).
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Iterator
 
 from ..records.batch import RecordBatch
 from ..storage.reader import PartitionView
 from ..storage.snapshot import PartitionSnapshot
-from .state import read_state, side_log_dir
+from .state import CompactionState, read_state, side_log_dir
 
 
 def earliest_offset(log_start_offset: int, read_compacted: bool) -> int:
@@ -22,22 +23,32 @@ def earliest_offset(log_start_offset: int, read_compacted: bool) -> int:
     return 0 if read_compacted else log_start_offset
 
 
+def pinned_view(partition_dir: Path, attempts: int = 5) -> tuple[CompactionState | None, PartitionSnapshot | None]:
+    """The published (horizon, side log) pair with the side log's files open, or (None, None) when no
+    compaction of the partition is published. The caller closes the snapshot; once it holds it, a
+    compaction publishing a new pair changes nothing for its read. Every reader of the compacted view
+    pins it here."""
+    for attempt in range(attempts):
+        state = read_state(partition_dir)
+        if state is None:
+            return None, None
+        try:
+            return state, PartitionSnapshot.of_directory(side_log_dir(partition_dir, state.side_log), eager=True)
+        except FileNotFoundError:  # replaced by a newer run between reading the state and opening it
+            if attempt == attempts - 1:
+                raise
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
 def compacted_batches(live: PartitionView, start: int, end: int | None = None, attempts: int = 5,
                       check_crcs: bool = True) -> Iterator[RecordBatch]:
     """Batches of the compacted view holding offsets in [start, end). ``live`` is the live log, the
     owner's Log or another process's snapshot; both the side log and it are read by the checked reader."""
     log_start_offset = live.log_start_offset
-    for attempt in range(attempts):
-        state = read_state(live.dir)
-        if state is None:
-            yield from live.batches(max(start, log_start_offset), end, check_crcs=check_crcs)
-            return
-        try:
-            side = PartitionSnapshot.of_directory(side_log_dir(live.dir, state.side_log), eager=True)
-            break
-        except FileNotFoundError:  # replaced by a newer run between reading the state and opening
-            if attempt == attempts - 1:
-                raise
+    state, side = pinned_view(live.dir, attempts)
+    if state is None:
+        yield from live.batches(max(start, log_start_offset), end, check_crcs=check_crcs)
+        return
     with side:
         hi = state.horizon if end is None else min(end, state.horizon)
         if start < hi:

@@ -1,31 +1,43 @@
 """The latest record of one key through the compacted view, found newest first, by columns, within a bound.
 
 The compacted view of a partition (docs/compaction.md) is the side log below the published horizon H
-plus the live log from H on. The latest record of a key is therefore the last one in the live tail
-``[H, end)`` if it has one, else the one record the side log keeps for it (a side log holds each key
-once and never a tombstone). Without a published compaction the view is the whole live log.
+plus the live log from H on. Which record of a key is "the latest" is the topic's
+``compaction.strategy`` (docs/cleaner.md), decided as compaction decides it: the cleaner's versions
+(``cleaner.survival.chunk_versions``) ranked by its own offset map, so the lookup cannot name a record
+compaction would drop. With ``offset`` (Kafka's rule) it is the last record in the live tail
+``[H, end)`` if there is one, else the one record the side log keeps for the key (a side log holds each
+key once and never a tombstone). With ``timestamp`` or ``header:<name>`` every record of the key in the
+tail competes, and the side log's with them. Without a published compaction the view is the whole live log.
 
 Each part is searched from its end backwards in windows of offsets, so a key written recently is found
 after reading little. A window's batches are scanned into a column table (``records.columns.Chunk``)
 and keys are matched with numpy over that table: no Python work per record. At most ``SCAN_BYTES`` of
-stored batches are read; a search that reaches the bound says how far back it got.
+stored batches are read per partition; a search that reaches the bound says how far back it got.
+
+The key's partition is the one Kafka's default partitioner gives it (murmur2), searched first; but
+librdkafka's default (``consistent_random``: CRC-32), kcat's, puts keys elsewhere, so the partition it
+gives is searched next, and then every other, until one holds the key.
 """
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..compaction.state import CompactionState, read_state, side_log_dir
+from ..cleaner.offset_map import OffsetMap
+from ..cleaner.survival import chunk_versions
+from ..compaction.reader import pinned_view
+from ..compaction.state import CompactionState
 from ..records import kernels
 from ..records.batch import Record, RecordBatch
 from ..records.columns import Chunk, chunks
+from ..records.layout import SLOT
 from ..storage.reader import PartitionView
-from ..storage.snapshot import PartitionSnapshot
 
-SCAN_BYTES = 256 * 1024 * 1024  # stored bytes one lookup may read
+SCAN_BYTES = 256 * 1024 * 1024  # stored bytes a lookup may read in each partition
 CHUNK_BYTES = 4 * 1024 * 1024  # batches scanned into one column table
 FIRST_WINDOW = 1024  # offsets in the first (newest) window; later windows grow while they are light
 MATCH_CELLS = 1 << 22  # key bytes compared per numpy step (bounds the comparison's memory)
@@ -44,6 +56,8 @@ class Lookup:
     searched_from: int  # every offset of the view from here to the end was searched
     complete: bool  # False: the bound stopped the search before the start of the view
     live_start: int  # the live log's start offset (browsing reads the live log from here)
+    strategy: str = "offset"  # the topic's compaction.strategy: what "latest" means
+    partitions_searched: int = 1  # partitions searched before the key was found (all of them when it was not)
 
     @property
     def deleted(self) -> bool:
@@ -86,16 +100,45 @@ def rows_with_key(data, cols: np.ndarray, key: bytes) -> np.ndarray:
     return np.concatenate(keep)
 
 
-def last_in(batches: Iterable[RecordBatch], lo: int, hi: int, key: bytes,
-            budget: Budget) -> tuple[tuple[RecordBatch, int] | None, bool, int]:
-    """The last record with ``key`` and an offset in [lo, hi): (its batch and offset, or None; whether
-    the whole range was read; bytes read)."""
-    found = None
+@dataclass(frozen=True)
+class Hit:
+    """One record of the key: its batch, offset and version (None under Kafka's offset rule)."""
+
+    batch: RecordBatch
+    offset: int
+    version: int | None
+
+
+def survivor(key: bytes, offsets: np.ndarray, versions: np.ndarray | None) -> int:
+    """Which of records of ``key`` (at ``offsets``, ascending) compaction keeps, as an index: the cleaner's
+    offset map decides, fed in offset order as the cleaner feeds it (the highest offset; with versions,
+    the highest version, ties to the later offset). One key, so a map of a few slots."""
+    m = OffsetMap((SLOT + 8) * 4, versioned=versions is not None)
+    cols = np.zeros((len(offsets), kernels.NCOLS), dtype=np.int64)
+    cols[:, kernels.C_KEY_LEN] = len(key)  # every row points at the one copy of the key at position 0
+    cols[:, kernels.C_OFFSET_DELTA] = offsets
+    m.put_batch(key, cols, 0, int(offsets.min()), None if versions is None else np.asarray(versions, dtype=np.int64))
+    mapped, _ = m.get_batch(key, cols[:1])
+    return int(np.flatnonzero(offsets == mapped[0])[-1])
+
+
+def best_of(key: bytes, hits: list[Hit]) -> Hit:
+    """The hit compaction keeps (``survivor``), whatever order the hits were found in."""
+    hits = sorted(hits, key=lambda h: h.offset)
+    versions = None if hits[0].version is None else np.asarray([h.version for h in hits], dtype=np.int64)
+    return hits[survivor(key, np.asarray([h.offset for h in hits], dtype=np.int64), versions)]
+
+
+def hits_in(batches: Iterable[RecordBatch], lo: int, hi: int, key: bytes, strategy: str,
+            budget: Budget) -> tuple[list[Hit], bool, int]:
+    """The winning record with ``key`` and an offset in [lo, hi) of each chunk of ``batches``: (those
+    hits, whether the whole range was read, bytes read)."""
+    hits = []
     read = 0
     for group in chunks(batches, CHUNK_BYTES):
         size = sum(b.size for b in group)
         if not budget.take(size):
-            return None, False, read
+            return hits, False, read
         read += size
         chunk = Chunk.scan(group)
         rows = rows_with_key(chunk.data, chunk.cols, key)
@@ -103,69 +146,93 @@ def last_in(batches: Iterable[RecordBatch], lo: int, hi: int, key: bytes,
             offsets = chunk.offsets[rows]
             rows = rows[(offsets >= lo) & (offsets < hi)]  # a batch may straddle the window's edges
         if rows.size:
-            r = int(rows[-1])
+            versions = chunk_versions(strategy, chunk)
+            versions = None if versions is None else versions[rows]
+            w = survivor(key, chunk.offsets[rows], versions)
+            r = int(rows[w])
             i = int(np.searchsorted(chunk.rows, r, side="right")) - 1
-            found = (group[i], int(chunk.offsets[r]))
-    return found, True, read
+            hits.append(Hit(group[i], int(chunk.offsets[r]), None if versions is None else int(versions[w])))
+    return hits, True, read
 
 
-def newest(view: PartitionView, lo: int, hi: int, key: bytes, budget: Budget,
-           topic: str, partition: int) -> tuple[Record | None, int, bool]:
-    """The last record with ``key`` in [lo, hi) of ``view``, searched from ``hi`` backwards: (the
-    record or None, the lowest offset searched, whether the search reached ``lo``)."""
+def newest(view: PartitionView, lo: int, hi: int, key: bytes, budget: Budget, strategy: str = "offset",
+           once: bool = False) -> tuple[Hit | None, int, bool]:
+    """The record compaction keeps of ``key`` in [lo, hi) of ``view``, searched from ``hi`` backwards:
+    (the hit or None, the lowest offset searched, whether the search reached ``lo``).
+
+    Under the offset rule the first window holding the key holds the answer; so does any window of a
+    view holding each key ``once`` (a side log). Otherwise an older record may outrank a newer one,
+    and every window down to ``lo`` is searched; a search the budget stops returns the best so far."""
     window = FIRST_WINDOW
     b = hi
+    best: Hit | None = None
     while b > lo:
         a = max(lo, b - window)
-        found, whole, read = last_in(view.batches(a, b), a, b, key, budget)
+        hits, whole, read = hits_in(view.batches(a, b), a, b, key, strategy, budget)
         if not whole:
-            return None, b, False
-        if found is not None:
-            batch, offset = found
-            record = next(r for r in batch.records(topic, partition) if r.offset == offset)
-            return record, a, True
+            return best, b, False
+        if hits:
+            best = best_of(key, hits + ([best] if best else []))
+            if strategy == "offset" or once:
+                return best, a, True
         b = a
         if read < CHUNK_BYTES:  # a light window: the next may be larger (sparse or compacted offsets)
             window *= 4
         elif read > 4 * CHUNK_BYTES:
             window = max(FIRST_WINDOW, window // 2)
-    return None, lo, True
+    return best, lo, True
 
 
-def pinned_view(partition_dir) -> tuple[CompactionState | None, PartitionSnapshot | None]:
-    """The published (horizon, side log) pair with the side log's files open, so that a compaction
-    publishing a new pair meanwhile changes nothing for this read (as ``compaction.reader`` pins it)."""
-    attempts = 5
-    for attempt in range(attempts):
-        state = read_state(partition_dir)
-        if state is None:
-            return None, None
-        try:
-            return state, PartitionSnapshot.of_directory(side_log_dir(partition_dir, state.side_log), eager=True)
-        except FileNotFoundError:  # replaced by a newer run between reading the state and opening it
-            if attempt == attempts - 1:
-                raise
-    raise AssertionError("unreachable")  # pragma: no cover
+def record_of(hit: Hit, topic: str, partition: int) -> Record:
+    return next(r for r in hit.batch.records(topic, partition) if r.offset == hit.offset)
 
 
-def find_latest(cl, topic: str, key: bytes, scan_bytes: int = SCAN_BYTES) -> Lookup:
-    """The latest record of ``key`` in the partition the default partitioner gives it (murmur2)."""
-    partition = cl.partition_for(topic, key)
+def search_partition(cl, topic: str, partition: int, key: bytes, scan_bytes: int = SCAN_BYTES) -> Lookup:
+    """The latest record of ``key`` in one partition's compacted view, by the topic's compaction.strategy."""
     lg = cl.log(topic, partition)
+    strategy = lg.config.compaction_strategy
     end, start = lg.log_end_offset, lg.log_start_offset
     state, side = pinned_view(lg.dir)
     budget = Budget(scan_bytes)
     try:
         live_lo = start if state is None else min(max(state.horizon, start), end)
-        record, low, complete = newest(lg, live_lo, end, key, budget, topic, partition)
-        if record is not None:
-            return Lookup(partition, record, LIVE, state, budget.spent, low, True, start)
-        if complete and state is not None and side is not None:
+        live, low, complete = newest(lg, live_lo, end, key, budget, strategy)
+        compacted = None
+        if complete and side is not None and (live is None or strategy != "offset"):
             hi = min(state.horizon, side.log_end_offset)
-            record, low, complete = newest(side, side.log_start_offset, hi, key, budget, topic, partition)
-            if record is not None:
-                return Lookup(partition, record, COMPACTED, state, budget.spent, low, True, start)
-        return Lookup(partition, None, None, state, budget.spent, low, complete, start)
+            compacted, low, complete = newest(side, side.log_start_offset, hi, key, budget, strategy, once=True)
+        found = [h for h in (compacted, live) if h is not None]
+        if not found:
+            return Lookup(partition, None, None, state, budget.spent, low, complete, start, strategy)
+        hit = best_of(key, found)
+        source = LIVE if hit is live else COMPACTED
+        return Lookup(partition, record_of(hit, topic, partition), source, state, budget.spent, low, complete, start,
+                      strategy)
     finally:
         if side is not None:
             side.close()
+
+
+def partitions_to_search(key: bytes, partitions: int) -> list[int]:
+    """Every partition of the topic, in the order a key is likeliest to be in: the one Kafka's default
+    partitioner gives it (murmur2, Java's and our producers), then librdkafka's default
+    (``consistent_random``: CRC-32 of the key, kcat's and confluent-kafka's unless told otherwise), then
+    the rest in order."""
+    first = [int(kernels.partition_for_keys([key], partitions)[0]), zlib.crc32(key) % partitions]
+    return list(dict.fromkeys([*first, *range(partitions)]))
+
+
+def find_latest(cl, topic: str, key: bytes, scan_bytes: int = SCAN_BYTES) -> Lookup:
+    """The latest record of ``key`` in ``topic``: each partition searched (within ``scan_bytes``) in the
+    order of ``partitions_to_search`` until one holds the key. Not found, the answer is the first
+    partition's, complete only if every partition's search was."""
+    order = partitions_to_search(key, cl.manager.partitions_for(topic))
+    spent, complete, first = 0, True, None
+    for n, partition in enumerate(order, 1):
+        found = search_partition(cl, topic, partition, key, scan_bytes)
+        spent += found.scanned_bytes
+        if found.record is not None:
+            return replace(found, scanned_bytes=spent, partitions_searched=n)
+        complete = complete and found.complete
+        first = first or found
+    return replace(first, scanned_bytes=spent, complete=complete, partitions_searched=len(order))

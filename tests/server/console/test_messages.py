@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import time
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -137,6 +138,56 @@ def test_lookup_reads_the_tail_then_the_compacted_copy_within_its_bound(tmp_path
         assert find_latest(cl, "t", b"k7").deleted
         missing = find_latest(cl, "t", b"nobody")
         assert missing.record is None and missing.complete
+
+
+def keys_placed_apart(partitions: int, n: int = 1) -> list[bytes]:
+    """Keys that Kafka's default partitioner (murmur2) and librdkafka's (CRC-32) put in different partitions."""
+    keys = (f"sku-{i}".encode() for i in range(10_000))
+    return [k for k in keys if kernels.partition_for_keys([k], partitions)[0] != zlib.crc32(k) % partitions][:n]
+
+
+def test_lookup_searches_every_partition_murmur2_first_then_crc32(tmp_path):
+    """A key is looked for where Java's producer puts it, then where librdkafka's default puts it, then
+    anywhere: a key kcat produced is no longer reported missing."""
+    crc_key, elsewhere = keys_placed_apart(4, 2)
+    with compactlog.open(tmp_path / "data") as cl:
+        cl.create_topic("t", 4)
+        cl.produce("t", b"by kcat", key=crc_key, partition=zlib.crc32(crc_key) % 4)
+        odd = next(p for p in range(4) if p not in (cl.partition_for("t", elsewhere), zlib.crc32(elsewhere) % 4))
+        cl.produce("t", b"by hand", key=elsewhere, partition=odd)
+        cl.produce("t", b"by java", key=b"plain")
+        found = find_latest(cl, "t", crc_key)
+        assert (found.partition, found.record.value, found.partitions_searched) == (zlib.crc32(crc_key) % 4, b"by kcat", 2)
+        found = find_latest(cl, "t", elsewhere)
+        assert (found.partition, found.record.value) == (odd, b"by hand") and found.partitions_searched > 2
+        found = find_latest(cl, "t", b"plain")
+        assert (found.partition, found.partitions_searched) == (cl.partition_for("t", b"plain"), 1)
+        missing = find_latest(cl, "t", b"nobody")
+        assert missing.record is None and missing.complete and missing.partitions_searched == 4
+
+
+@pytest.mark.parametrize("strategy, winner", [
+    ("offset", b"e"),  # Kafka's rule: the last record
+    ("timestamp", b"d"),  # the highest timestamp, 5000, held by b and d: the later offset wins
+    ("header:version", b"b"),  # the highest version header; a record without it ranks below every one with it
+])
+def test_lookup_follows_the_topics_compaction_strategy(tmp_path, strategy, winner):
+    """The record the lookup calls latest is the one the topic's compaction.strategy keeps, before
+    cleaning and after it (the cleaner keeps exactly that record of the key)."""
+    records = [(b"a", 2000, 1), (b"b", 5000, 9), (b"c", 1000, 3), (b"d", 5000, 7), (b"e", 4000, None)]
+    with compactlog.open(tmp_path / "data") as cl:
+        cl.create_topic("t", 1, {"compaction.strategy": strategy, "cleanup.policy": "compact", "segment.bytes": "200",
+                                 "min.cleanable.dirty.ratio": "0.01"})
+        for value, ts, version in records:
+            headers = None if version is None else [("version", str(version).encode())]
+            cl.produce("t", value, key=b"k", timestamp=ts, headers=headers)
+            cl.produce("t", b"filler", key=b"other", timestamp=ts)
+        found = find_latest(cl, "t", b"k")
+        assert (found.record.value, found.strategy, found.complete) == (winner, strategy, True)
+        cl.clean("t")
+        kept = [r.value for r in cl.consume("t", from_beginning=True) if r.key == b"k"]
+        assert winner in kept and len(kept) < len(records)  # cleaned: the winner and the active segment's stay
+        assert find_latest(cl, "t", b"k").record.value == winner
 
 
 # browsing ---------------------------------------------------------------------------------------------
@@ -282,6 +333,50 @@ def test_key_lookup_through_the_compacted_view(serve_factory, new_page):
     # the live log itself no longer has offset 1
     page.goto("/topics/orders/messages?partition=0&offset=1")
     expect(page.locator("#read-error")).to_contain_text("out of range")
+
+
+def test_key_lookup_finds_keys_of_either_default_partitioner_by_the_topics_strategy(serve_factory, new_page):
+    """Keys produced by librdkafka's default partitioner (CRC-32, as kcat produces) and by murmur2, on
+    four-partition topics compacted by offset and by timestamp: each key's three records arrive newest
+    timestamp first, then one more after the compaction's horizon. By offset the last record is latest;
+    by timestamp the compacted copy's record still outranks the later one in the live tail."""
+    server = serve_factory(**{"http.listeners": "http://127.0.0.1:0", "log.compaction.monitor.interval.ms": "100"})
+    [key] = keys_placed_apart(4)
+    crc_partition, murmur_partition = zlib.crc32(key) % 4, kernels.partition_for_keys([key], 4)[0]
+    admin = AdminClient({"bootstrap.servers": server.bootstrap})
+    ts = {b"newest": T0 + 3000, b"middle": T0 + 2000, b"oldest": T0 + 1000, b"after": T0 + 2500}
+    page = new_page(server.console_url)
+    for strategy in ("offset", "timestamp"):
+        for partitioner in ("consistent_random", "murmur2_random"):
+            topic = f"by-{strategy}-{partitioner.split('_')[0]}"
+            admin.create_topics([NewTopic(topic, 4, config={"compaction.strategy": strategy,
+                                                            "compaction.threshold.bytes": "1"})])[topic].result(30)
+            conf = {"bootstrap.servers": server.bootstrap, "linger.ms": 0}
+            if partitioner == "murmur2_random":
+                conf["partitioner"] = partitioner  # else librdkafka's default, consistent_random
+            producer = Producer(conf)
+            partition = crc_partition if partitioner == "consistent_random" else murmur_partition
+            for value in (b"newest", b"middle", b"oldest"):
+                producer.produce(topic, key=key, value=value, timestamp=ts[value])
+                producer.flush(30)
+            wait_for_horizon(server.data_dir, topic, partition, 3)
+            off = ConfigResource("topic", topic, incremental_configs=[
+                ConfigEntry("compaction.threshold.bytes", "0", incremental_operation=AlterConfigOpType.SET)])
+            admin.incremental_alter_configs([off])[off].result(30)  # no more runs: the next record stays in the tail
+            producer.produce(topic, key=key, value=b"after", timestamp=ts[b"after"])
+            assert producer.flush(30) == 0
+
+            look_up(page, topic, key.decode())
+            expect(page.locator("[data-testid=partition]")).to_contain_text(str(partition))
+            expect(page.locator("[data-testid=strategy]")).to_have_text(strategy)
+            if strategy == "offset":
+                expect(page.locator("#outcome")).to_contain_text("Latest value, at offset 3")
+                expect(page.locator("[data-testid=source]")).to_have_text("live log")
+                expect(value_cell(page, 3)).to_have_text("after")
+            else:
+                expect(page.locator("#outcome")).to_contain_text("Latest value, at offset 0")
+                expect(page.locator("[data-testid=source]")).to_have_text("compacted view")
+                expect(value_cell(page, 0)).to_have_text("newest")
 
 
 def test_reading_messages_needs_read_on_the_topic(tmp_path, new_page):
