@@ -249,16 +249,28 @@ class LogSegment:
     def locate(self, start_offset: int, max_size: int, max_position: int | None = None,
                min_one_message: bool = False) -> tuple[int, int] | None:
         """(position, size) of the bytes a fetch from ``start_offset`` returns (Kafka's fetch slice): from
-        the batch holding it, whole or partial batches up to ``max_size``, the first batch whole even if
-        larger with ``min_one_message``; None when the offset is past this segment. The caller reads
-        them (``read_bytes``) or sends the file range itself (sendfile)."""
+        the batch holding it, the whole batches that fit ``max_size``, the first batch whole even if
+        larger with ``min_one_message`` (else the part of it that fits, which a client skips); None when
+        the offset is past this segment. The caller reads the bytes (``read_bytes``) or sends the file
+        range itself (sendfile), so every header in it is checked here: the answer ends before a batch
+        that fails, and a fetch from that batch's offset raises CorruptRecordError, which the broker
+        answers as CORRUPT_MESSAGE. The checks read the headers the walk reads anyway."""
         found = self.translate_offset(start_offset)
         if found is None:
             return None
-        position, batch = found
+        position, first = found
         limit = self.size if max_position is None else max_position
-        size = max(max_size, batch.size) if min_one_message else max_size
-        return position, max(min(size, limit - position), 0)
+        if first.size > max_size and not min_one_message:
+            return position, max(min(max_size, limit - position), 0)
+        end = position + first.size
+        try:
+            for at, batch in self.batches(position, min(position + max(max_size, first.size), limit)):
+                if at + batch.size > limit or (at > position and at + batch.size - position > max_size):
+                    break
+                end = at + batch.size
+        except CorruptRecordError:
+            pass  # the batches before the damage go out; a fetch from the damaged one gets the error
+        return position, end - position
 
     def duplicate_handle(self) -> int:
         """A descriptor of this segment's file of the caller's own (to close): it stays valid when the pool
