@@ -17,9 +17,10 @@ The passes, in order:
 Where we differ from Kafka, and why (docs/differences.md): only a torn tail of the last segment is
 cut; damage anywhere else is kept in place and reported, because Kafka's rule (truncate at the first
 bad batch and delete every later segment) drops sound data silently. A log start offset checkpoint
-beyond the log end is ignored with a warning (Kafka deletes every segment). A recovery point beyond
-the log end means flushed data is gone (a segment deleted by hand, a file truncated): the log goes on
-at the recovery point, so no offset is handed out twice.
+beyond the log end, like a recovery point or cleaner checkpoint beyond it, means data is gone (a
+segment or the partition's folder deleted by hand, a file truncated): the log goes on from there, so
+no offset is handed out twice (Kafka deletes every segment and starts again at the checkpoint's offset,
+or at 0).
 """
 
 from __future__ import annotations
@@ -114,6 +115,7 @@ def load_log(
     clean_shutdown: bool,
     gaps_allowed_below: int | None = 0,
     full_recovery: bool = False,
+    used_below: int = 0,
 ) -> LoadedLog:
     """Open every segment of ``directory`` and recover what an unclean shutdown may have torn.
 
@@ -121,6 +123,8 @@ def load_log(
     segments only below it (cleaning removed them); a gap above it means a segment went missing. None
     (a compacted log whose checkpoint is unknown): below the active segment, which no cleaning touches.
     ``full_recovery``: recover every segment, whatever the shutdown was.
+    ``used_below``: offsets below it were handed out (other evidence than the recovery point and the
+    log start offset, such as the cleaner's checkpoint): a log that ends before it goes on from it.
     """
     name = directory.name
     clean_temp_files(directory)
@@ -187,19 +191,20 @@ def load_log(
                             prev_end, seg.base_offset - 1)
 
     next_offset = ends[-1] if segments else log_start_offset
-    if log_start_offset > next_offset:
+    used = max(recovery_point, log_start_offset, used_below)
+    if log_start_offset > next_offset:  # not obeyed (it would hide the records there), but evidence of offsets used
         log.warning("%s: ignoring the log-start-offset-checkpoint entry %d, beyond the log end offset %d",
                     name, log_start_offset, next_offset)
         log_start_offset = segments[0].base_offset if segments else 0
-    if recovery_point > next_offset:
-        log.warning("%s: offsets %d..%d were flushed (recovery-point-offset-checkpoint) but are missing from the log; "
-                    "going on at offset %d so that no offset is handed out twice", name, next_offset, recovery_point - 1,
-                    recovery_point)
-        if not (segments and cover(segments[-1], next_offset, recovery_point)):
+    if used > next_offset:
+        log.warning("%s: offsets %d..%d were used (the recovery-point, log-start or cleaner checkpoint says so) but "
+                    "are missing from the log (a segment or the partition's folder removed?); going on at offset %d "
+                    "so that no offset is handed out twice", name, next_offset, used - 1, used)
+        if not (segments and cover(segments[-1], next_offset, used)):
             if segments and segments[-1].size == 0:
                 segments.pop().delete_files()
-            segments.append(LogSegment(directory, recovery_point, params, time))
-        next_offset = recovery_point
+            segments.append(LogSegment(directory, used, params, time))
+        next_offset = used
     if not segments:
         segments = [LogSegment(directory, log_start_offset, params, time)]
         next_offset = log_start_offset

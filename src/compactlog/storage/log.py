@@ -64,6 +64,7 @@ class Log:
         failure: LogDirFailure | None = None,
         gaps_allowed_below: int | None = None,
         full_recovery: bool = False,
+        used_below: int = 0,
     ) -> None:
         self.dir = Path(directory)
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -80,7 +81,7 @@ class Log:
         self._pending_deletes: list[tuple[int, LogSegment]] = []
         self.gaps_below = 0
         loaded = load_log(self.dir, self.segment_params(), time, recovery_point, log_start_offset, clean_shutdown,
-                          gaps_allowed_below, full_recovery)
+                          gaps_allowed_below, full_recovery, used_below)
         self.gaps_below = loaded.gaps_below
         self._publish(loaded.segments)
         self._next_offset = loaded.next_offset

@@ -39,7 +39,8 @@ from ..errors import (
 from ..records.codecs import allow_reading_up_to
 from . import files
 from .checkpoint import OffsetCheckpointFile
-from .config import BrokerConfig, LogConfig, validate_topic_overrides
+from .broker_config import BrokerConfig
+from .log_config import LogConfig, validate_topic_overrides
 from .failure import LogDirFailure, describe
 from .log import Log
 from .topics import load_topics, new_topic_id, partition_dirs, partition_metadata_text, write_topic
@@ -139,14 +140,16 @@ class LogManager:
                     # A compacted log may have gaps in any closed segment: the cleaner's checkpoint follows its
                     # swap, so after a crash between the two it lags the gaps already on disk.
                     gaps_allowed_below=None if self.log_config(topic).compact else cleaned.get(parsed, 0),
+                    used_below=cleaned.get(parsed, 0),
                 )
             except OSError as exc:
                 raise KafkaStorageError(f"cannot open partition {child.name} in {self.dir}: {describe(exc)}") from None
         with self.failure.guard(f"opening {self.dir}"):
             for topic, meta in self.topics.items():  # a crash during create (or another broker) left some out
                 for p in range(meta["partitions"]):
-                    if (topic, p) not in self.logs:
-                        self._create_log(topic, p)
+                    if (topic, p) not in self.logs:  # the checkpoints remember the offsets its folder held
+                        used = max(h.get((topic, p), 0) for h in (recovery, starts, cleaned))
+                        self._create_log(topic, p, used_below=used)
             marker.unlink(missing_ok=True)
         self.checkpoint()
 
@@ -163,14 +166,15 @@ class LogManager:
         """The topic's configs; UnknownTopicOrPartitionError once it is gone (a reader racing a delete)."""
         return LogConfig(self._require(topic).get("config", {}), self.broker)
 
-    def _create_log(self, topic: str, partition: int, meta: dict | None = None) -> Log:
-        """A new partition's log; ``meta``: the topic's metadata before it is published in ``topics``."""
+    def _create_log(self, topic: str, partition: int, meta: dict | None = None, used_below: int = 0) -> Log:
+        """A new partition's log; ``meta``: the topic's metadata before it is published in ``topics``;
+        ``used_below``: offsets already handed out in it (its folder was removed), where it goes on."""
         d = self.dir / files.partition_dir_name(topic, partition)
         d.mkdir(exist_ok=True)
         meta = meta if meta is not None else self.topics[topic]
         files.atomic_write(d / files.PARTITION_METADATA, partition_metadata_text(meta["topic_id"]))
         lg = Log(d, LogConfig(meta.get("config", {}), self.broker), time=self.time, clean_shutdown=True,
-                 failure=self.failure)
+                 failure=self.failure, used_below=used_below)
         self.logs[(topic, partition)] = lg
         return lg
 
@@ -358,7 +362,7 @@ class LogManager:
             meta = self._require(name)
             self.failure.check()
             current = dict(meta.get("config", {}))
-            from .config import alter as alter_overrides
+            from .log_config import alter as alter_overrides
 
             updated = alter_overrides(current, set_configs or {}, delete_configs or [])
             if validate_only:
