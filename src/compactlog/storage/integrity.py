@@ -35,12 +35,13 @@ class Bounds:
     The 17 header bytes the CRC does not cover (base offset, batch length, leader epoch, magic) are
     checked against these, since a flipped bit there passes the CRC. A segment opened on its own (a
     dump, a side log) has the lenient default: offsets may jump anywhere and a partial batch at the end
-    is a tail still being written.
+    may be a tail still being written. The owner's log writes whole batches before readers see a new
+    size, so to its readers a partial batch is always damage.
     """
 
     upper: int | None = None  # offsets stay below this: the next segment's base offset
     gaps_below: int | None = None  # offsets may jump only below this (cleaning left gaps); None: anywhere
-    last: bool = True  # the log's last segment: a partial batch at its end is a torn or growing tail
+    growing: bool = True  # another process may be appending: a partial batch at its end may be a write in flight
 
 
 LENIENT = Bounds()
@@ -88,4 +89,4 @@ def batch_problem(batch: RecordBatch, segment_base: int, expected_next: int, che
             batch.ensure_valid()
         except CorruptRecordError as exc:
             return str(exc)
-    return header_problem(batch, segment_base, expected_next, Bounds(upper, gaps_below, True))
+    return header_problem(batch, segment_base, expected_next, Bounds(upper, gaps_below))

@@ -33,7 +33,7 @@ from pathlib import Path
 from ..clock import Time
 from ..records.batch import BatchInfo, build_batch
 from . import files
-from .integrity import MAX_RELATIVE_OFFSET, Damage
+from .integrity import MAX_RELATIVE_OFFSET, Bounds, Damage
 from .segment import LogSegment, SegmentParams
 
 log = logging.getLogger(__name__)
@@ -152,6 +152,8 @@ def load_log(
                 damage += seg.recover(base, cut_tail=False, gaps_below=gaps_allowed_below).damage
         segments.append(seg)
 
+    for i, seg in enumerate(segments):  # what recovery's walks hold each batch against, as the log's readers do
+        seg.bounds = Bounds(segments[i + 1].base_offset if i + 1 < len(segments) else None, gaps_allowed_below, False)
     truncated = 0
     if segments:
         if full_recovery:
@@ -166,7 +168,8 @@ def load_log(
         for i in range(first, len(segments)):
             seg = segments[i]
             rec = seg.recover(seg.base_offset if expected is None else max(expected, seg.base_offset),
-                              cut_tail=i == len(segments) - 1, gaps_below=gaps_allowed_below)
+                              cut_tail=i == len(segments) - 1, gaps_below=gaps_allowed_below,
+                              flushed_below=recovery_point)
             damage = [d for d in damage if not d.file == seg.file_name] + rec.damage
             truncated += rec.truncated
             if rec.truncated:
@@ -200,7 +203,13 @@ def load_log(
         log.warning("%s: offsets %d..%d were used (the recovery-point, log-start or cleaner checkpoint says so) but "
                     "are missing from the log (a segment or the partition's folder removed?); going on at offset %d "
                     "so that no offset is handed out twice", name, next_offset, used - 1, used)
-        if not (segments and cover(segments[-1], next_offset, used)):
+        kept_tail = segments and any(d.tail and d.file == segments[-1].file_name and d.position < segments[-1].size
+                                     for d in damage)
+        # An empty batch after damage kept at the end would let readers step over it: appends just go on
+        # after it, from ``used``, and a read of the offsets in between meets the damage.
+        if kept_tail:
+            pass
+        elif not (segments and cover(segments[-1], next_offset, used)):
             if segments and segments[-1].size == 0:
                 segments.pop().delete_files()
             segments.append(LogSegment(directory, used, params, time))

@@ -102,12 +102,11 @@ class Log:
 
     def _publish(self, segments: list[LogSegment]) -> None:
         """Make ``segments`` the view readers take, each told what the log knows of its offsets (the
-        next segment's base, where cleaning may have left gaps, whether it is the last), against which
+        next segment's base, where cleaning may have left gaps; a size readers see ends a whole batch), against which
         readers check the header fields the CRC does not cover."""
         segs = tuple(sorted(segments, key=lambda s: s.base_offset))
         for i, seg in enumerate(segs):
-            last = i == len(segs) - 1
-            seg.bounds = Bounds(None if last else segs[i + 1].base_offset, self.gaps_below, last)
+            seg.bounds = Bounds(segs[i + 1].base_offset if i + 1 < len(segs) else None, self.gaps_below, False)
         self._view = (tuple(s.base_offset for s in segs), segs)
 
     @property

@@ -133,9 +133,8 @@ class LogSegment:
     def _raw(self, position: int, end: int, stop: int) -> Iterator[tuple[int, RecordBatch]]:
         """(file position, batch) of whole batches from ``position`` up to the file end ``end``, reading
         in large chunks, ending after the first batch that starts at or beyond ``stop``. A batch length
-        below the header's size is damage, and so is one running past the end of the file when the
-        segment is not the log's last or a sound batch follows; otherwise it is a torn (or still
-        growing) tail."""
+        below the header's size is damage, and so is one running past the end of the file unless the
+        segment may be growing (another process appends) and no sound batch follows it."""
         while end - position >= HEADER_SIZE_UP_TO_MAGIC:
             chunk = self.read_bytes(position, min(READ_CHUNK, end - position, max(stop - position, 0) + 4096))
             consumed = 0
@@ -161,7 +160,7 @@ class LogSegment:
             if position >= stop:
                 return
             position += need
-        if position < end and (not self.bounds.last or self._resync(position) is not None):
+        if position < end and (not self.bounds.growing or self._resync(position) is not None):
             raise self.damage(f"a batch runs past the end of the segment or the next batch "
                               f"({end - position} bytes left)", position)
 
@@ -460,7 +459,8 @@ class LogSegment:
         except OSError:
             pass
 
-    def recover(self, expected_next: int | None = None, cut_tail: bool = True, gaps_below: int | None = None) -> Recovery:
+    def recover(self, expected_next: int | None = None, cut_tail: bool = True, gaps_below: int | None = None,
+                flushed_below: int = 0) -> Recovery:
         """Rebuild both indexes from the log, checking every batch (size, CRC, offsets that follow
         ``expected_next``), as Kafka's recovery does.
 
@@ -494,7 +494,9 @@ class LogSegment:
             next_offset = batch.next_offset
         truncated = 0
         valid = self.size if tail_at is None else tail_at
-        if cut_tail and tail_at is not None:
+        # Only what was never flushed can be torn: a damaged tail holding offsets below ``flushed_below``
+        # (the recovery point) held acknowledged records, so it is kept and reported, not cut.
+        if cut_tail and tail_at is not None and next_offset >= flushed_below:
             truncated = self.size - tail_at
             with POOL.use(self) as fd:
                 os.ftruncate(fd, tail_at)

@@ -107,7 +107,7 @@ class PartitionSnapshot:
         seg = self._open.get(key)
         if seg is None:
             seg = self._open[key] = LogSegment(self.directory, key[0], temp_suffix=key[1], read_only=True)
-            last = i == len(self._listing_) - 1
+            last = i == len(self._listing_) - 1  # the owner may be appending to it right now
             seg.bounds = Bounds(None if last else self._listing_[i + 1][0], self.gaps_below, last)
             if len(self._open) > MAX_OPEN_SEGMENTS and not self._eager:
                 for old in sorted(self._open)[: len(self._open) - MAX_OPEN_SEGMENTS]:
