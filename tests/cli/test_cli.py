@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import click
 import pytest
 from click.testing import CliRunner
 
@@ -130,6 +131,8 @@ def test_every_command_has_help_and_a_readme_entry():
     from pathlib import Path
 
     readme = (Path(__file__).parents[2] / "README.md").read_text()
-    for name, cmd in main.commands.items():
+    ctx = click.Context(main)
+    for name in main.list_commands(ctx):  # the group imports each command's module when it is looked up
+        cmd = main.get_command(ctx, name)
         assert cmd.help and cmd.help.strip(), f"{name} has no help text"
         assert f"`{name}`" in readme, f"{name} is not documented in the README"

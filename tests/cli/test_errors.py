@@ -412,7 +412,9 @@ def test_spark_data_dir_must_exist(tmp_path, no_spark):
 
 def all_commands():
     out = [[]]
-    for name, cmd in main.commands.items():
+    ctx = click.Context(main)
+    for name in main.list_commands(ctx):  # the group imports each command's module when it is looked up
+        cmd = main.get_command(ctx, name)
         out.append([name])
         out += [[name, sub] for sub in getattr(cmd, "commands", {})]
     return out

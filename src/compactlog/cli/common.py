@@ -18,7 +18,7 @@ import os
 import sys
 import traceback
 from contextlib import contextmanager
-from typing import Callable, Iterator
+from typing import Callable, Iterator, Mapping
 
 import click
 
@@ -80,7 +80,24 @@ def kafka_errors(f: Callable) -> Callable:
 
 class CompactLogGroup(click.Group):
     """A command group whose subcommands, however deep and with or without ``kafka_errors``, end the
-    same way; standard output is flushed inside, so a closed pipe is seen here and not at exit."""
+    same way; standard output is flushed inside, so a closed pipe is seen here and not at exit.
+
+    ``lazy_commands`` maps a command's name to a function that imports its module and returns it: the
+    module is imported the first time the command is looked up, so running one command does not import
+    the others (``--help`` looks every one up, for its line of help)."""
+
+    def __init__(self, *args, lazy_commands: Mapping[str, Callable[[], click.Command]] | None = None,
+                 **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.lazy_commands = dict(lazy_commands or {})
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*self.commands, *self.lazy_commands})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in self.lazy_commands:
+            self.add_command(self.lazy_commands[cmd_name](), cmd_name)
+        return super().get_command(ctx, cmd_name)
 
     def invoke(self, ctx: click.Context):
         with error_surface():

@@ -12,7 +12,6 @@ import click
 
 from ..errors import InvalidRecordError
 from ..records.levels import levels_text
-from ..producer import DEFAULT_BATCH_BYTES
 from .common import (
     bool_property,
     check_compression_level,
@@ -26,6 +25,9 @@ from .common import (
 )
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
+# Kafka's batch.size default, compactlog.producer.DEFAULT_BATCH_BYTES (a test holds the two equal): written
+# out here because importing the producer loads numpy and the codecs, which --help does not need.
+DEFAULT_BATCH_BYTES = 16384
 
 
 @dataclass(frozen=True)

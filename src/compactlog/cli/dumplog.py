@@ -22,15 +22,21 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from ..errors import CompactLogError, CorruptRecordError
-from ..records.batch import HEADER_SIZE, HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, MAGIC, RecordBatch, batch_size_at
 from ..storage import files
-from ..storage.index import OffsetIndex, TimeIndex
-from ..storage.segment import LogSegment, SegmentParams
 from .common import kafka_errors
+
+if TYPE_CHECKING:
+    from ..records.batch import RecordBatch
+    from ..storage.index import OffsetIndex
+    from ..storage.segment import LogSegment
+
+# The record format, the segment and the indexes (numpy under them) are imported by the functions that
+# read files, so that listing the commands (compactlog --help) does not load them.
 
 INT_MAX = 2**31 - 1
 NO_TIMESTAMP = -1
@@ -117,6 +123,8 @@ class DumpFindings:
 def dump_log_file(path: Path, deep: bool, print_data: bool, findings: DumpFindings | None = None,
                   echo=click.echo) -> None:
     """Print one ``.log``: its batches, with ``deep`` its records, with ``print_data`` their keys and values."""
+    from ..storage.segment import LogSegment, SegmentParams
+
     findings = DumpFindings() if findings is None else findings
     seg = LogSegment(path.parent, files.base_offset_of(path), SegmentParams(), temp_suffix=path.name.split(files.LOG_SUFFIX, 1)[1],
                      read_only=True)
@@ -151,6 +159,8 @@ def _not_a_segment(why: str) -> CorruptRecordError:
 
 def _batches(seg: LogSegment):
     """The segment's batches; a first one that cannot be a batch means the file is not a segment."""
+    from ..records.batch import MAGIC
+
     it = seg.batches(0)
     try:
         first = next(it, None)
@@ -165,6 +175,8 @@ def _batches(seg: LogSegment):
 
 
 def _short_first_batch(seg: LogSegment) -> str:
+    from ..records.batch import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, batch_size_at
+
     if seg.size < HEADER_SIZE_UP_TO_MAGIC:
         return f"the file's {seg.size} bytes are fewer than a batch header's {HEADER_SIZE_UP_TO_MAGIC}"
     claimed = batch_size_at(seg.read_bytes(0, LOG_OVERHEAD))
@@ -174,6 +186,8 @@ def _short_first_batch(seg: LogSegment) -> str:
 def _log_beside(path: Path, base: int) -> LogSegment | None:
     """The ``.log`` an index belongs to, read-only; None when there is none (the entries are then
     printed unchecked, where Kafka's tool fails)."""
+    from ..storage.segment import LogSegment, SegmentParams
+
     if not files.segment_file(path.parent, base, files.LOG_SUFFIX).is_file():
         return None
     return LogSegment(path.parent, base, SegmentParams(), read_only=True)
@@ -181,6 +195,8 @@ def _log_beside(path: Path, base: int) -> LogSegment | None:
 
 def _last_offset_at(seg: LogSegment, position: int) -> int:
     """The last offset of the batch whose header starts at ``position``; -1 when there is none."""
+    from ..records.batch import HEADER_SIZE, MAGIC, RecordBatch
+
     header = seg.read_bytes(position, HEADER_SIZE) if 0 <= position < seg.size else b""
     if len(header) < HEADER_SIZE:
         return -1
@@ -204,6 +220,8 @@ def dump_index_file(path: Path, findings: DumpFindings | None = None, echo=click
 
 
 def _dump_offset_index(path: Path, base: int, seg: LogSegment | None, findings: DumpFindings, echo) -> None:
+    from ..storage.index import OffsetIndex
+
     entries = OffsetIndex(path, base, 1 << 62, read_only=True).view()
     if not len(entries):
         echo(f"{path} is empty.")
@@ -220,6 +238,8 @@ def _dump_offset_index(path: Path, base: int, seg: LogSegment | None, findings: 
 
 
 def _dump_time_index(path: Path, base: int, seg: LogSegment | None, findings: DumpFindings, echo) -> None:
+    from ..storage.index import TimeIndex
+
     entries = TimeIndex(path, base, 1 << 62, read_only=True).view()
     offsets = _offset_index_beside(path, base)
     previous = NO_TIMESTAMP
@@ -234,6 +254,8 @@ def _dump_time_index(path: Path, base: int, seg: LogSegment | None, findings: Du
 
 
 def _offset_index_beside(path: Path, base: int) -> OffsetIndex | None:
+    from ..storage.index import OffsetIndex
+
     index = files.segment_file(path.parent, base, files.INDEX_SUFFIX)
     try:
         return OffsetIndex(index, base, 1 << 62, read_only=True) if index.is_file() else None
@@ -273,6 +295,8 @@ def check_segment_file(path: Path) -> None:
         raise click.ClickException(f"{path}: a segment file's name starts with its base offset "
                                    f"(as in 00000000000000000000{path.name[path.name.index('.'):]})")
     if is_index:
+        from ..storage.index import OffsetIndex, TimeIndex
+
         entry = (TimeIndex if path.name.endswith(files.TIME_INDEX_SUFFIX) else OffsetIndex).dtype.itemsize
         size = path.stat().st_size
         if size % entry:

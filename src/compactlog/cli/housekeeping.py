@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import click
 
-from ..cleaner.log_cleaner import stats_report
 from .common import data_dir_option, kafka_errors, open_data_dir
 from .progress import io_progress
 
@@ -18,6 +17,8 @@ def clean(data_dir, server_properties, topic):
 
     Example: compactlog clean --data-dir data --topic prices
     """
+    from ..cleaner.log_cleaner import stats_report
+
     with open_data_dir(data_dir, server_properties) as cl:
         with io_progress("log cleaner") as on_io:
             report = cl.clean(topic, on_io=on_io)

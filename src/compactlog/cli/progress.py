@@ -8,9 +8,10 @@ stays quiet: the commands print their summary tables at the end either way.
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
-from ..cleaner.cleaner import IoObserver
+if TYPE_CHECKING:
+    from ..cleaner.cleaner import IoObserver
 
 
 @contextmanager

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import sys
 
 import click
@@ -42,6 +41,8 @@ def serve(data_dir, server_properties, overrides, http):
 
     Example: compactlog serve --data-dir data --http 127.0.0.1:8080
     """
+    import asyncio
+
     from ..console.listeners import parse_http_listeners
     from ..server.network import KafkaServer
     from ..storage.config import BrokerConfig
