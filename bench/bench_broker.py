@@ -37,7 +37,7 @@ def discard_server_main(data_dir: str) -> None:
     """A broker whose Produce handler stores nothing (run in a child process)."""
     from compactlog.server import produce as produce_api
     from compactlog.server.network import KafkaServer
-    from compactlog.storage.config import BrokerConfig
+    from compactlog.server.server_config import ServerConfig
 
     async def discard(broker, req, session):
         body = req.body
@@ -47,7 +47,7 @@ def discard_server_main(data_dir: str) -> None:
         return produce_api.answer(req, body, rows)
 
     async def main() -> None:
-        server = KafkaServer(data_dir, BrokerConfig({"listeners": "PLAINTEXT://127.0.0.1:0"}),
+        server = KafkaServer(data_dir, ServerConfig({"listeners": "PLAINTEXT://127.0.0.1:0"}),
                              on_listening=lambda url: print(f"listening on {url}", flush=True))
         await server.start()
         server.broker.handlers[0] = discard

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from compactlog.storage.config import BROKER_ONLY_CONFIGS, docs_table
+from compactlog.server.server_config import SERVER_CONFIGS
+from compactlog.storage.broker_config import BROKER_ONLY_CONFIGS
+from compactlog.storage.topic_config import docs_table
 
 ROOT = Path(__file__).parents[1]
 
 
 def test_config_docs_are_current():
     text = (ROOT / "docs" / "configs.md").read_text()
-    assert docs_table() in text, "docs/configs.md is stale: regenerate it from compactlog.storage.config.docs_table()"
+    assert docs_table() in text, "docs/configs.md is stale: regenerate it from compactlog.storage.topic_config.docs_table()"
     assert docs_table(configs=BROKER_ONLY_CONFIGS) in text, "docs/configs.md's broker settings are stale"
+    assert docs_table(configs=SERVER_CONFIGS) in text, "docs/configs.md's server settings are stale"
 
 
 def test_readme_names_the_two_setup_commands():

@@ -42,7 +42,8 @@ from .producer import (
 )
 from .records import kernels
 from .records.batch import NO_TIMESTAMP, Record, build_batch
-from .storage.config import BrokerConfig, LogConfig
+from .storage.broker_config import BrokerConfig
+from .storage.log_config import LogConfig
 from .storage.log import Log
 from .storage.manager import LogManager, TopicDescription
 from .storage.validator import ValidatedAppend

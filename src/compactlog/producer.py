@@ -35,7 +35,7 @@ from .errors import RecordBatchTooLargeError, RecordTooLargeError
 from .records import kernels
 from .records.batch import HEADER_SIZE
 from .records.codecs import Codec, check_level, codec_from_name
-from .storage.config import LogConfig
+from .storage.log_config import LogConfig
 
 DEFAULT_BATCH_BYTES = 16384  # the Java producer's batch.size
 

@@ -24,7 +24,8 @@ from .errors import CompactLogError
 from .records.columns import Chunk
 from .storage import files
 from .storage.checkpoint import OffsetCheckpointFile
-from .storage.config import BrokerConfig, LogConfig
+from .storage.broker_config import BrokerConfig
+from .storage.log_config import LogConfig
 from .storage.index import CorruptIndexError, OffsetIndex, TimeIndex
 from .storage.manager import LogManager
 from .storage.topics import kafka_topics, parse_topic, require_data_dir

@@ -14,7 +14,7 @@ from compactlog.errors import RecordBatchTooLargeError, RecordTooLargeError, Uns
 from compactlog.producer import BuiltInPartitioner, compression_for, cut, lengths, record_sizes
 from compactlog.records import Codec, build_batch
 from compactlog.records.batch import HEADER_SIZE
-from compactlog.storage.config import LogConfig
+from compactlog.storage.log_config import LogConfig
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 

@@ -224,7 +224,7 @@ def test_a_background_process_compacts_at_its_monitor_interval(tmp_path):
 
 def test_the_monitor_interval_is_a_broker_config():
     from compactlog.errors import InvalidConfigError
-    from compactlog.storage.config import BrokerConfig
+    from compactlog.storage.broker_config import BrokerConfig
 
     assert BrokerConfig({}).get("log.compaction.monitor.interval.ms") == 60000
     with pytest.raises(InvalidConfigError, match="log.compaction.monitor.interval.ms"):

@@ -593,7 +593,7 @@ def test_a_header_key_that_is_not_utf8_is_read_and_counted(codec):
 
 def test_an_append_with_a_header_key_that_is_not_utf8_is_refused():
     from compactlog.errors import InvalidRecordError
-    from compactlog.storage.config import LogConfig
+    from compactlog.storage.log_config import LogConfig
     from compactlog.storage.validator import validate_and_assign_offsets
 
     now = 1_700_000_000_000

@@ -333,7 +333,7 @@ def test_every_user_of_the_levels_reads_them_from_one_table():
     from compactlog.errors import InvalidConfigError as ConfigError
     from compactlog.records import levels
     from compactlog.advisor import DEFAULT_LEVEL
-    from compactlog.storage.config import TOPIC_CONFIGS
+    from compactlog.storage.topic_config import TOPIC_CONFIGS
 
     for codec, r in LEVELS.items():
         key = TOPIC_CONFIGS[f"compression.{codec.config_name}.level"]

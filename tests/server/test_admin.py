@@ -27,7 +27,7 @@ from confluent_kafka.admin import (  # noqa: E402
     ResourceType,
 )
 
-from compactlog.storage.config import TOPIC_CONFIGS  # noqa: E402
+from compactlog.storage.topic_config import TOPIC_CONFIGS  # noqa: E402
 
 T = 15  # seconds any one admin call may take
 pytestmark = pytest.mark.filterwarnings("ignore:alter_configs has been deprecated:DeprecationWarning")

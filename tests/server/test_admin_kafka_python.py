@@ -23,7 +23,7 @@ from kafka.protocol.admin import (  # noqa: E402
 )
 from kafka.structs import TopicPartition  # noqa: E402
 
-from compactlog.storage.config import TOPIC_CONFIGS  # noqa: E402
+from compactlog.storage.topic_config import TOPIC_CONFIGS  # noqa: E402
 
 MS = 15000
 

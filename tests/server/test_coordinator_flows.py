@@ -21,7 +21,7 @@ from compactlog.server.coordinator.state import (
     PREPARING_REBALANCE,
     STABLE,
 )
-from compactlog.storage.config import BrokerConfig
+from compactlog.server.server_config import ServerConfig
 
 SUB = b"\x00\x00\x00\x00\x00\x01\x00\x01t\xff\xff\xff\xff"  # ConsumerProtocolSubscription v0 of topic "t"
 SUB2 = b"\x00\x00\x00\x00\x00\x01\x00\x02t2\xff\xff\xff\xff"
@@ -32,7 +32,7 @@ CONFIG = {"group.initial.rebalance.delay.ms": "0", "group.min.session.timeout.ms
 def run(data_dir: Path, scenario, **config: str) -> None:
     """Run ``scenario(broker, coordinator)`` against a started broker, then stop it cleanly."""
     async def main() -> None:
-        broker = apis.install(Broker(data_dir, BrokerConfig({**CONFIG, **config}), host="127.0.0.1", port=9092,
+        broker = apis.install(Broker(data_dir, ServerConfig({**CONFIG, **config}), host="127.0.0.1", port=9092,
                                      background=False))
         try:
             await broker.start()

@@ -19,8 +19,8 @@ from compactlog.server.broker import Broker, Session
 from compactlog.server.coordinator.manager import TOPIC, GroupMetadataManager
 from compactlog.server.coordinator.records import decode_offset_commit
 from compactlog.server.protocol import Connection, Request
+from compactlog.server.server_config import ServerConfig
 from compactlog.server.versions import SERVED, request_class
-from compactlog.storage.config import BrokerConfig
 
 SUB = b"\x00\x00\x00\x00\x00\x01\x00\x01t\xff\xff\xff\xff"
 ANYONE = Session("127.0.0.1", 5555)
@@ -38,7 +38,7 @@ def nested(key: int, version: int, entity: str, **fields):
 
 def scenario(tmp_path, body) -> None:
     async def main() -> None:
-        broker = apis.install(Broker(tmp_path / "d", BrokerConfig({"group.initial.rebalance.delay.ms": "0",
+        broker = apis.install(Broker(tmp_path / "d", ServerConfig({"group.initial.rebalance.delay.ms": "0",
                                                                    "offsets.topic.num.partitions": "2"}),
                                      host="127.0.0.1", port=9092, background=False))
         try:

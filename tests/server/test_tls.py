@@ -106,12 +106,12 @@ def test_a_client_certificate_is_the_principal(mtls_server, certs):  # noqa: F81
 def test_the_context_is_built_from_inline_pem_with_joined_lines(certs):  # noqa: F811
     """A PEM value continued over lines in server.properties arrives without its line breaks."""
     from compactlog.server.security import server_ssl_context
-    from compactlog.storage.config import BrokerConfig
+    from compactlog.server.server_config import ServerConfig
 
     def joined(p):
         return " ".join(p.read_text().splitlines())
 
-    ctx = server_ssl_context(BrokerConfig({
+    ctx = server_ssl_context(ServerConfig({
         "ssl.keystore.certificate.chain": joined(certs.server_cert),
         "ssl.keystore.key": joined(certs.server_key_encrypted),
         "ssl.key.password": KEY_PASSWORD, "ssl.truststore.certificates": joined(certs.ca),
@@ -122,14 +122,14 @@ def test_the_context_is_built_from_inline_pem_with_joined_lines(certs):  # noqa:
 def test_a_wrong_key_password_is_a_config_error(certs):  # noqa: F811
     from compactlog.errors import InvalidConfigError
     from compactlog.server.security import server_ssl_context
-    from compactlog.storage.config import BrokerConfig
+    from compactlog.server.server_config import ServerConfig
 
     with pytest.raises(InvalidConfigError, match="certificate and key"):
-        server_ssl_context(BrokerConfig({"ssl.keystore.certificate.chain": certs.server_cert.read_text(),
+        server_ssl_context(ServerConfig({"ssl.keystore.certificate.chain": certs.server_cert.read_text(),
                                          "ssl.keystore.key": certs.server_key_encrypted.read_text(),
                                          "ssl.key.password": "wrong"}))
     with pytest.raises(InvalidConfigError, match="needs the broker's certificate"):
-        server_ssl_context(BrokerConfig({}))
+        server_ssl_context(ServerConfig({}))
 
 
 def test_the_principal_is_the_rfc2253_subject():
@@ -145,14 +145,14 @@ def test_settings_per_listener_and_client_auth_on_sasl_ssl(certs):  # noqa: F811
     """``listener.name.<name>.ssl.*`` wins for that listener; SASL_SSL takes ssl.client.auth only so (KIP-684)."""
     from compactlog.server.network import Listener
     from compactlog.server.security import server_ssl_context
-    from compactlog.storage.config import BrokerConfig
+    from compactlog.server.server_config import ServerConfig
 
     base = {"ssl.keystore.location": str(certs.server_keystore), "ssl.truststore.location": str(certs.ca),
             "ssl.client.auth": "required"}
     ssl_listener, sasl_listener = Listener("SSL", "SSL", "", 0), Listener("SASL_SSL", "SASL_SSL", "", 0)
-    assert server_ssl_context(BrokerConfig(base), ssl_listener).verify_mode == ssl.CERT_REQUIRED
-    assert server_ssl_context(BrokerConfig(base), sasl_listener).verify_mode == ssl.CERT_NONE
-    prefixed = BrokerConfig({**base, "listener.name.sasl_ssl.ssl.client.auth": "requested",
+    assert server_ssl_context(ServerConfig(base), ssl_listener).verify_mode == ssl.CERT_REQUIRED
+    assert server_ssl_context(ServerConfig(base), sasl_listener).verify_mode == ssl.CERT_NONE
+    prefixed = ServerConfig({**base, "listener.name.sasl_ssl.ssl.client.auth": "requested",
                              "listener.name.ssl.ssl.enabled.protocols": "TLSv1.3"})
     assert server_ssl_context(prefixed, sasl_listener).verify_mode == ssl.CERT_OPTIONAL
     assert server_ssl_context(prefixed, ssl_listener).minimum_version == ssl.TLSVersion.TLSv1_3

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from compactlog.records import Codec, build_batch
-from compactlog.storage.config import BrokerConfig, LogConfig
+from compactlog.storage.broker_config import BrokerConfig
+from compactlog.storage.log_config import LogConfig
 
 
 def make_config(**overrides) -> LogConfig:

@@ -8,15 +8,9 @@ import logging
 import pytest
 
 from compactlog.errors import InvalidConfigError, InvalidRequestError
-from compactlog.storage.config import (
-    BROKER_CONFIGS,
-    TOPIC_CONFIGS,
-    BrokerConfig,
-    LogConfig,
-    alter,
-    docs_table,
-    validate_topic_overrides,
-)
+from compactlog.storage.broker_config import BROKER_CONFIGS, BrokerConfig
+from compactlog.storage.log_config import LogConfig, alter, validate_topic_overrides
+from compactlog.storage.topic_config import TOPIC_CONFIGS, docs_table
 from compactlog.storage.configdef import java_double, parse_properties, parse_value
 
 LONG_MAX = str(2**63 - 1)
@@ -74,7 +68,7 @@ def test_broker_defaults_are_kafkas():
         "log.cleaner.io.buffer.load.factor": 0.9, "log.cleaner.backoff.ms": 15000,
         "log.cleaner.io.max.bytes.per.second": 1.7976931348623157e308, "log.retention.check.interval.ms": 300000,
         "log.flush.offset.checkpoint.interval.ms": 60000, "log.flush.start.offset.checkpoint.interval.ms": 60000,
-        "log.flush.scheduler.interval.ms": 2**63 - 1, "auto.create.topics.enable": True, "log.dir": "/tmp/kafka-logs",
+        "log.flush.scheduler.interval.ms": 2**63 - 1, "log.dir": "/tmp/kafka-logs",
         "log.dirs": None, "log.retention.hours": 168, "log.retention.minutes": None, "log.retention.ms": None,
         "log.roll.hours": 168, "log.roll.ms": None, "log.segment.bytes": 1073741824, "message.max.bytes": 1048588,
         "log.cleaner.min.cleanable.ratio": 0.5, "log.cleanup.policy": ["delete"], "compression.type": "producer",
@@ -344,8 +338,8 @@ def test_broker_requirements(props, message):
 
 
 def test_unknown_broker_keys_are_kept_but_warned(caplog):
-    with caplog.at_level(logging.DEBUG, logger="compactlog.storage.config"):
-        b = BrokerConfig.from_properties("broker.id=0\nlisteners=PLAINTEXT://:9092\nmy.setting=x\nsegment.bytes=5\n")
+    with caplog.at_level(logging.DEBUG, logger="compactlog.storage.broker_config"):
+        b = BrokerConfig.from_properties("broker.id=0\nlog.cleaner.threads=2\nmy.setting=x\nsegment.bytes=5\n")
     warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert warned == ["The configuration my.setting was supplied but isn't a known config.",
                       "The configuration segment.bytes was supplied but isn't a known config."]

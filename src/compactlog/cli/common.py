@@ -287,7 +287,7 @@ def check_compression_level(codec_name: str, level: int | None, flag: str = "--c
     if level is None:
         return
     from ..records.codecs import LEVELS, codec_from_name
-    from ..storage.config import TOPIC_CONFIGS
+    from ..storage.topic_config import TOPIC_CONFIGS
 
     codec = codec_from_name(codec_name)
     if codec not in LEVELS:

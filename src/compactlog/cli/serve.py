@@ -45,14 +45,14 @@ def serve(data_dir, server_properties, overrides, http):
 
     from ..console.listeners import parse_http_listeners
     from ..server.network import KafkaServer
-    from ..storage.config import BrokerConfig
+    from ..server.server_config import ServerConfig
 
     extra = _overrides(overrides)
     if http:
         if http.isdigit():  # a port alone: no host, which http.listeners reads as loopback
             http = f":{http}"
         extra["http.listeners"] = http if "://" in http else f"http://{http}"
-    config = (BrokerConfig.from_file(server_properties, extra) if server_properties else BrokerConfig(extra))
+    config = (ServerConfig.from_file(server_properties, extra) if server_properties else ServerConfig(extra))
     http_listeners = parse_http_listeners(config.get("http.listeners"))  # a bad one is refused before any bind
 
     def listening(url: str) -> None:

@@ -30,7 +30,7 @@ from ..errors import (
 )
 from ..producer import DEFAULT_BATCH_BYTES
 from ..records.batch import Record
-from ..storage.config import DescribeRow
+from ..storage.log_config import DescribeRow
 from ..storage.manager import PartitionInfo, TopicDescription
 
 log = logging.getLogger("compactlog.wire")

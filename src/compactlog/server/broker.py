@@ -26,8 +26,8 @@ from .. import api
 from ..errors import CompactLogError, KafkaStorageError
 from ..storage import files
 from ..storage.configdef import parse_properties
-from ..storage.config import BrokerConfig
 from .protocol import ProtocolError, Request
+from .server_config import ServerConfig
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +76,7 @@ def ms(value: int | float) -> datetime.timedelta:
 class Broker:
     """Answers requests against one data directory."""
 
-    def __init__(self, data_dir, config: BrokerConfig, *, host: str, port: int, background: bool = True) -> None:
+    def __init__(self, data_dir, config: ServerConfig, *, host: str, port: int, background: bool = True) -> None:
         self.config = config
         self.node_id: int = config.get("node.id")
         self.host = host

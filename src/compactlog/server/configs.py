@@ -1,6 +1,6 @@
 """DescribeConfigs, AlterConfigs and IncrementalAlterConfigs: kafka-configs over the wire.
 
-Topic configs come from the one config table (``storage/config.py``): every topic config is listed
+Topic configs come from the one config table (``storage/topic_config.py``): every topic config is listed
 with its value, where the value comes from (the topic's override, ``server.properties``, or Kafka's
 default), its type and documentation, none read-only. Clients depend on the full list: kafka-python's
 ``alter_configs`` first describes the topic and refuses, on its side, any name missing from the answer.
@@ -25,21 +25,13 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from ..errors import CompactLogError, InvalidConfigError, InvalidRequestError
-from ..storage.config import (
-    BROKER_CONFIGS,
-    DEFAULT_CONFIG,
-    DYNAMIC_TOPIC_CONFIG,
-    STATIC_BROKER_CONFIG,
-    TOPIC_CONFIGS,
-    BrokerConfig,
-    ConfigKey,
-    DescribeRow,
-)
-from ..storage.configdef import describe_key, parse_value
-from ..storage.serverconfigs import SENSITIVE_CONFIGS
+from ..storage.configdef import ConfigKey, describe_key, parse_value
+from ..storage.log_config import DEFAULT_CONFIG, DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG, DescribeRow
+from ..storage.topic_config import TOPIC_CONFIGS
 from .broker import NO_THROTTLE, Broker, Session, error_code
 from .entities import make, response, schema
 from .protocol import Request
+from .server_config import SENSITIVE_CONFIGS, ServerConfig
 
 TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8  # Kafka's resource types
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3  # IncrementalAlterConfigs operations
@@ -67,12 +59,12 @@ def _sensitive(key: ConfigKey) -> bool:
     return key.name in SENSITIVE_CONFIGS or key.type == "password"
 
 
-def broker_rows(config: BrokerConfig) -> list[DescribeRow]:
+def broker_rows(config: ServerConfig) -> list[DescribeRow]:
     """The broker's settings as describe rows: set ones from ``server.properties``/``--override``, the
     rest at Kafka's (or our) defaults; secrets are never shown. Read-only: nothing changes them while
     the broker runs."""
     rows = []
-    for name, key in BROKER_CONFIGS.items():
+    for name, key in config.TABLE.items():
         if config.is_set(name):
             value, source = config.originals[name], STATIC_BROKER_CONFIG
         else:
@@ -122,7 +114,7 @@ def _describe_one(broker: Broker, res, s, synonyms: bool, docs: bool) -> tuple:
         if res.resource_type == BROKER:
             _check_broker_name(broker, res.resource_name)
             rows = broker_rows(broker.config) if res.resource_name else []
-            return 0, None, _entries(s, rows, res.configuration_keys, synonyms, docs, BROKER_CONFIGS)
+            return 0, None, _entries(s, rows, res.configuration_keys, synonyms, docs, broker.config.TABLE)
         raise _unsupported(res.resource_type)
     except CompactLogError as exc:
         return int(error_code(exc)), str(exc), ()

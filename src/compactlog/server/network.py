@@ -28,13 +28,13 @@ from types import MappingProxyType
 from typing import Callable, Mapping, Protocol, Sequence
 
 from ..errors import InvalidConfigError
-from ..storage.config import BrokerConfig
 from . import apis
 from .broker import Broker, Session
 from .protocol import NEED_DATA, Connection, Frame, ProtocolError, UnsupportedApiVersions, encode_unsupported_api_versions
 from .versions import SERVED, ApiRange
 from .protocol import SaslToken, encode_sasl_token
 from .security import CLOSE_AFTER_RESPONSE, start_session
+from .server_config import ServerConfig
 
 log = logging.getLogger(__name__)
 WRITE_SLICE = 256 * 1024
@@ -255,7 +255,7 @@ class KafkaServer:
     ``services`` make what else the process serves from the running server (``compactlog serve`` adds
     the web console this way), so this shell knows nothing of them."""
 
-    def __init__(self, data_dir: str | Path, config: BrokerConfig,
+    def __init__(self, data_dir: str | Path, config: ServerConfig,
                  on_listening: Callable[[str], None] | None = None,
                  services: Sequence[Callable[["KafkaServer"], Service]] = ()) -> None:
         self.data_dir = Path(data_dir)

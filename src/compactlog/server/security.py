@@ -65,9 +65,7 @@ class _Settings:
 
     def get(self, name: str) -> Any:
         if self.prefix is not None and self.prefix + name in self.config.originals:
-            from ..storage.config import BROKER_CONFIGS  # noqa: PLC0415 - the table, for the type and checks
-
-            return BROKER_CONFIGS[name].parse(self.config.originals[self.prefix + name])
+            return self.config.TABLE[name].parse(self.config.originals[self.prefix + name])  # its type and checks
         return self.config.get(name)
 
     def is_set(self, name: str) -> bool:

@@ -28,7 +28,7 @@ import pyarrow.compute as pc
 from ..errors import InvalidRequestError, UnknownTopicOrPartitionError
 from ..producer import DEFAULT_BATCH_BYTES, BuiltInPartitioner, ProducerPlan, header_bytes, record_sizes
 from ..records.batch import LOG_OVERHEAD, build_batch
-from ..storage.config import LogConfig
+from ..storage.log_config import LogConfig
 from ..storage.staging import JobStaging
 from ..storage.topics import read_topics
 from ..storage.validator import LONG_MAX, validate_and_assign_offsets

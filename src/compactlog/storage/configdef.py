@@ -1,7 +1,9 @@
 """The machinery behind the config table: typed keys, validators, parsing from strings, Kafka's wording.
 
-Kept apart from the table itself (``config.py``) so that the table reads as a list of declarations, in
-the way Kafka's ``LogConfig`` reads as one ``define(...)`` chain over ``ConfigDef``.
+Kept apart from the tables themselves (``topic_config.py``, ``broker_config.py``, ``cleaner_config.py``,
+and those of the parts above the storage that add settings of their own) so that each table reads as
+a list of declarations, in the way Kafka's ``LogConfig`` reads as one ``define(...)`` chain over
+``ConfigDef``.
 
 Three things here follow Kafka to the letter because people compare them with Kafka's output:
 
@@ -237,6 +239,13 @@ class ConfigKey:
     @property
     def server_default_property(self) -> str | None:
         return self.synonyms[0] if self.synonyms else None
+
+
+def setting(name: str, typ: str, default: Any, validator: Validator | None, doc: str,
+            importance: str = "medium") -> ConfigKey:
+    """A broker setting's key (no synonyms), its documentation last: the broker, cleaner and server tables
+    read as one declaration per line this way, as Kafka's ``define(...)`` chains do."""
+    return ConfigKey(name, typ, default, doc, validator, importance)
 
 
 def parse_value(name: str, typ: str, raw: Any) -> Any:

@@ -20,7 +20,8 @@ from aiohttp import web
 
 from ...errors import CompactLogError, UnknownTopicOrPartitionError
 from ...server.admin import delete_one
-from ...storage.config import TOPIC_CONFIGS, DescribeRow, LogConfig
+from ...storage.log_config import DescribeRow, LogConfig
+from ...storage.topic_config import TOPIC_CONFIGS
 from ...storage.topics import INTERNAL_TOPICS
 from .. import inventory
 from ..handlers import console, page, require, see_other, topic_url, viewer

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 from ...errors import CompactLogError, TopicAlreadyExistsError
 from ...records.batch import build_batch
-from ...storage.config import BrokerConfig
+from ..server_config import ServerConfig
 from .codes import (
     COORDINATOR_NOT_AVAILABLE,
     INVALID_COMMIT_OFFSET_SIZE,
@@ -65,7 +65,7 @@ class LoadedGroup:
 
 
 class GroupMetadataManager:
-    def __init__(self, cl, config: BrokerConfig, on_append: Callable[[], None] = lambda: None) -> None:
+    def __init__(self, cl, config: ServerConfig, on_append: Callable[[], None] = lambda: None) -> None:
         self.cl = cl  # the broker's CompactLog: its LogManager holds the topic
         self.config = config
         self.on_append = on_append  # wakes parked fetches (someone may read the topic)
