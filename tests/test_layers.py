@@ -94,7 +94,10 @@ def arrows_of(name: str, source: str, is_package: bool, modules: Iterable[str]) 
 def read_package(root: Path = PACKAGE_DIR) -> dict[str, list[Arrow]]:
     """Module name -> its arrows, for every module of the package under ``root``."""
     paths = {module_name(p, root): p for p in sorted(root.rglob("*.py"))}
-    return {name: arrows_of(name, p.read_text(encoding="utf-8"), p.name == "__init__.py", paths)
+    # Compiled modules (a C extension, known here by its stub) are modules too: ``from . import _native``
+    # points at them, not at the package.
+    compiled = {module_name(p.with_name(p.name.split(".")[0] + ".py"), root) for p in root.rglob("*.pyi")}
+    return {name: arrows_of(name, p.read_text(encoding="utf-8"), p.name == "__init__.py", {*paths, *compiled})
             for name, p in paths.items()}
 
 
