@@ -26,7 +26,8 @@ from .jobs import Jobs
 from .listeners import HttpListener
 
 log = logging.getLogger(__name__)
-Middleware = Callable[[web.Request, Callable[[web.Request], Awaitable[web.StreamResponse]]], Awaitable[web.StreamResponse]]
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+Middleware = Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]  # aiohttp's new-style middleware
 STATIC = Path(__file__).parent / "static"
 MAX_FORM_BYTES = 64 * 1024  # the largest form a page sends (a config value, a key to look up)
 PAGE_THREADS = 1  # the thread that reads the disk and renders for pages; one, so pages contend with the broker for one core at most
