@@ -4,8 +4,8 @@ The storage's settings are declared here (data directories, partitions, retentio
 schedules, Pulsar-style compaction), the log cleaner's in ``cleaner_config.py``, and each topic
 config's broker synonyms come from the topic config table (``topic_config.py``): together they make
 ``BROKER_CONFIGS``, which validates a ``server.properties`` file and fills ``describe``. A part of the
-broker above the storage that has settings of its own (the Kafka server) extends ``BrokerConfig``
-with its table (``BrokerConfig.TABLE``), so the storage never needs to know them.
+broker above the storage that has settings of its own extends ``BrokerConfig`` with its table
+(``BrokerConfig.TABLE``), so the storage never needs to know them.
 """
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ UNIT_MS: Mapping[str, int] = MappingProxyType({
     "log.roll.hours": 3_600_000, "log.roll.jitter.hours": 3_600_000,
 })
 
-# The storage's settings that are not a topic config's synonym of the same type and default.
+# The storage's settings: its own, then the topic configs' synonyms that differ from their topic config in type
+# or default (the other synonyms are made from the topic table, in _broker_table).
 _LOG_SETTINGS = [
     setting("log.dirs", "list", None, None, "Data directories, comma-separated; compactlog works on the one it is "
             "opened on.", "high"),
