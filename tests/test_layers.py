@@ -1,5 +1,7 @@
-"""The package's import structure, read from its source: no import cycles, and each layer of the design
-(docs: "Layers") imports only the ones below it.
+"""The package's import structure, read from its source: no import cycles; each layer of the design
+(docs: "Layers") imports only the ones below it; the adapters stay apart (the server knows nothing of
+the console, only ``compactlog spark`` runs Spark); and adapters reach under the embedded API (storage,
+cleaner, compaction) only for config definitions, apart from a list of today's reaches that only shrinks.
 
 Every ``import`` and ``from ... import`` counts, including those inside functions (a lazy import is an
 arrow too: it runs sooner or later); only imports under ``if TYPE_CHECKING:`` are left out, since they
@@ -35,6 +37,49 @@ ADAPTER_REACHES_FORBIDDEN = {
     "compactlog.cli": ("compactlog.spark",),
 }
 SPARK_COMMAND = "compactlog.cli.spark"  # the ``compactlog spark`` commands: the one cli module that runs Spark jobs
+# What an adapter may import under the storage, the cleaner and Pulsar-style compaction: the config
+# definitions (topic, log, broker and cleaner configs and their machinery). Everything else goes through
+# the embedded API. ``errors`` is not under them: every layer may raise and catch those.
+CONFIG_DEFINITIONS = ("compactlog.storage.topic_config", "compactlog.storage.log_config",
+                      "compactlog.storage.broker_config", "compactlog.storage.cleaner_config",
+                      "compactlog.storage.configdef")
+BELOW_THE_API = ("compactlog.storage", "compactlog.cleaner", "compactlog.compaction")
+# The reaches below the API that adapters have today, each to be replaced by a call of the API (or a
+# definition moved to where it belongs) and then struck from this list. The list only shrinks: a reach
+# not listed fails, and so does a listed one that is gone.
+ADAPTER_REACHES_BELOW_THE_API: Mapping[str, frozenset[str]] = {source: frozenset(targets) for source, targets in {
+    "compactlog.cli.demo": ["compactlog.storage.files"],
+    "compactlog.cli.dumplog": ["compactlog.storage.files", "compactlog.storage.index", "compactlog.storage.segment"],
+    "compactlog.cli.housekeeping": ["compactlog.cleaner.log_cleaner"],
+    "compactlog.cli.spark": ["compactlog.storage.files", "compactlog.storage.topics"],
+    "compactlog.cli.wire": ["compactlog.storage.manager"],
+    "compactlog.console.inventory": ["compactlog.cleaner.manager"],
+    "compactlog.console.keylookup": ["compactlog.cleaner.offset_map", "compactlog.cleaner.survival",
+                                     "compactlog.compaction.reader", "compactlog.compaction.state",
+                                     "compactlog.storage.reader"],
+    "compactlog.console.pages.cleaner": ["compactlog.cleaner.log_cleaner", "compactlog.cleaner.selection",
+                                         "compactlog.compaction.service", "compactlog.compaction.state",
+                                         "compactlog.storage.topics"],
+    "compactlog.console.pages.groups": ["compactlog.storage.topics"],
+    "compactlog.console.pages.messages": ["compactlog.compaction.service"],
+    "compactlog.console.pages.topics": ["compactlog.storage.topics"],
+    "compactlog.server.admin": ["compactlog.storage.topics"],
+    "compactlog.server.broker": ["compactlog.storage.files"],
+    "compactlog.server.list_offsets": ["compactlog.storage.validator"],
+    "compactlog.server.metadata": ["compactlog.storage.topics", "compactlog.storage.validator"],
+    "compactlog.server.produce": ["compactlog.storage.topics"],
+    "compactlog.server.producer_ids": ["compactlog.storage.files"],
+    "compactlog.spark.arrow": ["compactlog.compaction.reader", "compactlog.storage.snapshot"],
+    "compactlog.spark.compact": ["compactlog.cleaner.cleaner", "compactlog.cleaner.grouping",
+                                 "compactlog.cleaner.log_cleaner", "compactlog.cleaner.survival",
+                                 "compactlog.storage.rewrite", "compactlog.storage.segment",
+                                 "compactlog.storage.snapshot", "compactlog.storage.staging"],
+    "compactlog.spark.options": ["compactlog.compaction.reader", "compactlog.storage.topics"],
+    "compactlog.spark.recompress": ["compactlog.storage.staging"],
+    "compactlog.spark.source": ["compactlog.storage.snapshot"],
+    "compactlog.spark.writer": ["compactlog.storage.staging", "compactlog.storage.topics",
+                                "compactlog.storage.validator"],
+}.items()}
 
 
 @dataclass(frozen=True)
@@ -211,12 +256,25 @@ def server_reaches_console(package: Mapping[str, list[Arrow]]) -> list[Arrow]:
             if within(a.source, f"{PACKAGE}.server") and within(a.target, f"{PACKAGE}.console")]
 
 
-RULES = {
-    "import cycles": import_cycles,
-    "imports of a higher layer": upward_arrows,
-    "imports between adapters that must stay apart": adapter_crossings,
-    "imports of the console by the server": server_reaches_console,
-}
+def reaches_below_the_api(package: Mapping[str, list[Arrow]],
+                          allowed: Mapping[str, frozenset[str]] = ADAPTER_REACHES_BELOW_THE_API
+                          ) -> tuple[list[Arrow], list[str]]:
+    """(adapter imports under the storage, cleaner or compaction that are neither config definitions nor
+    listed in ``allowed``; listed ones no adapter makes any more)."""
+    new, seen = [], set()
+    for arrows in package.values():
+        for a in arrows:
+            if layer_of(a.source) != "adapters" or not any(within(a.target, b) for b in BELOW_THE_API):
+                continue
+            if a.target in CONFIG_DEFINITIONS:
+                continue
+            if a.target in allowed.get(a.source, ()):
+                seen.add((a.source, a.target))
+            else:
+                new.append(a)
+    gone = [f"{source} -> {target}" for source, targets in sorted(allowed.items()) for target in sorted(targets)
+            if (source, target) not in seen]
+    return new, gone
 
 
 # the package as it is ----------------------------------------------------------------------------------
@@ -248,6 +306,14 @@ def test_no_layer_imports_one_above_it():
 def test_the_server_never_imports_the_console():
     found = server_reaches_console(PACKAGE_ARROWS)
     assert not found, "the server imports the console (serve composes them):\n" + "\n".join(map(str, found))
+
+
+def test_adapters_reach_below_the_api_only_for_config_definitions():
+    new, gone = reaches_below_the_api(PACKAGE_ARROWS)
+    assert not new, ("adapters import under the storage, cleaner or compaction (call the embedded API instead; "
+                     "config definitions and errors are fine):\n" + "\n".join(map(str, new)))
+    assert not gone, ("no adapter imports these any more: strike them from ADAPTER_REACHES_BELOW_THE_API:\n"
+                      + "\n".join(gone))
 
 
 def test_adapters_stay_apart():
@@ -329,3 +395,19 @@ def test_spark_reached_from_the_console_or_the_cli_is_found(tmp_path):
         "compactlog.cli.topics -> compactlog.spark.session",
         "compactlog.console.pages.compression -> compactlog.spark.advise",
     ]
+
+
+def test_an_adapter_reaching_below_the_api_is_found_and_the_list_only_shrinks(tmp_path):
+    pkg = _planted(tmp_path, {
+        "cli/topics.py": "from ..storage.segment import Segment\nfrom ..storage.topic_config import TOPIC_CONFIGS\n",
+        "server/fetch.py": "def read():\n    from ..cleaner import survival\n",
+        "server/broker.py": "from ..storage import files\nfrom ..errors import CompactLogError\n",
+        "storage/segment.py": "", "storage/topic_config.py": "", "storage/files.py": "", "cleaner/survival.py": "",
+        "errors.py": "",
+    })
+    allowed = {"compactlog.server.broker": frozenset({"compactlog.storage.files"}),
+               "compactlog.server.admin": frozenset({"compactlog.storage.topics"})}
+    new, gone = reaches_below_the_api(pkg, allowed)
+    assert sorted(f"{a.source} -> {a.target}" for a in new) == [
+        "compactlog.cli.topics -> compactlog.storage.segment", "compactlog.server.fetch -> compactlog.cleaner.survival"]
+    assert gone == ["compactlog.server.admin -> compactlog.storage.topics"]
