@@ -1,5 +1,5 @@
 """The package's import structure, read from its source: no import cycles; each layer of the design
-(docs: "Layers") imports only the ones below it; the adapters stay apart (the server knows nothing of
+(the design's "Layers") imports only the ones below it; the adapters stay apart (the server knows nothing of
 the console, only ``compactlog spark`` runs Spark); and adapters reach under the embedded API (storage,
 cleaner, compaction) only for config definitions, apart from a list of today's reaches that only shrinks.
 
