@@ -128,6 +128,26 @@ def test_small_offset_map_cleans_in_several_rounds_and_always_progresses(tmp_pat
             assert (k, v) in survivors
 
 
+@pytest.mark.parametrize("strategy", ["offset", "timestamp"])
+@pytest.mark.parametrize("buffer", [24 * 1000, 32 * 60])  # every key fits; a few dozen per round
+def test_an_offset_map_that_grows_as_keys_arrive_cleans_as_one_allocated_whole(tmp_path, clock, monkeypatch,
+                                                                                 strategy, buffer):
+    """The map starts on a few of its slots and spreads out (offset_map.INITIAL_SLOTS); rounds, their
+    ends, utilization and the bytes left are those of a map using every slot from the start."""
+    from compactlog.cleaner import offset_map
+
+    results = []
+    for initial in (4, 1 << 30):
+        monkeypatch.setattr(offset_map, "INITIAL_SLOTS", initial)
+        with open_dir(tmp_path / str(initial), clock, log_cleaner_dedupe_buffer_size=buffer) as cl:
+            cl.create_topic("t", 1, {**COMPACT, "compaction.strategy": strategy})
+            produce_many(cl, 1500, keys=300)
+            report = cl.clean("t")
+            rounds = [(r.end_offset, r.stats.messages_written, r.stats.buffer_utilization) for r in report.compactions]
+            results.append((rounds, [(b.base_offset, bytes(b.buffer)) for b in cl.log("t").batches(0)]))
+    assert results[0] == results[1] and results[0][0]
+
+
 @pytest.mark.parametrize("codec", ["gzip", "snappy", "lz4", "zstd"])
 def test_compressed_batches_keep_their_codec(tmp_path, clock, codec):
     with open_dir(tmp_path, clock) as cl:

@@ -1372,10 +1372,34 @@ static inline uint64_t probe_slot(const uint8_t h[16], int64_t attempt, uint64_t
     int i = attempt < 12 ? (int)attempt : 12;
     int32_t v = (int32_t)(((uint32_t)h[i] << 24) | ((uint32_t)h[i + 1] << 16) | ((uint32_t)h[i + 2] << 8) | h[i + 3]);
     base = v == INT32_MIN ? 0 : (v < 0 ? -(int64_t)v : v);
-    return ((uint64_t)base + (uint64_t)(attempt > 12 ? attempt - 12 : 0)) % slots;
+    uint64_t x = (uint64_t)base + (uint64_t)(attempt > 12 ? attempt - 12 : 0);
+    return (slots & (slots - 1)) == 0 ? x & (slots - 1) : x % slots; /* a mask is no division */
 }
 
 static const uint8_t zero16[16] = {0};
+
+/* The map's 16-byte hash of a key: murmur3, with the all-zero hash (the mark of an empty slot) moved. */
+static inline void map_hash(const uint8_t *key, int64_t len, uint8_t h[16]) {
+    murmur3_128(key, (Py_ssize_t)len, h);
+    if (memcmp(h, zero16, 16) == 0) h[0] = 1;
+}
+
+/* Lookups in a table larger than the cache wait on memory, one at a time if nothing helps: put and get
+ * hash each row's key LOOKAHEAD rows early and prefetch its first slot, so several misses overlap. The
+ * hash of row j waits in ring[j % LOOKAHEAD]; rows that have no key, or one outside the data (which the
+ * loop itself reports), get none. */
+#define LOOKAHEAD 8
+static inline void hash_ahead(const int64_t *c, Py_ssize_t j, Py_ssize_t nrows, const uint8_t *d, Py_ssize_t dlen,
+                              const uint8_t *table, uint64_t slots, uint8_t ring[LOOKAHEAD][16]) {
+    if (j >= nrows) return;
+    const int64_t *r = c + j * NCOLS;
+    if (r[C_KEY_LEN] < 0 || !span_ok(r[C_KEY_POS], r[C_KEY_LEN], dlen)) return;
+    uint8_t *h = ring[j % LOOKAHEAD];
+    map_hash(d + r[C_KEY_POS], r[C_KEY_LEN], h);
+    const uint8_t *slot = table + probe_slot(h, 0, slots) * SLOT;
+    __builtin_prefetch(slot);
+    __builtin_prefetch(slot + SLOT - 1);
+}
 
 /* Returns the slot holding hash h, or the empty slot where it would go; *found says which. */
 static inline uint8_t *map_find(uint8_t *table, uint64_t slots, const uint8_t h[16], int *found, int64_t *probes) {
@@ -1429,8 +1453,13 @@ static PyObject *offset_map_put(PyObject *self, PyObject *args) {
     int full = 0;
     int64_t probes = 0, last_put = -1, puts = 0;
     Py_ssize_t bad = -1;
+    uint8_t ring[LOOKAHEAD][16];
     Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t j = row; j < row + LOOKAHEAD; j++) hash_ahead(c, j, nrows, d, b[1].len, table, (uint64_t)slots, ring);
     for (; row < nrows; row++) {
+        uint8_t h[16];
+        memcpy(h, ring[row % LOOKAHEAD], 16);
+        hash_ahead(c, row + LOOKAHEAD, nrows, d, b[1].len, table, (uint64_t)slots, ring);
         const int64_t *r = c + row * NCOLS;
         int64_t off = base_offset + r[C_OFFSET_DELTA];
         if (r[C_KEY_LEN] < 0 || off < min_offset) continue;
@@ -1444,10 +1473,7 @@ static PyObject *offset_map_put(PyObject *self, PyObject *args) {
         }
         last_put = off;
         puts++;
-        uint8_t h[16];
         int found;
-        murmur3_128(d + r[C_KEY_POS], (Py_ssize_t)r[C_KEY_LEN], h);
-        if (memcmp(h, zero16, 16) == 0) h[0] = 1; /* the all-zero hash marks empty slots */
         uint8_t *slot = map_find(table, (uint64_t)slots, h, &found, &probes);
         if (versioned) {
             /* KIP-280: the highest version wins, ties go to the later offset (offsets only grow here) */
@@ -1495,8 +1521,14 @@ static PyObject *offset_map_get(PyObject *self, PyObject *args) {
     int64_t *ov = versioned ? (int64_t *)b[5].buf : NULL;
     int64_t probes = 0;
     Py_ssize_t bad = -1;
+    const uint8_t *d = (const uint8_t *)b[1].buf;
+    uint8_t ring[LOOKAHEAD][16];
     Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t j = 0; j < LOOKAHEAD; j++) hash_ahead(c, j, nrows, d, b[1].len, table, (uint64_t)slots, ring);
     for (Py_ssize_t row = 0; row < nrows; row++) {
+        uint8_t h[16];
+        memcpy(h, ring[row % LOOKAHEAD], 16);
+        hash_ahead(c, row + LOOKAHEAD, nrows, d, b[1].len, table, (uint64_t)slots, ring);
         const int64_t *r = c + row * NCOLS;
         if (r[C_KEY_LEN] < 0) {
             o[row] = -1;
@@ -1507,10 +1539,7 @@ static PyObject *offset_map_get(PyObject *self, PyObject *args) {
             bad = row;
             break;
         }
-        uint8_t h[16];
         int found;
-        murmur3_128((const uint8_t *)b[1].buf + r[C_KEY_POS], (Py_ssize_t)r[C_KEY_LEN], h);
-        if (memcmp(h, zero16, 16) == 0) h[0] = 1;
         uint8_t *slot = map_find(table, (uint64_t)slots, h, &found, &probes);
         if (found) memcpy(&o[row], slot + 16, 8);
         else o[row] = -1;
@@ -1555,14 +1584,80 @@ static PyObject *offset_map_set(PyObject *self, PyObject *args) {
         }
         uint8_t h[16];
         int found;
-        murmur3_128((const uint8_t *)b[2].buf + r[C_KEY_POS], (Py_ssize_t)r[C_KEY_LEN], h);
-        if (memcmp(h, zero16, 16) == 0) h[0] = 1;
+        map_hash((const uint8_t *)b[2].buf + r[C_KEY_POS], r[C_KEY_LEN], h);
         uint8_t *slot = map_find(table, (uint64_t)slots, h, &found, &probes);
         if (!found) continue;
         memcpy(slot + 16, &offs[i], 8);
         ((int64_t *)b[1].buf)[(slot - table) / SLOT] = vers[i];
     }
     release_buffers(7, b);
+    Py_RETURN_NONE;
+}
+
+/* offset_map_grow(table, old_slots, new_slots[, versions]) -> None
+ * Re-place the entries of the first old_slots slots over the first new_slots, in place, so a map can
+ * start small inside its full allocation and spread out as keys arrive: memory it never needs is never
+ * touched. Each entry is taken out and probed for in the larger table; a slot that still holds an entry
+ * not yet moved is taken over and that entry carried on in its place. Moved entries are marked by the
+ * offset's sign bit (offsets are never negative) until a last sweep clears the marks. */
+static PyObject *offset_map_grow(PyObject *self, PyObject *args) {
+    PyObject *objs[2] = {NULL, Py_None}; /* table, versions */
+    long long old_slots, new_slots;
+    if (!PyArg_ParseTuple(args, "OLL|O", &objs[0], &old_slots, &new_slots, &objs[1])) return NULL;
+    int versioned = objs[1] != Py_None;
+    static const int kinds[2] = {B_BYTES_W, B_I64_W};
+    static const char *const names[2] = {"table", "versions"};
+    Py_buffer b[2];
+    if (take_buffers(versioned ? 2 : 1, objs, kinds, names, b) < 0) return NULL;
+    if (old_slots <= 0 || new_slots < old_slots || new_slots > b[0].len / SLOT ||
+        (versioned && b[1].len / 8 < new_slots)) {
+        release_buffers(versioned ? 2 : 1, b);
+        return PyErr_Format(PyExc_ValueError, "cannot grow a map of %lld slots to %lld in this table", old_slots,
+                            new_slots);
+    }
+    uint8_t *table = (uint8_t *)b[0].buf;
+    int64_t *vt = versioned ? (int64_t *)b[1].buf : NULL;
+    const uint64_t moved = (uint64_t)1 << 63;
+    Py_BEGIN_ALLOW_THREADS
+    for (int64_t i = 0; i < old_slots; i++) {
+        uint8_t *slot = table + i * SLOT;
+        uint64_t off;
+        memcpy(&off, slot + 16, 8);
+        if (memcmp(slot, zero16, 16) == 0 || (off & moved)) continue;
+        uint8_t h[16];
+        memcpy(h, slot, 16);
+        int64_t ver = versioned ? vt[i] : 0;
+        memset(slot, 0, SLOT);
+        if (versioned) vt[i] = 0;
+        for (int64_t attempt = 0;; attempt++) { /* carry (h, off, ver) until it lands on a free slot */
+            uint64_t p = probe_slot(h, attempt, (uint64_t)new_slots);
+            uint8_t *s = table + p * SLOT;
+            uint64_t soff;
+            memcpy(&soff, s + 16, 8);
+            int empty = memcmp(s, zero16, 16) == 0;
+            if (!empty && (soff & moved)) continue; /* a moved entry: probe on */
+            uint8_t th[16];
+            int64_t tver = versioned ? vt[p] : 0;
+            memcpy(th, s, 16);
+            uint64_t marked = off | moved;
+            memcpy(s, h, 16);
+            memcpy(s + 16, &marked, 8);
+            if (versioned) vt[p] = ver;
+            if (empty) break;
+            memcpy(h, th, 16); /* an entry not moved yet: it is the one carried now */
+            off = soff;
+            ver = tver;
+            attempt = -1;
+        }
+    }
+    for (int64_t i = 0; i < new_slots; i++) {
+        uint64_t off;
+        memcpy(&off, table + i * SLOT + 16, 8);
+        off &= ~moved;
+        memcpy(table + i * SLOT + 16, &off, 8);
+    }
+    Py_END_ALLOW_THREADS
+    release_buffers(versioned ? 2 : 1, b);
     Py_RETURN_NONE;
 }
 
@@ -1642,6 +1737,7 @@ static PyMethodDef methods[] = {
     {"offset_map_put", offset_map_put, METH_VARARGS, "Put keyed records into the cleaner's offset map until it is full."},
     {"offset_map_get", offset_map_get, METH_VARARGS, "Look up each record's key in the cleaner's offset map."},
     {"offset_map_set", offset_map_set, METH_VARARGS, "Point mapped keys at new (offset, version) entries."},
+    {"offset_map_grow", offset_map_grow, METH_VARARGS, "Spread a map's entries over more slots, in place."},
     {"header_versions", header_versions, METH_VARARGS, "KIP-280 versions from a named header."},
     {"key_hash", key_hash, METH_O, "The offset map's 16-byte hash of a key."},
     {"crc32c", crc32c, METH_O, "CRC-32C of a buffer."},

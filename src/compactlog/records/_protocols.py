@@ -73,6 +73,9 @@ class RecordKernels(Protocol):
     def offset_map_set(self, table: Buffer, slots: int, versions: Int64Array, data: Buffer, cols: Int64Array,
                        rows: Int64Array, offsets: Int64Array, row_versions: Int64Array, /) -> None: ...
 
+    def offset_map_grow(self, table: Buffer, old_slots: int, new_slots: int, versions: Int64Array | None = None,
+                        /) -> None: ...
+
     def header_versions(self, data: Buffer, cols: Int64Array, name: bytes | str, out: Int64Array, /) -> None: ...
 
 

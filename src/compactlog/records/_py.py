@@ -557,6 +557,44 @@ def offset_map_set(table: Any, slots: int, versions: Any, data: Any, cols: Any, 
             versions[s // SLOT] = int(row_versions[i])
 
 
+def offset_map_grow(table: Any, old_slots: int, new_slots: int, versions: Any = None) -> None:
+    """Re-place the entries of the first ``old_slots`` slots over the first ``new_slots``, in place: each
+    entry is taken out and probed for in the larger table; a slot still holding an entry not yet moved
+    is taken over and that entry carried on in its place. The same walk as ``_native.c``, so the two
+    leave the same bytes."""
+    tv = memoryview(table).cast("B")
+    if old_slots <= 0 or new_slots < old_slots or new_slots > len(tv) // SLOT or (
+            versions is not None and len(versions) < new_slots):
+        raise ValueError(f"cannot grow a map of {old_slots} slots to {new_slots} in this table")
+    empty = bytes(SLOT)
+    moved = [False] * new_slots
+    for i in range(old_slots):
+        s = i * SLOT
+        if moved[i] or tv[s : s + 16] == empty[:16]:
+            continue
+        entry = bytes(tv[s : s + SLOT])
+        ver = int(versions[i]) if versions is not None else 0
+        tv[s : s + SLOT] = empty
+        if versions is not None:
+            versions[i] = 0
+        attempt = 0
+        while True:  # carry the entry until it lands on a free slot
+            p = _probe(entry[:16], attempt, new_slots)
+            attempt += 1
+            q = p * SLOT
+            if moved[p]:
+                continue
+            taken = bytes(tv[q : q + SLOT])
+            taken_ver = int(versions[p]) if versions is not None else 0
+            tv[q : q + SLOT] = entry
+            moved[p] = True
+            if versions is not None:
+                versions[p] = ver
+            if taken[:16] == empty[:16]:
+                break
+            entry, ver, attempt = taken, taken_ver, 0  # an entry not moved yet: carried now
+
+
 def header_versions(data: Any, cols: Any, name: bytes | str, out: Any) -> None:
     """KIP-280 version of each record from header ``name``: 8-byte big-endian long or ASCII digits; -1 if absent."""
     key = name.encode() if isinstance(name, str) else bytes(name)

@@ -60,4 +60,5 @@ key_hash = _impl.key_hash
 offset_map_put = _impl.offset_map_put
 offset_map_get = _impl.offset_map_get
 offset_map_set = _impl.offset_map_set
+offset_map_grow = _impl.offset_map_grow
 header_versions = _impl.header_versions
