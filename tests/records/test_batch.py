@@ -24,6 +24,7 @@ from compactlog.records import (
     iter_batches,
     patch_header,
 )
+from compactlog.records import kernels
 from compactlog.records.batch import BatchSummary
 from compactlog.records.columns import Chunk
 
@@ -645,6 +646,49 @@ def test_errors_name_the_batch_origin():
             call()
     with pytest.raises(CorruptRecordError, match=f"^batch of 60 bytes \\({ORIGIN}\\) is shorter than the 61-byte header$"):
         RecordBatch(VICTIM[:60], origin=ORIGIN)
+
+
+FAULTS = {  # byte patches of one batch, each a fault the scan must name
+    "none": None,
+    "crc": lambda b: b.__setitem__(70, b[70] ^ 1),
+    "magic": lambda b: struct.pack_into(">b", b, 16, 1),
+    "count": lambda b: struct.pack_into(">i", b, 57, 9),
+    "count too low": lambda b: struct.pack_into(">i", b, 57, 2),
+}
+
+
+@pytest.mark.parametrize("second", list(FAULTS))
+@pytest.mark.parametrize("first", ["none", "count"])
+@pytest.mark.parametrize("verify", [True, False])
+def test_a_chunk_scanned_where_it_lies_reads_and_fails_as_a_copied_one(first, second, verify):
+    """Batches in one buffer (a segment read) are scanned in place; batches in buffers of their own are
+    copied together first. Same rows, offsets and timestamps, and the same error for the same damage."""
+    raw = [bytearray(build_batch([b"k%d" % i, None, b"k"], [b"v", b"w", None], [i, i + 5, i + 1],
+                                 info=BatchInfo(base_offset=10 * i), headers=[[("h", b"1")], [], []]))
+           for i in range(3)]
+    raw.append(bytearray(build_batch([], [], info=BatchInfo(base_offset=30, is_control=True), last_offset_delta=0)))
+    for buf, fault in ((raw[0], first), (raw[1], second)):
+        if FAULTS[fault]:
+            FAULTS[fault](buf)
+            if fault != "crc":
+                with_crc(buf)
+    log = b"".join(bytes(b) for b in raw)
+    in_place = [b for _, b in iter_batches(log)]
+    copied = [RecordBatch(bytes(b)) for b in raw]
+    outcomes = []
+    for batches in (in_place, copied):
+        try:
+            chunk = Chunk.scan(batches, verify=verify)
+        except CorruptRecordError as exc:
+            outcomes.append(str(exc))
+            continue
+        keys = [None if n < 0 else bytes(memoryview(chunk.data)[p : p + n]) for p, n in
+                chunk.cols[:, [kernels.C_KEY_POS, kernels.C_KEY_LEN]].tolist()]
+        outcomes.append((keys, chunk.offsets.tolist(), chunk.timestamps().tolist(), chunk.rows.tolist()))
+    assert outcomes[0] == outcomes[1]
+    if first == second == "none":
+        assert not isinstance(outcomes[0], str) and len(outcomes[0][0]) == 9
+        assert Chunk.scan(in_place).data is log  # nothing was copied
 
 
 def test_origin_defaults_to_none_and_a_reader_may_set_it_later():

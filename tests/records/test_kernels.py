@@ -709,6 +709,48 @@ def test_a_grown_offset_map_answers_as_a_map_built_at_its_final_size(versioned):
     assert len(results) < 3 or results[0] == results[2]
 
 
+@pytest.mark.parametrize("impl", [TWIN] + ([COMPILED] if COMPILED is not None else []), ids=lambda m: m.__name__)
+def test_scan_batches_scans_batches_where_they_lie_after_checking_what_ensure_valid_checks(impl):
+    log = bytearray(b"\0" * 5 + GOLDEN_BATCH * 3)
+    views = [memoryview(log)[5 + i * 97 : 5 + (i + 1) * 97] for i in range(3)]
+
+    def run(views, counts=(2, 2, 2), verify=True, rows_out=6):
+        cols, rows = np.zeros((rows_out, NCOLS), np.int64), np.zeros(len(views) + 1, np.int64)
+        got = impl.scan_batches(log, views, np.array(counts[: len(views)], np.int64),
+                                np.array([100, 200, 300][: len(views)], np.int64), verify, cols, rows)
+        return got, cols, rows
+
+    got, cols, rows = run(views)
+    assert got == -1 and rows.tolist() == [0, 2, 4, 6]
+    assert cols[:, kernels.C_OFFSET_DELTA].tolist() == [100, 101, 200, 201, 300, 301]
+    assert cols[2].tolist() == (scan(GOLDEN_RECORDS, 2)[0] + np.isin(np.arange(NCOLS), kernels.POSITION_COLUMNS)
+                                * (5 + 97 + 61) + np.eye(NCOLS, dtype=np.int64)[kernels.C_OFFSET_DELTA] * 200).tolist()
+    assert run(views, counts=(2, 0, 2))[2].tolist() == [0, 2, 2, 4]  # a control batch: no rows
+    assert run(views, rows_out=5)[0] == -2
+    assert run(views, counts=(2, 12, 2))[0] == 1  # more records than 36 bytes can hold
+    log[102 + 70] ^= 1  # a record byte of the second batch: its CRC no longer matches
+    assert run(views)[0] == 1
+    with pytest.raises(KernelError) as exc:  # unchecked, the record does not parse, in section 1
+        run(views, verify=False)
+    assert exc.value.section == 1
+    log[102 + 70] ^= 1
+    log[199 + 16] = 1  # the third batch's magic is only checked when asked
+    assert run(views)[0] == 2 and run(views, verify=False)[0] == -1
+    assert run([memoryview(log)[5:101]], verify=False)[0] == 0  # a byte short of the size its header declares
+    with pytest.raises(ValueError, match="does not lie in the base buffer"):
+        impl.scan_batches(bytes(log), views, np.zeros(3, np.int64), np.zeros(3, np.int64), False,
+                          np.zeros((6, NCOLS), np.int64), np.zeros(4, np.int64))
+
+
+@needs_compiled
+def test_the_compiled_batch_kernels_read_the_header_where_batch_py_lays_it_out():
+    from compactlog.records import batch
+
+    fields = dict(COMPILED.BATCH_HEADER)
+    assert fields.pop("size") == batch.HEADER_SIZE
+    assert fields == {name: batch.FIELD_OFFSETS[name] for name in fields}
+
+
 def test_gather_column_builds_arrow_binary_arrays():
     import pyarrow as pa
 

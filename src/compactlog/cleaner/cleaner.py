@@ -18,7 +18,7 @@ from typing import Callable
 
 from ..clock import SYSTEM, Time
 from ..records.batch import RecordBatch
-from ..records.columns import Chunk, chunks
+from ..records.columns import Chunk, by_buffer, chunks
 from ..storage.log import Log
 from ..storage.rewrite import write_cleaned
 from ..storage.segment import LogSegment
@@ -152,7 +152,9 @@ class Cleaner:
                     read = sum(b.size for b in group)
                     stats.bytes_read += read
                     stats.messages_read += sum(b.record_count for b in group)
-                    out = self.filter_chunk(Chunk.scan(group, verify=True), upper_bound, now, retention, stats)
+                    # each run of one read buffer is scanned where it lies; the group is one append
+                    out = [kept for run in by_buffer(group) for kept in
+                           self.filter_chunk(Chunk.scan(run, verify=True), upper_bound, now, retention, stats)]
                     self.throttle(read + sum(len(data) for data, _, _ in out))
                     self.on_io(lg.name, "cleaning", read)
                     yield out

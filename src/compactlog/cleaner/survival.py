@@ -26,7 +26,7 @@ from ..records.batch import (
     build_empty_batch,
 )
 from ..records.codecs import Codec, compress
-from ..records.columns import Chunk, chunks
+from ..records.columns import Chunk, by_buffer, chunks
 from .offset_map import OffsetMap
 
 MAP_CHUNK_BYTES = 4 << 20  # batches scanned together while building the map
@@ -106,8 +106,8 @@ def map_keys(m: OffsetMap, batches: Iterable[RecordBatch], start: int, strategy:
 
     On a full map everything before the stopping batch counts as processed (Kafka's ``latestOffset``),
     so the next round starts there."""
-    for group in chunks(batches, MAP_CHUNK_BYTES):
-        chunk = Chunk.scan(group, verify=True)
+    for group in (run for g in chunks(batches, MAP_CHUNK_BYTES) for run in by_buffer(g)):
+        chunk = Chunk.scan(group, verify=True)  # a run of one read buffer: scanned where it lies
         account(group, chunk)
         if not m.put_batch(chunk.data, chunk.cols, 0, start, chunk_versions(strategy, chunk)):
             stop = int(np.searchsorted(chunk.rows, m.stopped_row, side="right")) - 1

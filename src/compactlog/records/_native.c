@@ -29,6 +29,10 @@ static inline uint64_t load_le64(const uint8_t *p) {
 #endif
 }
 
+static inline uint32_t load_be32(const uint8_t *p) {
+    return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
+}
+
 /* Below this many bytes a kernel keeps the GIL: releasing it costs more than the work, and a thread
  * that gives the GIL away for a microsecond may wait a whole switch interval to get it back. */
 #define GIL_RELEASE_MIN_SCAN 4096
@@ -36,6 +40,17 @@ static inline uint64_t load_le64(const uint8_t *p) {
 
 /* NCOLS, the C_* column numbers, POSITION_COLUMNS_INIT and SLOT: written by setup.py from layout.py */
 #include "_layout.h"
+
+/* The RecordBatch v2 header fields the batch kernels read (records/batch.py's HEADER_FIELDS is the table;
+ * the module reports these as BATCH_HEADER so a test holds them to it). */
+#define B_BASE_OFFSET 0
+#define B_LENGTH 8
+#define B_MAGIC 16
+#define B_CRC 17
+#define B_ATTRIBUTES 21
+#define B_HEADER_SIZE 61
+
+static uint32_t crc32c_of(const uint8_t *p, size_t n); /* CRC-32C, below */
 
 /* Classes defined once in results.py, which the module imports when it loads: the named results and
  * KernelError, the ValueError for records that do not parse (with the section scan_many was in). */
@@ -1239,6 +1254,102 @@ static PyObject *crc32c(PyObject *self, PyObject *arg) {
     return PyLong_FromUnsignedLong(c);
 }
 
+
+/* scan_batches(base, views, counts, base_offsets, verify, out, rows) -> int
+ * Scans whole batches where they lie: views[i] is a batch's bytes, a view into base (as a segment reader
+ * cuts the batches of one read); counts[i] of its records are scanned (0 for a control batch) into
+ * consecutive rows of out, positions absolute in base and offsets absolute (base_offsets[i] added);
+ * rows[i] is batch i's first row, rows[n] the total. Before anything is scanned, each batch is checked:
+ * its size (12 + batchLength) is at least the header and within its view; with verify, what
+ * RecordBatch.ensure_valid checks (magic 2, the CRC-32C of bytes [21, size)); and a count its records
+ * section can hold (7 bytes a record at least). Returns -1 when all were scanned, else the first batch
+ * that failed a check (whose methods say why), or -2 when out has too few rows. The checks and the scan
+ * run without the GIL; records that do not parse raise KernelError naming the batch as the section. */
+static PyObject *scan_batches(PyObject *self, PyObject *args) {
+    PyObject *base_obj, *views_obj, *counts_obj, *offs_obj, *out_obj, *rows_obj;
+    int verify;
+    if (!PyArg_ParseTuple(args, "OOOOpOO", &base_obj, &views_obj, &counts_obj, &offs_obj, &verify, &out_obj, &rows_obj))
+        return NULL;
+    PyObject *views = PySequence_Fast(views_obj, "views must be a sequence");
+    if (!views) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(views), got = 0, bad = -1, sec = -1;
+    Py_buffer b[5]; /* base, counts, base_offsets, out, rows */
+    PyObject *objs[5] = {base_obj, counts_obj, offs_obj, out_obj, rows_obj};
+    static const int kinds[5] = {B_BYTES, B_I64, B_I64, B_COLS, B_I64_W};
+    static const char *const names[5] = {"base", "counts", "base_offsets", "out", "rows"};
+    Py_buffer *vb = PyMem_Calloc(n ? (size_t)n : 1, sizeof(Py_buffer));
+    PyObject *res = NULL;
+    if (!vb) {
+        Py_DECREF(views);
+        return PyErr_NoMemory();
+    }
+    if (take_buffers(5, objs, kinds, names, b) < 0) goto no_buffers;
+    if (b[1].len / 8 != n || b[2].len / 8 != n || b[4].len / 8 < n + 1) {
+        PyErr_Format(PyExc_ValueError, "counts and base_offsets must hold %zd items, rows %zd", n, n + 1);
+        goto done;
+    }
+    const char *b0 = (const char *)b[0].buf;
+    for (; got < n; got++) {
+        if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(views, got), &vb[got], PyBUF_SIMPLE) < 0) goto done;
+        const char *p = (const char *)vb[got].buf;
+        if (p < b0 || p - b0 > b[0].len || vb[got].len > b[0].len - (p - b0)) {
+            got++;
+            PyErr_Format(PyExc_ValueError, "view %zd does not lie in the base buffer", got - 1);
+            goto done;
+        }
+    }
+    const int64_t *counts = (const int64_t *)b[1].buf, *offs = (const int64_t *)b[2].buf;
+    int64_t *out = (int64_t *)b[3].buf, *rows = (int64_t *)b[4].buf;
+    Py_ssize_t cap = b[3].shape[0];
+    scan_err err = {0};
+    Py_BEGIN_ALLOW_THREADS
+    int64_t total = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const uint8_t *d = (const uint8_t *)vb[i].buf;
+        Py_ssize_t len = vb[i].len;
+        int64_t size = len < B_HEADER_SIZE ? 0 : 12 + (int64_t)(int32_t)load_be32(d + B_LENGTH);
+        if (size < B_HEADER_SIZE || size > len ||
+            (verify && (d[B_MAGIC] != 2 || crc32c_of(d + B_ATTRIBUTES, (size_t)(size - B_ATTRIBUTES)) != load_be32(d + B_CRC))) ||
+            (counts[i] != 0 && (counts[i] < 0 || counts[i] > (size - B_HEADER_SIZE) / 7))) {
+            bad = i;
+            break;
+        }
+        total += counts[i];
+    }
+    if (bad < 0 && total > cap) bad = -2;
+    if (bad == -1) {
+        static const int shifted[NPOSITION_COLUMNS] = POSITION_COLUMNS_INIT;
+        Py_ssize_t row = 0;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            const uint8_t *d = (const uint8_t *)vb[i].buf;
+            int64_t at = (int64_t)((const char *)d - b0) + B_HEADER_SIZE;
+            Py_ssize_t body = counts[i] ? (Py_ssize_t)(12 + (int64_t)(int32_t)load_be32(d + B_LENGTH) - B_HEADER_SIZE) : 0;
+            rows[i] = row;
+            if (scan_all(d + B_HEADER_SIZE, body, (Py_ssize_t)counts[i], out + row * NCOLS, &err) < 0) {
+                sec = i;
+                break;
+            }
+            for (int64_t r = 0; r < counts[i]; r++) {
+                int64_t *rr = out + (row + r) * NCOLS;
+                for (int k = 0; k < NPOSITION_COLUMNS; k++) rr[shifted[k]] += at;
+                rr[C_OFFSET_DELTA] += offs[i];
+            }
+            row += (Py_ssize_t)counts[i];
+        }
+        rows[n] = row;
+    }
+    Py_END_ALLOW_THREADS
+    if (sec >= 0) raise_kernel_error(scan_error_text(&err), sec);
+    else res = PyLong_FromSsize_t(bad);
+done:
+    release_buffers(5, b);
+no_buffers:
+    for (Py_ssize_t i = 0; i < got; i++) PyBuffer_Release(&vb[i]);
+    PyMem_Free(vb);
+    Py_DECREF(views);
+    return res;
+}
+
 /* ------------------------------------------------------------------------------------------------
  * murmur2 (Kafka's default partitioner).
  */
@@ -1741,6 +1852,7 @@ static PyMethodDef methods[] = {
     {"header_versions", header_versions, METH_VARARGS, "KIP-280 versions from a named header."},
     {"key_hash", key_hash, METH_O, "The offset map's 16-byte hash of a key."},
     {"crc32c", crc32c, METH_O, "CRC-32C of a buffer."},
+    {"scan_batches", scan_batches, METH_VARARGS, "Check whole batches and scan their records where they lie."},
     {"murmur2", murmur2, METH_O, "Kafka's murmur2 hash as a signed 32-bit int."},
     {"partition_for_keys", partition_for_keys, METH_VARARGS, "Kafka's default partition of each key (-1 for null)."},
     {NULL, NULL, 0, NULL},
@@ -1795,6 +1907,11 @@ static int add_layout(PyObject *m) {
     Py_XDECREF(ncols);
     Py_XDECREF(slot);
     ok = ok && PyModule_AddObjectRef(m, "LAYOUT", layout) == 0 && PyModule_AddObjectRef(m, "POSITION_COLUMNS", pos) == 0;
+    PyObject *header = ok ? Py_BuildValue("{sisisisisisi}", "baseOffset", B_BASE_OFFSET, "batchLength", B_LENGTH, "magic",
+                                          B_MAGIC, "crc", B_CRC, "attributes", B_ATTRIBUTES, "size", B_HEADER_SIZE)
+                          : NULL;
+    ok = header && PyModule_AddObjectRef(m, "BATCH_HEADER", header) == 0;
+    Py_XDECREF(header);
     Py_XDECREF(layout);
     Py_XDECREF(pos);
     return ok ? 0 : -1;

@@ -58,6 +58,63 @@ def crc32c(data: Any) -> int:
     return google_crc32c.value(data if isinstance(data, bytes) else bytes(data))
 
 
+def scan_batches(base: Any, views: Sequence[Any], counts: Any, base_offsets: Any, verify: bool, out: Any,
+                 rows: Any) -> int:
+    """Scan whole batches where they lie: ``views[i]``, a view into ``base``, is a batch; ``counts[i]`` of
+    its records (0 for a control batch) go into consecutive rows of ``out``, positions absolute in
+    ``base``, offsets absolute (``base_offsets[i]`` added); ``rows[i]`` is batch i's first row. First
+    every batch is checked: a size (12 + batchLength) of at least the 61-byte header within its view;
+    with ``verify``, what ``RecordBatch.ensure_valid`` checks (magic 2, the CRC-32C of bytes [21, size));
+    a count its records section can hold. Returns -1 when all were scanned, else the first batch that
+    failed a check, or -2 when ``out`` has too few rows."""
+    import numpy as np
+
+    def address(buf: Any) -> int:  # where a buffer's bytes are in memory (numpy knows; Python does not say)
+        return int(np.frombuffer(buf, dtype=np.uint8).ctypes.data) if len(memoryview(buf)) else -1
+
+    n = len(views)
+    if len(counts) != n or len(base_offsets) != n or len(rows) < n + 1:
+        raise ValueError(f"counts and base_offsets must hold {n} items, rows {n + 1}")
+    if len(out.shape) != 2 or out.shape[1] != NCOLS:
+        raise ValueError(f"out must be an int64 array of {NCOLS} columns")
+    mv = memoryview(base).cast("B")
+    b0 = address(mv)
+    batches, positions = [], []
+    for i, view in enumerate(views):
+        v = memoryview(view).cast("B")
+        at = address(v) - b0 if len(v) else 0
+        if at < 0 or at > len(mv) or len(v) > len(mv) - at:
+            raise ValueError(f"view {i} does not lie in the base buffer")
+        batches.append(v)
+        positions.append(at)
+    counts, base_offsets = [int(c) for c in counts], [int(o) for o in base_offsets]
+    sizes = []
+    for i, v in enumerate(batches):
+        size = 12 + int.from_bytes(v[8:12], "big", signed=True) if len(v) >= 61 else 0
+        if (not 61 <= size <= len(v) or verify and (v[16] != 2 or crc32c(v[21:size]) != int.from_bytes(v[17:21], "big"))
+                or counts[i] != 0 and not 0 <= counts[i] <= (size - 61) // 7):
+            return i
+        sizes.append(size)
+    if sum(counts) > len(out):
+        return -2
+    row = 0
+    for i, (at, size, count) in enumerate(zip(positions, sizes, counts)):
+        rows[i] = row
+        start = at + 61
+        part = np.empty((count, NCOLS), dtype=np.int64)
+        try:
+            scan_records(mv[start : start + (size - 61 if count else 0)], count, part)
+        except KernelError as exc:
+            raise KernelError(exc.reason, i) from None  # the section names the caller's batch
+        for c in POSITION_COLUMNS:
+            part[:, c] += start
+        part[:, C_OFFSET_DELTA] += base_offsets[i]
+        out[row : row + count] = part
+        row += count
+    rows[n] = row
+    return -1
+
+
 def _zigzag_encode(n: int) -> int:
     return (n << 1) ^ (n >> 63)
 

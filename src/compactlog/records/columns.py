@@ -13,7 +13,7 @@ import numpy as np
 
 from ..errors import CorruptRecordError
 from . import kernels
-from .batch import LOG_APPEND_TIME, RecordBatch
+from .batch import COMPRESSION_MASK, LOG_APPEND_TIME, RecordBatch
 
 CHUNK_RECORDS = 65536  # records per chunk at most, so compressed chunks stay small once decompressed
 
@@ -35,7 +35,14 @@ class Chunk:
     def scan(cls, batches: list[RecordBatch], verify: bool = False, max_size: int | None = None) -> "Chunk":
         """``verify`` checks each batch's CRC-32C first: a rewriter must, or it would re-encode damaged
         records under a fresh, valid CRC. ``max_size`` bounds each batch's decompressed records
-        (None = the codecs' default)."""
+        (None = the codecs' default).
+
+        Uncompressed batches that lie in one buffer (as a segment reader hands out the batches of one
+        read) are scanned where they are: ``data`` is that buffer, nothing is copied. Otherwise their
+        records sections are copied together into ``data``."""
+        in_place = cls._scan_in_place(batches, verify)
+        if in_place is not None:
+            return in_place
         payloads, starts, ends, counts = [], [], [], []
         pos = 0
         for b in batches:
@@ -60,6 +67,37 @@ class Chunk:
             raise CorruptRecordError(f"{batches[exc.section or 0].where}: {exc.reason}") from None
         cols[:, kernels.C_OFFSET_DELTA] += np.repeat(np.asarray([b.base_offset for b in batches], dtype=np.int64), counts_a)
         return cls(batches, data, cols, rows)
+
+    @classmethod
+    def _scan_in_place(cls, batches: list[RecordBatch], verify: bool) -> "Chunk | None":
+        """The scan of batches that all view one buffer and hold no compressed records, done where they
+        lie, with every check ``scan`` makes (the same errors, raised by the same methods); None when
+        the batches are not like that, for ``scan`` to copy them."""
+        if not batches:
+            return None
+        base = in_buffer(batches[0])
+        counts = [0 if b.is_control else b.record_count for b in batches]
+        if any(in_buffer(b) is not base or (n and b.attributes & COMPRESSION_MASK) for b, n in zip(batches, counts)):
+            return None
+        # rows for every count, but never more than the buffer could hold (7 bytes a record at least):
+        # a count beyond that is impossible, and is refused before anything is scanned
+        total = sum(counts)
+        cols = np.empty((max(0, min(total, len(memoryview(base)) // 7)), kernels.NCOLS), dtype=np.int64)
+        rows = np.empty(len(batches) + 1, dtype=np.int64)
+        try:
+            bad = kernels.scan_batches(base, [b.buffer for b in batches], np.asarray(counts, dtype=np.int64),
+                                       np.asarray([b.base_offset for b in batches], dtype=np.int64), verify, cols, rows)
+        except kernels.KernelError as exc:  # section i is batch i
+            raise CorruptRecordError(f"{batches[exc.section or 0].where}: {exc.reason}") from None
+        if bad != -1:
+            # the batch at fault raises, by the method that names its fault (its header and CRC are
+            # checked before its count, as the copying scan does); else the copying scan decides
+            if bad >= 0 and verify:
+                batches[bad].ensure_valid()
+            if bad >= 0:
+                batches[bad]._records_payload()
+            return None
+        return cls(batches, base, cols, rows)
 
     def per_row(self, values: list[int]) -> np.ndarray:
         """Spread one value per batch over that batch's rows."""
@@ -97,6 +135,25 @@ class Chunk:
         return self.per_row([b.timestamp_type for b in self.batches])
 
 
+
+
+def in_buffer(batch: RecordBatch):
+    """The buffer a batch's bytes lie in (what its view was cut from, or its own bytes)."""
+    buf = batch.buffer
+    return buf.obj if isinstance(buf, memoryview) else buf
+
+
+def by_buffer(batches: list[RecordBatch]) -> list[list[RecordBatch]]:
+    """Consecutive runs of ``batches`` that lie in one buffer: each scans in place (:meth:`Chunk.scan`)."""
+    runs: list[list[RecordBatch]] = []
+    base = object()
+    for b in batches:
+        at = in_buffer(b)
+        if at is not base:
+            runs.append([])
+            base = at
+        runs[-1].append(b)
+    return runs
 
 
 def chunks(batches: Iterable[RecordBatch], max_bytes: int, max_records: int = CHUNK_RECORDS) -> Iterator[list[RecordBatch]]:

@@ -54,6 +54,7 @@ gather_records = _impl.gather_records
 rebase_records = _impl.rebase_records
 gather_column = _impl.gather_column
 crc32c = _impl.crc32c
+scan_batches = _impl.scan_batches
 murmur2 = _impl.murmur2
 partition_for_keys = _impl.partition_for_keys
 key_hash = _impl.key_hash
