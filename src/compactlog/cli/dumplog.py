@@ -161,11 +161,14 @@ def _batches(seg: LogSegment):
     """The segment's batches; a first one that cannot be a batch means the file is not a segment."""
     from ..records.batch import MAGIC
 
+    head = seg.read_bytes(0, 17)
+    if len(head) == 17 and head[16] != MAGIC:  # before the walk, which would only call it damage
+        raise _not_a_segment(f"magic byte {head[16]}, and Kafka's record batches have {MAGIC}")
     it = seg.batches(0)
     try:
         first = next(it, None)
     except CorruptRecordError as exc:
-        raise _not_a_segment(str(exc)) from None
+        raise _not_a_segment(str(exc).split(": ", 1)[-1]) from None  # (the file is named already)
     if first is None:
         return
     if first[1].magic != MAGIC:

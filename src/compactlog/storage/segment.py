@@ -152,7 +152,7 @@ class LogSegment:
             # The next batch is larger than a chunk, runs past the end, or has an impossible length.
             length = int.from_bytes(chunk[consumed + 8:consumed + 12], "big", signed=True)
             if length < HEADER_SIZE - LOG_OVERHEAD:
-                raise self.damage(f"impossible batch length {length}", position)
+                raise self.damage(f"batch at position {position} has an impossible length {length}", position)
             need = length + LOG_OVERHEAD
             if position + need > end:
                 break
