@@ -162,7 +162,9 @@ def _batches(seg: LogSegment):
     from ..records.batch import MAGIC
 
     head = seg.read_bytes(0, 17)
-    if len(head) == 17 and head[16] != MAGIC:  # before the walk, which would only call it damage
+    length = int.from_bytes(head[8:12], "big", signed=True) if len(head) == 17 else -1
+    whole = 49 <= length and 12 + length <= seg.size  # a batch that could be one, but for its magic
+    if whole and head[16] != MAGIC:  # before the walk, which would only call it damage
         raise _not_a_segment(f"magic byte {head[16]}, and Kafka's record batches have {MAGIC}")
     it = seg.batches(0)
     try:
