@@ -751,6 +751,32 @@ def test_the_compiled_batch_kernels_read_the_header_where_batch_py_lays_it_out()
     assert fields == {name: batch.FIELD_OFFSETS[name] for name in fields}
 
 
+@pytest.mark.parametrize("impl", [TWIN] + ([COMPILED] if COMPILED is not None else []), ids=lambda m: m.__name__)
+def test_assemble_batches_builds_what_assemble_batch_builds_from_each_batchs_records(impl):
+    from compactlog.records import batch as rb
+
+    data = kernels.encode_records([b"a", None, b"c", b"d"], [b"1", b"2", None, b"4"], [10, 12, 9, 30], 10, None,
+                                  [[("h", b"x")], [], [], []])
+    cols = scan(data, 4)
+    rows = np.array([0, 2, 3, 1], np.int64)
+    bounds, shifts = np.array([[0, 2], [2, 4], [4, 4]], np.int64), np.array([0, -5, 0], np.int64)
+    infos = [rb.BatchInfo(base_offset=100), rb.BatchInfo(base_offset=7, producer_id=3), rb.BatchInfo(base_offset=9)]
+    expected, headers = [], b""
+    for info, (lo, hi), shift, count in zip(infos, bounds.tolist(), shifts.tolist(), (2, 2, 0)):
+        body = (kernels.rebase_records(data, cols, rows[lo:hi], shift) if shift
+                else kernels.gather_records(data, cols, rows[lo:hi]))
+        expected.append(rb.assemble_batch(info, 0x40, 5, 15, 40, count, body))
+        headers += rb.HEADER.pack(info.base_offset, 0, info.partition_leader_epoch, rb.MAGIC, 0, 0x40, 5, 15, 40,
+                                  info.producer_id, info.producer_epoch, info.base_sequence, count)
+    ends = np.zeros(3, np.int64)
+    assert impl.assemble_batches(data, cols, rows, bounds, shifts, headers, ends) == b"".join(expected)
+    assert ends.tolist() == np.cumsum([len(e) for e in expected]).tolist()
+    with pytest.raises(IndexError):
+        impl.assemble_batches(data, cols, rows, np.array([[0, 5]], np.int64), shifts[:1], headers[:61], ends)
+    with pytest.raises(ValueError, match="does not fit in 64 bits"):
+        impl.assemble_batches(data, cols, rows, bounds[1:2], np.array([INT64_MAX], np.int64), headers[:61], ends)
+
+
 def test_gather_column_builds_arrow_binary_arrays():
     import pyarrow as pa
 

@@ -19,7 +19,11 @@ from ..records import kernels
 from ..records.batch import (
     COMPRESSION_MASK,
     DELETE_HORIZON_BIT,
+    HEADER,
+    INT64_MAX,
+    INT64_MIN,
     LOG_APPEND_TIME,
+    MAGIC,
     BatchInfo,
     RecordBatch,
     assemble_batch,
@@ -175,38 +179,108 @@ def write_survivors(chunk: Chunk, keep: np.ndarray, upper_bound: int, new_horizo
     the last offset of the cleaned range readable). A rebuilt batch keeping a tombstone gains the delete
     horizon ``new_horizon`` (KIP-534) if it has none.
 
+    The bytes are bytes-like (views of the source batches, or of one buffer all the chunk's uncompressed
+    rebuilt batches are assembled into by one kernel call); compressed batches are rebuilt one by one.
+
     The Pulsar-style compactor writes its side log through this too, with its own ``keep`` (tombstones
     never kept), no control batch (``keep_control=False``) and no emptied batch (``upper_bound=-1``)."""
     batches = chunk.batches
     tomb = chunk.cols[:, kernels.C_VAL_LEN] < 0
     batch_of_row = np.repeat(np.arange(len(batches)), np.diff(chunk.rows))
-    kept = np.bincount(batch_of_row, weights=keep, minlength=len(batches)).astype(np.int64).tolist()
-    kept_tombs = np.bincount(batch_of_row, weights=keep & tomb, minlength=len(batches)).astype(np.int64).tolist()
-    out = []
+    kept_n = np.bincount(batch_of_row, weights=keep, minlength=len(batches)).astype(np.int64)
+    kept, kept_tombs = kept_n.tolist(), np.bincount(batch_of_row, weights=keep & tomb, minlength=len(batches)).astype(np.int64).tolist()
+    # the kept rows of batch i are kept_rows[first[i]:first[i + 1]]; its first and largest timestamp deltas
+    kept_rows = np.flatnonzero(keep)
+    first = np.zeros(len(batches) + 1, dtype=np.int64)
+    np.cumsum(kept_n, out=first[1:])
+    deltas = chunk.cols[kept_rows, kernels.C_TS_DELTA]
+    some = kept_n > 0
+    first_delta, max_delta = np.zeros(len(batches), dtype=np.int64), np.zeros(len(batches), dtype=np.int64)
+    if some.any():
+        first_delta[some] = deltas[first[:-1][some]]
+        max_delta[some] = np.maximum.reduceat(deltas, first[:-1][some])
+    first_l, first_delta_l, max_delta_l = first.tolist(), first_delta.tolist(), max_delta.tolist()
+    out: list = []
+    pending: list[tuple[int, bytes, int, int]] = []  # (place in out, header, shift, max timestamp)
+
+    def assemble_pending() -> None:
+        """Build the uncompressed rebuilt batches met so far, in one kernel call."""
+        if not pending:
+            return
+        bounds = np.asarray([(first_l[i], first_l[i + 1]) for i, *_ in pending], dtype=np.int64)
+        ends = np.empty(len(pending), dtype=np.int64)
+        data = kernels.assemble_batches(chunk.data, chunk.cols, kept_rows, bounds,
+                                        np.asarray([shift for _, _, shift, _ in pending], dtype=np.int64),
+                                        b"".join(header for _, header, _, _ in pending), ends)
+        view, start = memoryview(data), 0
+        for (i, _, _, max_ts), end in zip(pending, ends.tolist()):
+            out[places[i]] = (view[start:end], max_ts, batches[i].last_offset)
+            start = end
+        pending.clear()
+
+    places: dict[int, int] = {}
     written = 0
     for i, b in enumerate(batches):
         lo, hi = int(chunk.rows[i]), int(chunk.rows[i + 1])
         if b.is_control:
             if keep_control:
-                out.append((bytes(b.buffer), b.max_timestamp, b.last_offset))
+                out.append((b.buffer, b.max_timestamp, b.last_offset))
             continue
         if kept[i] == hi - lo and (b.has_delete_horizon or not kept_tombs[i]):
-            out.append((bytes(b.buffer), b.max_timestamp, b.last_offset))
+            out.append((b.buffer, b.max_timestamp, b.last_offset))
             written += b.record_count
             continue
         if kept[i] == 0:
             if batch_decision(b.next_offset, upper_bound, b.is_control) is BatchDecision.RETAIN_EMPTY:
                 out.append((build_empty_batch(b), b.max_timestamp, b.last_offset))
             continue
-        rows = lo + np.flatnonzero(keep[lo:hi])
         gains_horizon = not b.has_delete_horizon and kept_tombs[i]
-        data = regather(b, chunk, rows, new_horizon if gains_horizon else None)
+        horizon = new_horizon if gains_horizon else None
         written += kept[i]
+        if not b.attributes & COMPRESSION_MASK:
+            facts = rebuilt_header(b, kept[i], first_delta_l[i], max_delta_l[i], horizon)
+            if facts is not None:
+                places[i] = len(out)
+                out.append(None)
+                pending.append((i, *facts))
+                continue
+        assemble_pending()  # (its errors come first, as they would have, batch by batch)
+        data = regather(b, chunk, kept_rows[first_l[i] : first_l[i + 1]], horizon)
         out.append((data, RecordBatch(data).max_timestamp, b.last_offset))
+    assemble_pending()
     if stats is not None:
         stats.messages_written += written
         stats.invalid_messages += invalid
     return out
+
+
+def rebuilt_timestamps(batch: RecordBatch, first_delta: int, max_delta: int,
+                       delete_horizon: int | None) -> tuple[int, int, int, int]:
+    """(attributes, base timestamp, max timestamp, timestamp shift of the kept records) of a batch rebuilt
+    around kept records whose first and largest timestamp deltas are given: the base timestamp becomes
+    the first kept record's timestamp, or the delete horizon when the batch has or gains one (KIP-534)."""
+    horizon = batch.delete_horizon_ms if delete_horizon is None else delete_horizon
+    attrs = batch.attributes & 0xFF
+    if horizon is not None:
+        base_ts, attrs = horizon, attrs | DELETE_HORIZON_BIT
+    else:
+        base_ts = batch.base_timestamp + first_delta  # the first kept record's timestamp
+    max_ts = batch.max_timestamp if batch.timestamp_type == LOG_APPEND_TIME else batch.base_timestamp + max_delta
+    return attrs, base_ts, max_ts, batch.base_timestamp - base_ts
+
+
+def rebuilt_header(batch: RecordBatch, count: int, first_delta: int, max_delta: int,
+                   delete_horizon: int | None) -> tuple[bytes, int, int] | None:
+    """(header, timestamp shift, max timestamp) of an uncompressed batch rebuilt around ``count`` kept
+    records, packed as ``assemble_batch`` packs it but for batchLength and the CRC, which
+    ``kernels.assemble_batches`` fills in; None when a timestamp leaves the int64 range (``regather``
+    then fails on it as it always did)."""
+    attrs, base_ts, max_ts, shift = rebuilt_timestamps(batch, first_delta, max_delta, delete_horizon)
+    if not (INT64_MIN <= base_ts <= INT64_MAX and INT64_MIN <= max_ts <= INT64_MAX and INT64_MIN <= shift <= INT64_MAX):
+        return None
+    header = HEADER.pack(batch.base_offset, 0, batch.partition_leader_epoch, MAGIC, 0, attrs, batch.last_offset_delta,
+                         base_ts, max_ts, batch.producer_id, batch.producer_epoch, batch.base_sequence, count)
+    return header, shift, max_ts
 
 
 def regather(batch: RecordBatch, chunk: Chunk, rows: np.ndarray, delete_horizon: int | None = None) -> bytes:
@@ -217,13 +291,7 @@ def regather(batch: RecordBatch, chunk: Chunk, rows: np.ndarray, delete_horizon:
     timestamps stay as they were."""
     rows = rows.astype(np.int64)
     deltas = chunk.cols[rows, kernels.C_TS_DELTA]
-    horizon = batch.delete_horizon_ms if delete_horizon is None else delete_horizon
-    attrs = batch.attributes & 0xFF
-    if horizon is not None:
-        base_ts, attrs = horizon, attrs | DELETE_HORIZON_BIT
-    else:
-        base_ts = batch.base_timestamp + int(deltas[0])  # the first kept record's timestamp
-    shift = batch.base_timestamp - base_ts
+    attrs, base_ts, max_ts, shift = rebuilt_timestamps(batch, int(deltas[0]), int(deltas.max()), delete_horizon)
     if shift:
         body = kernels.rebase_records(chunk.data, chunk.cols, rows, shift)
     else:
@@ -231,10 +299,6 @@ def regather(batch: RecordBatch, chunk: Chunk, rows: np.ndarray, delete_horizon:
     codec = Codec(batch.attributes & COMPRESSION_MASK)
     if codec is not Codec.NONE:
         body = compress(codec, body)
-    if batch.timestamp_type == LOG_APPEND_TIME:
-        max_ts = batch.max_timestamp
-    else:
-        max_ts = batch.base_timestamp + int(deltas.max())
     info = BatchInfo(batch.base_offset, batch.timestamp_type, batch.producer_id, batch.producer_epoch,
                      batch.base_sequence, batch.partition_leader_epoch, batch.is_transactional, batch.is_control)
     return assemble_batch(info, attrs, batch.last_offset_delta, base_ts, max_ts, len(rows), body)

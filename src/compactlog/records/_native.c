@@ -1067,6 +1067,33 @@ done:
     return result;
 }
 
+/* Appends record rr of d to w with its timestamp delta moved by shift and everything after the delta
+ * (offset delta, key, value, headers) copied byte for byte; -1 with an exception set on failure. */
+static int put_rebased(wbuf *w, const uint8_t *d, const int64_t *rr, long long shift) {
+    scan_err err = {0};
+    int64_t len, ts;
+    Py_ssize_t attrs = read_varint(d, (Py_ssize_t)rr[C_POS], (Py_ssize_t)rr[C_END], 5, &len, &err);
+    Py_ssize_t pos = attrs < 0 ? -1 : read_varint(d, attrs + 1, (Py_ssize_t)rr[C_END], 10, &ts, &err);
+    if (pos < 0) {
+        raise_scan_error(&err);
+        return -1;
+    }
+    int64_t moved;
+    if (__builtin_add_overflow(ts, (int64_t)shift, &moved)) {
+        PyErr_Format(PyExc_ValueError, "timestamp delta %lld moved by %lld does not fit in 64 bits", (long long)ts, shift);
+        return -1;
+    }
+    Py_ssize_t tail = (Py_ssize_t)rr[C_END] - pos;
+    Py_ssize_t body = 1 + varint_size(zigzag(moved)) + tail;
+    if (wb_reserve(w, body + 5) < 0) return -1;
+    put_varint(w, body);
+    w->buf[w->len++] = (char)d[attrs];
+    put_varint(w, moved);
+    memcpy(w->buf + w->len, d + pos, (size_t)tail);
+    w->len += tail;
+    return 0;
+}
+
 /* rebase_records(data, cols, rows, ts_shift) -> bytes
  * The chosen records re-encoded with every timestamp delta moved by ts_shift and everything after it
  * (offset delta, key, value, headers) copied byte for byte: what a batch needs when its base timestamp
@@ -1085,34 +1112,79 @@ static PyObject *rebase_records(PyObject *self, PyObject *args) {
     PyObject *out = NULL;
     wbuf w = {0};
     if (total < 0 || wb_reserve(&w, total + 10 * n) < 0) goto done; /* most records keep their size; the loop reserves more when one grows */
-    for (Py_ssize_t i = 0; i < n; i++) {
-        const int64_t *rr = c + r[i] * NCOLS;
-        scan_err err = {0};
-        int64_t len, ts;
-        Py_ssize_t attrs = read_varint(d, (Py_ssize_t)rr[C_POS], (Py_ssize_t)rr[C_END], 5, &len, &err);
-        Py_ssize_t pos = attrs < 0 ? -1 : read_varint(d, attrs + 1, (Py_ssize_t)rr[C_END], 10, &ts, &err);
-        if (pos < 0) {
-            raise_scan_error(&err);
-            goto done;
-        }
-        int64_t moved;
-        if (__builtin_add_overflow(ts, (int64_t)shift, &moved)) {
-            PyErr_Format(PyExc_ValueError, "timestamp delta %lld moved by %lld does not fit in 64 bits", (long long)ts, shift);
-            goto done;
-        }
-        Py_ssize_t tail = (Py_ssize_t)rr[C_END] - pos;
-        Py_ssize_t body = 1 + varint_size(zigzag(moved)) + tail;
-        if (wb_reserve(&w, body + 5) < 0) goto done;
-        put_varint(&w, body);
-        w.buf[w.len++] = (char)d[attrs];
-        put_varint(&w, moved);
-        memcpy(w.buf + w.len, d + pos, (size_t)tail);
-        w.len += tail;
-    }
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (put_rebased(&w, d, c + r[i] * NCOLS, shift) < 0) goto done;
     out = PyBytes_FromStringAndSize(w.buf ? w.buf : "", w.len);
 done:
     PyMem_Free(w.buf);
     release_buffers(3, b);
+    return out;
+}
+
+/* assemble_batches(data, cols, rows, bounds, shifts, headers, out_ends) -> bytes
+ * Many batches rebuilt around their kept records in one call (RecordBatch.assemble_batch for each):
+ * batch j is the 61-byte header headers[61j : 61j + 61] (every field but batchLength and the CRC
+ * already set), then the records rows[bounds[j][0] : bounds[j][1]] of data, copied byte for byte, or
+ * with their timestamp deltas moved by shifts[j] when it is not 0 (as rebase_records does). Its
+ * batchLength and CRC-32C are filled in; out_ends[j] is where it ends in the result. */
+static PyObject *assemble_batches(PyObject *self, PyObject *args) {
+    PyObject *objs[7];
+    if (!PyArg_ParseTuple(args, "OOOOOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5], &objs[6]))
+        return NULL;
+    static const int kinds[7] = {B_BYTES, B_COLS, B_I64, B_I64, B_I64, B_BYTES, B_I64_W};
+    static const char *const names[7] = {"data", "cols", "rows", "bounds", "shifts", "headers", "out_ends"};
+    Py_buffer b[7];
+    if (take_buffers(7, objs, kinds, names, b) < 0) return NULL;
+    const uint8_t *d = (const uint8_t *)b[0].buf, *hdr = (const uint8_t *)b[5].buf;
+    const int64_t *c = (const int64_t *)b[1].buf, *r = (const int64_t *)b[2].buf;
+    const int64_t *bounds = (const int64_t *)b[3].buf, *shifts = (const int64_t *)b[4].buf;
+    int64_t *ends = (int64_t *)b[6].buf;
+    Py_ssize_t m = b[4].len / 8, nrows = b[2].len / 8, total = 0;
+    PyObject *out = NULL;
+    wbuf w = {0};
+    if (b[3].len / 16 != m || b[5].len != m * B_HEADER_SIZE || b[6].len / 8 < m) {
+        PyErr_Format(PyExc_ValueError, "bounds, shifts, headers and out_ends must describe the same %zd batches", m);
+        goto done;
+    }
+    for (Py_ssize_t j = 0; j < m; j++) {
+        if (bounds[2 * j] < 0 || bounds[2 * j] > bounds[2 * j + 1] || bounds[2 * j + 1] > nrows) {
+            PyErr_Format(PyExc_IndexError, "the rows of batch %zd are out of range", j);
+            goto done;
+        }
+    }
+    if ((total = chosen_records_bytes(b)) < 0 || wb_reserve(&w, total + 10 * nrows + m * B_HEADER_SIZE) < 0) goto done;
+    for (Py_ssize_t j = 0; j < m; j++) {
+        Py_ssize_t start = w.len;
+        if (wb_reserve(&w, B_HEADER_SIZE) < 0) goto done;
+        memcpy(w.buf + w.len, hdr + j * B_HEADER_SIZE, B_HEADER_SIZE);
+        w.len += B_HEADER_SIZE;
+        for (int64_t k = bounds[2 * j]; k < bounds[2 * j + 1]; k++) {
+            const int64_t *rr = c + r[k] * NCOLS;
+            if (shifts[j]) {
+                if (put_rebased(&w, d, rr, shifts[j]) < 0) goto done;
+            } else {
+                Py_ssize_t len = (Py_ssize_t)(rr[C_END] - rr[C_POS]);
+                if (wb_reserve(&w, len) < 0) goto done;
+                memcpy(w.buf + w.len, d + rr[C_POS], (size_t)len);
+                w.len += len;
+            }
+        }
+        Py_ssize_t size = w.len - start;
+        if (size - 12 > INT32_MAX) {
+            PyErr_Format(PyExc_OverflowError, "batch %zd of %zd bytes is too large", j, size);
+            goto done;
+        }
+        uint8_t *h = (uint8_t *)w.buf + start;
+        uint32_t length = (uint32_t)(size - 12), crc;
+        for (int k = 0; k < 4; k++) h[B_LENGTH + k] = (uint8_t)(length >> (24 - 8 * k));
+        crc = crc32c_of(h + B_ATTRIBUTES, (size_t)(size - B_ATTRIBUTES));
+        for (int k = 0; k < 4; k++) h[B_CRC + k] = (uint8_t)(crc >> (24 - 8 * k));
+        ends[j] = w.len;
+    }
+    out = PyBytes_FromStringAndSize(w.buf ? w.buf : "", w.len);
+done:
+    PyMem_Free(w.buf);
+    release_buffers(7, b);
     return out;
 }
 
@@ -1845,6 +1917,7 @@ static PyMethodDef methods[] = {
     {"decode_records", decode_records, METH_VARARGS, "Decode records into record tuples."},
     {"encode_records", encode_records, METH_VARARGS, "Encode records into an uncompressed records section."},
     {"rebase_records", rebase_records, METH_VARARGS, "Chosen records with their timestamp deltas moved."},
+    {"assemble_batches", assemble_batches, METH_VARARGS, "Batches rebuilt around their kept records, in one call."},
     {"offset_map_put", offset_map_put, METH_VARARGS, "Put keyed records into the cleaner's offset map until it is full."},
     {"offset_map_get", offset_map_get, METH_VARARGS, "Look up each record's key in the cleaner's offset map."},
     {"offset_map_set", offset_map_set, METH_VARARGS, "Point mapped keys at new (offset, version) entries."},

@@ -51,6 +51,7 @@ from .layout import (
 from .results import BinaryColumn, KernelError, MapPut, RecordsSummary
 
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
+INT32_MAX = (1 << 31) - 1
 
 
 def crc32c(data: Any) -> int:
@@ -340,6 +341,35 @@ def rebase_records(data: Any, cols: Any, rows: Any, ts_shift: int) -> bytes:
         write_varint(out, len(body))
         out += body
     return bytes(out)
+
+def assemble_batches(data: Any, cols: Any, rows: Any, bounds: Any, shifts: Any, headers: Any, out_ends: Any) -> bytes:
+    """Many batches rebuilt around their kept records: batch j is the 61-byte header
+    ``headers[61j : 61j + 61]`` (every field but batchLength and the CRC set), then the records
+    ``rows[bounds[j][0] : bounds[j][1]]`` of ``data`` (as ``gather_records``, or ``rebase_records`` by
+    ``shifts[j]`` when it is not 0), with batchLength and the CRC-32C filled in; ``out_ends[j]`` is where
+    it ends in the result."""
+    hv = memoryview(headers).cast("B")
+    m = len(shifts)
+    if len(bounds) != m or len(hv) != 61 * m or len(out_ends) < m:
+        raise ValueError(f"bounds, shifts, headers and out_ends must describe the same {m} batches")
+    bounds = [(int(lo), int(hi)) for lo, hi in bounds.tolist()]
+    if any(not 0 <= lo <= hi <= len(rows) for lo, hi in bounds):
+        j = next(j for j, (lo, hi) in enumerate(bounds) if not 0 <= lo <= hi <= len(rows))
+        raise IndexError(f"the rows of batch {j} are out of range")
+    gather_records(data, cols, rows)  # every row checked before anything is built
+    out = bytearray()
+    for j, ((lo, hi), shift) in enumerate(zip(bounds, shifts.tolist())):
+        chosen = rows[lo:hi]
+        body = rebase_records(data, cols, chosen, shift) if shift else gather_records(data, cols, chosen)
+        batch = bytearray(hv[61 * j : 61 * j + 61]) + body
+        if len(batch) - 12 > INT32_MAX:
+            raise OverflowError(f"batch {j} of {len(batch)} bytes is too large")
+        batch[8:12] = (len(batch) - 12).to_bytes(4, "big")
+        batch[17:21] = crc32c(batch[21:]).to_bytes(4, "big")
+        out += batch
+        out_ends[j] = len(out)
+    return bytes(out)
+
 
 def gather_column(data: Any, cols: Any, pos_col: int, len_col: int) -> BinaryColumn:
     """One binary column in Arrow's layout: int32 offsets, contiguous values, validity bitmap (None if

@@ -52,6 +52,7 @@ decode_records = _impl.decode_records
 summarize_records = _impl.summarize_records
 gather_records = _impl.gather_records
 rebase_records = _impl.rebase_records
+assemble_batches = _impl.assemble_batches
 gather_column = _impl.gather_column
 crc32c = _impl.crc32c
 scan_batches = _impl.scan_batches
