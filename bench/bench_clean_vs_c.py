@@ -7,14 +7,16 @@ checkpoint, no tombstone horizon), so it is the floor for this work on this mach
 
 The bench builds it with ``cc -O2 -msse4.2``, writes one compacted topic of uncompressed ~100-byte JSON
 values (by default 2 M records over 200 k keys, 10 versions each, ~16 KB batches), then times, in
-alternating pairs, the C program on a fresh copy of the topic's segments and ``compactlog clean`` (the
-command: a whole process, interpreter start-up included) on a fresh copy of the whole data directory.
+turn, the C program on a fresh copy of the topic's segments and ``compactlog clean`` (the command: a
+whole process, interpreter start-up included) on a fresh copy of the whole data directory.
 Both are timed from outside as whole processes; each copy is synced to disk before its run. Both must
 keep the same number of records.
 
 Usage: python bench/bench_clean_vs_c.py [--refclean PATH] [--records 2000000] [--keys 200000] [--runs 5]
+                                      [--compare OLD/src]
        (PATH defaults to $COMPACTLOG_REFCLEAN, else ../shared/limit/refclean.c beside this repository;
-       without it the bench says so and exits 2)
+       without it the bench says so and exits 2. --compare times the compactlog of another source tree
+       too, as a third side.)
 """
 
 from __future__ import annotations
@@ -85,11 +87,13 @@ def run_c(exe: str, data_dir: str, out_dir: str) -> tuple[float, float, int, int
     return wall, cpu, int(read), int(kept), float(own)
 
 
-def run_compactlog(data_dir: str) -> tuple[float, float, int, int]:
-    """(wall seconds, CPU seconds, records read, records kept) of ``compactlog clean``, a whole process."""
+def run_compactlog(data_dir: str, source: str | None = None) -> tuple[float, float, int, int]:
+    """(wall seconds, CPU seconds, records read, records kept) of ``compactlog clean``, a whole process;
+    with ``source``, the compactlog of that source tree (put first on its PYTHONPATH)."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [source, os.environ.get("PYTHONPATH")]))) if source else None
     cpu, t0 = children_cpu(), time.perf_counter()
     p = subprocess.run([*compactlog_command(), "clean", "--data-dir", data_dir, "--topic", "bench"],
-                       capture_output=True, text=True)
+                       capture_output=True, text=True, env=env)
     wall, cpu = time.perf_counter() - t0, children_cpu() - cpu
     if p.returncode:
         raise SystemExit(f"compactlog clean failed ({p.returncode}):\n{p.stdout[-2000:]}\n{p.stderr[-4000:]}")
@@ -108,8 +112,10 @@ def main() -> None:
     ap.add_argument("--records", type=int, default=2_000_000)
     ap.add_argument("--keys", type=int, default=200_000)
     ap.add_argument("--runs", type=int, default=5, help="runs of each side, alternating")
+    ap.add_argument("--compare", metavar="SRC", help="also time compactlog clean from this source tree (e.g. "
+                    "OLD/src of an older checkout, its record kernels built in place), as a third side")
     args = ap.parse_args()
-    console = Console(width=max(Console().width, 110))
+    console = Console(width=max(Console().width, 130))
     source = Path(args.refclean)
     if not source.is_file():
         console.print(f"the C yardstick {source} is not there: give --refclean PATH or set COMPACTLOG_REFCLEAN")
@@ -123,47 +129,51 @@ def main() -> None:
         original = os.path.join(root, "original")
         t0 = time.perf_counter()
         size = write_topic(original, args.records, args.keys, Codec.NONE)
-        console.print(f"wrote {size / 1e6:,.0f} MB in {time.perf_counter() - t0:.0f} s")
+        console.print(f"wrote {size / 1e6:,.0f} MB in {time.perf_counter() - t0:.0f} s"
+                      + (f"; --compare runs compactlog from {args.compare}" if args.compare else ""))
         work, out = os.path.join(root, "work"), os.path.join(root, "out")
-        wall: dict[str, list[float]] = {"C": [], "compactlog": []}
-        cpu: dict[str, list[float]] = {"C": [], "compactlog": []}
-        counts: dict[str, list[tuple[int, int]]] = {"C": [], "compactlog": []}
+        sides = ["C", "compactlog"] + (["compared"] if args.compare else [])
+        names = {"C": "C yardstick", "compactlog": "compactlog clean", "compared": "compactlog clean, --compare"}
+        wall: dict[str, list[float]] = {s: [] for s in sides}
+        cpu: dict[str, list[float]] = {s: [] for s in sides}
+        counts: dict[str, list[tuple[int, int]]] = {s: [] for s in sides}
         own: list[float] = []
         for i in range(args.runs):
-            # alternate which side goes first, so drift on the shared machine falls on both alike
-            for side in (("C", "compactlog") if i % 2 == 0 else ("compactlog", "C")):
+            # each round starts with the next side, so drift on the shared machine falls on all alike
+            for side in sides[i % len(sides):] + sides[:i % len(sides)]:
                 fresh_copy(original, work)
                 shutil.rmtree(out, ignore_errors=True)
                 if side == "C":
                     w, c, read, kept, inside = run_c(exe, work, out)
                     own.append(inside)
                 else:
-                    w, c, read, kept = run_compactlog(work)
+                    w, c, read, kept = run_compactlog(work, args.compare if side == "compared" else None)
                 wall[side].append(w)
                 cpu[side].append(c)
                 counts[side].append((read, kept))
-                console.print(f"  run {i + 1} {side}: {w:.3f} s ({c:.3f} s CPU), {read:,} records read, {kept:,} kept")
+                console.print(f"  run {i + 1} {names[side]}: {w:.3f} s ({c:.3f} s CPU), {read:,} records read, {kept:,} kept")
         table = Table(title=f"one cleaning round of {args.records:,} records ({size / 1e6:,.0f} MB), whole processes, "
                             f"{args.runs} alternating runs each")
-        for col in ("", "min s", "median s", "records/s (median)", "CPU s min / median", "records read", "records kept"):
+        for col in ("", "min s", "median s", "records/s (median)", "CPU s min / median", "records read", "records kept", "vs C"):
             table.add_column(col, justify="right")
-        for name, side in (("C yardstick", "C"), ("compactlog clean", "compactlog")):
+        c_median = statistics.median(wall["C"])
+        for side in sides:
             read, kept = (f"{n:,}" for n in counts[side][-1])
             med = statistics.median(wall[side])
-            table.add_row(name, f"{min(wall[side]):.3f}", f"{med:.3f}", f"{args.records / med:,.0f}",
-                          f"{min(cpu[side]):.3f} / {statistics.median(cpu[side]):.3f}", read, kept)
+            table.add_row(names[side], f"{min(wall[side]):.3f}", f"{med:.3f}", f"{args.records / med:,.0f}",
+                          f"{min(cpu[side]):.3f} / {statistics.median(cpu[side]):.3f}", read, kept, f"{med / c_median:.2f}x")
         console.print(table)
         console.print(f"the C program's own timing (start-up excluded): min {min(own):.3f} s, "
                       f"median {statistics.median(own):.3f} s")
-        ratio = {k: statistics.median(v["compactlog"]) / statistics.median(v["C"]) for k, v in (("wall", wall), ("cpu", cpu))}
-        pairs = [p / c for p, c in zip(wall["compactlog"], wall["C"])]
-        console.print(f"ratio compactlog / C: [bold]{ratio['wall']:.2f}x[/] on median wall seconds "
-                      f"({min(wall['compactlog']) / min(wall['C']):.2f}x on minimums; pairs "
-                      f"{', '.join(f'{r:.2f}' for r in pairs)}), {ratio['cpu']:.2f}x on median CPU seconds")
-        kept_c = {k for _, k in counts["C"]}
-        kept_py = {k for _, k in counts["compactlog"]}
-        if kept_c != kept_py or len(kept_c) != 1:
-            console.print(f"[red]the two kept different numbers of records: C {sorted(kept_c)}, compactlog {sorted(kept_py)}[/]")
+        for side in sides[1:]:
+            pairs = [p / c for p, c in zip(wall[side], wall["C"])]
+            console.print(f"ratio {names[side]} / C: [bold]{statistics.median(wall[side]) / c_median:.2f}x[/] on median wall "
+                          f"seconds ({min(wall[side]) / min(wall['C']):.2f}x on minimums; pairs "
+                          f"{', '.join(f'{r:.2f}' for r in pairs)}), "
+                          f"{statistics.median(cpu[side]) / statistics.median(cpu['C']):.2f}x on median CPU seconds")
+        kept = {side: {k for _, k in counts[side]} for side in sides}
+        if any(k != kept["C"] for k in kept.values()) or len(kept["C"]) != 1:
+            console.print(f"[red]the sides kept different numbers of records: {kept}[/]")
             raise SystemExit(1)
     finally:
         shutil.rmtree(root, ignore_errors=True)
