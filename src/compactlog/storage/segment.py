@@ -8,7 +8,6 @@ a short forward scan of batch headers; no record is decoded to find a position.
 
 from __future__ import annotations
 
-import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,14 +15,20 @@ from typing import Iterator
 
 from ..clock import SYSTEM, Time
 from ..errors import CorruptRecordError
-from ..records.batch import HEADER_SIZE, HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, MAGIC, RecordBatch, iter_batches
+from ..records.batch import (
+    HEADER_SIZE,
+    HEADER_SIZE_UP_TO_MAGIC,
+    LOG_OVERHEAD,
+    MAGIC,
+    RecordBatch,
+    batch_size_at,
+    iter_batches,
+)
 from . import files
 from .files import write_fully
 from .handles import POOL
 from .index import CorruptIndexError, OffsetIndex, TimeIndex
 from .integrity import LENIENT, MAX_RELATIVE_OFFSET, Bounds, Damage, batch_problem, header_problem
-
-log = logging.getLogger(__name__)
 
 READ_CHUNK = 1 << 20  # bytes read at a time when scanning batch headers
 
@@ -150,10 +155,10 @@ class LogSegment:
             if consumed:
                 continue
             # The next batch is larger than a chunk, runs past the end, or has an impossible length.
-            length = int.from_bytes(chunk[consumed + 8:consumed + 12], "big", signed=True)
-            if length < HEADER_SIZE - LOG_OVERHEAD:
-                raise self.damage(f"batch at position {position} has an impossible length {length}", position)
-            need = length + LOG_OVERHEAD
+            need = batch_size_at(chunk)
+            if need < HEADER_SIZE:
+                raise self.damage(f"batch at position {position} has an impossible length {need - LOG_OVERHEAD}",
+                                  position)
             if position + need > end:
                 break
             yield position, RecordBatch(self.read_bytes(position, need))
@@ -319,11 +324,11 @@ class LogSegment:
             if end - position < HEADER_SIZE_UP_TO_MAGIC:
                 why = f"{end - position} bytes at the end are too few for a batch header"
             else:
-                length = int.from_bytes(self.read_bytes(position + 8, 4), "big", signed=True)
-                if length < HEADER_SIZE - LOG_OVERHEAD:
-                    why = f"impossible batch length {length}"
-                elif position + LOG_OVERHEAD + length > end:
-                    why = f"partial batch: {length + LOG_OVERHEAD} bytes declared, {end - position} present"
+                size = batch_size_at(self.read_bytes(position, LOG_OVERHEAD))
+                if size < HEADER_SIZE:
+                    why = f"impossible batch length {size - LOG_OVERHEAD}"
+                elif position + size > end:
+                    why = f"partial batch: {size} bytes declared, {end - position} present"
             if why is not None:
                 yield position, None, why
                 resumed = self._resync(position)
