@@ -207,9 +207,7 @@ def load_log(
                                      for d in damage)
         # An empty batch after damage kept at the end would let readers step over it: appends just go on
         # after it, from ``used``, and a read of the offsets in between meets the damage.
-        if kept_tail:
-            pass
-        elif not (segments and cover(segments[-1], next_offset, used)):
+        if not kept_tail and not (segments and cover(segments[-1], next_offset, used)):
             if segments and segments[-1].size == 0:
                 segments.pop().delete_files()
             segments.append(LogSegment(directory, used, params, time))
