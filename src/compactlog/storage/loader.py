@@ -176,7 +176,7 @@ def load_log(
                 log.warning("truncated %d bytes of a torn or corrupt tail in %s", rec.truncated, seg.file_name)
             expected = rec.next_offset
     for d in damage:
-        if not (d.tail and segments and d.file == segments[-1].file_name):
+        if not (d.tail and segments and d.file == segments[-1].file_name and d.position >= segments[-1].size):
             log.warning("%s: corrupt data kept in place (reads of it fail; see compactlog verify): %s", name, d)
 
     ends = [seg.read_next_offset() for seg in segments]

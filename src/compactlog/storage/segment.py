@@ -377,22 +377,75 @@ class LogSegment:
         known = expected_next is not None
         expected = self.base_offset if expected_next is None else expected_next
         pending: list[tuple[int, RecordBatch | None, str]] = []
+        # A batch right after damage cannot be placed by the batch before it: it is held until the next
+        # batch follows it (as ``batches`` does). When the next one overlaps it instead, the held batch's
+        # base offset is the one flipped up, and it joins the damage. Damage whose own header starts where
+        # expected (a CRC failure further in) still says where it ends: ``hint``, the offset the batch
+        # after it should start at. A held batch nothing follows is trusted only when it starts there.
+        held: tuple[int, RecordBatch] | None = None
+        held_from = expected
+        hint: int | None = None
         upper = self.bounds.upper
-        for position_, batch, why in self._walk(position):
-            if batch is None:
-                pending.append((position_, None, why or "unreadable"))
-                continue
+
+        def judge(batch: RecordBatch, expected: int, known: bool) -> str | None:
             # After damage the offsets it covered are unknown: the next batch need only go forward.
             jumps = gaps_below if known and not pending else None
-            problem = batch_problem(batch, self.base_offset, expected, True, jumps, upper)
+            return batch_problem(batch, self.base_offset, expected, True, jumps, upper)
+
+        def unplaced(batch: RecordBatch, why: str) -> tuple[int, RecordBatch, str]:
+            return held[0], held[1], f"batch offsets {batch.base_offset}..{batch.last_offset} {why}"
+
+        for position_, batch, why in self._walk(position):
+            if batch is None:
+                if held is not None:
+                    pending.append(unplaced(held[1], f"are followed by unreadable bytes at position {position_}"))
+                    held = None
+                pending.append((position_, None, why or "unreadable"))
+                hint = None
+                continue
+            problem = judge(batch, expected, known)
+            if held is not None:
+                # The next batch's header (even a batch failing its CRC) says whether the held one is right.
+                header = batch.magic == MAGIC
+                if problem is None or (header and batch.base_offset == expected):
+                    yield held[0], held[1], None
+                elif header and held_from <= batch.base_offset < expected:
+                    pending.append(unplaced(held[1], f"overlap the batch after it at offset {batch.base_offset}"))
+                    expected = held_from
+                    problem = judge(batch, expected, False)
+                elif hint is None:
+                    yield held[0], held[1], None
+                else:
+                    pending.append(unplaced(held[1], f"do not start where the damaged batch before them ends "
+                                                     f"(offset {hint}), and no batch after them says which is right"))
+                    expected = held_from
+                    problem = judge(batch, expected, False)
+                held = None
             if problem is not None:
+                if not pending and known and batch.magic == MAGIC and batch.base_offset == expected \
+                        and (upper is None or batch.last_offset < upper):
+                    hint = batch.next_offset
+                elif pending:
+                    hint = None
                 pending.append((position_, batch, problem))
                 continue
+            after_damage = bool(pending)
             for p, b, w in pending:
                 yield p, b, Damage(self.file_name, p, w, False)
             pending = []
-            expected, known = batch.next_offset, True
-            yield position_, batch, None
+            placed = not after_damage or batch.base_offset == hint
+            hint = None if placed else hint
+            held_from, expected, known = expected, batch.next_offset, True
+            if placed:
+                yield position_, batch, None
+            else:
+                held = (position_, batch)
+        if held is not None:
+            if hint is None:
+                yield held[0], held[1], None
+            else:
+                pending.insert(0, unplaced(held[1], f"do not start where the damaged batch before them ends "
+                                                    f"(offset {hint}), and no batch after them says which is right"))
         for p, b, w in pending:
             yield p, b, Damage(self.file_name, p, w, True)
 
@@ -540,9 +593,14 @@ class LogSegment:
     # facts used by rolling, retention and cleaning -----------------------------------------------
     @property
     def rolling_timestamp(self) -> int:
-        """Max timestamp of the first batch (Kafka's rollingBasedTimestamp); -1 when empty."""
+        """Max timestamp of the first batch (Kafka's rollingBasedTimestamp); -1 when empty, and when the
+        first batch is damaged (kept in place and reported by recovery): rolling then goes by the
+        segment's age, so that appends after a kept damaged tail are not refused over a timing rule."""
         if self._rolling_timestamp is None:
-            first = next(self.batches(0), None)
+            try:
+                first = next(self.batches(0), None)
+            except CorruptRecordError:
+                first = None
             self._rolling_timestamp = first[1].max_timestamp if first else -1
         return self._rolling_timestamp
 
