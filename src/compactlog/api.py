@@ -27,7 +27,6 @@ import numpy as np
 from .cleaner.cleaner import IoObserver
 from .cleaner.log_cleaner import CleanResult, LogCleaner
 from .clock import SYSTEM, Time
-from .compaction.reader import compacted_batches, earliest_offset
 from .compaction.service import CompactionService, CompactionStatus
 from .compaction.state import CompactionState
 from .errors import InvalidRecordError, InvalidRequestError, InvalidTimestampError, UnknownTopicOrPartitionError
@@ -40,6 +39,7 @@ from .producer import (
     one_record_size,
     record_sizes,
 )
+from .reading import COMPACTED, LIVE, READ_UNCOMMITTED, check_read, earliest_offset, read_records
 from .records import kernels
 from .records.batch import NO_TIMESTAMP, Record, build_batch
 from .storage.broker_config import BrokerConfig
@@ -47,6 +47,7 @@ from .storage.log_config import LogConfig
 from .storage.log import Log
 from .storage.manager import LogManager, TopicDescription
 from .storage.validator import ValidatedAppend
+from .partition import Partition
 
 Headers = Sequence[tuple[str, bytes | None]]
 
@@ -152,6 +153,42 @@ class CompactLog:
     def log(self, topic: str, partition: int = 0) -> Log:
         """The partition's Log, for lower-level work (raw reads, appends of built batches)."""
         return self.manager.get_log(topic, partition)
+
+    # the seam the broker, the console, the CLI and Spark use ----------------------------------------
+    def partition(self, topic: str, partition: int) -> Partition:
+        """One partition (see :mod:`compactlog.partition`); ``UnknownTopicOrPartitionError`` when there is none."""
+        return Partition(topic, partition, self.manager.get_log(topic, partition))
+
+    def find_partition(self, topic: str, partition: int) -> Partition | None:
+        """One partition, or None when this data directory has none by that name (the broker's hot path:
+        no exception for a client asking about a partition that is not there)."""
+        lg = self.manager.logs.get((topic, partition))
+        return None if lg is None else Partition(topic, partition, lg)
+
+    def partitions(self) -> list[Partition]:
+        """Every partition held open, in no promised order."""
+        return [Partition(t, p, lg) for (t, p), lg in list(self.manager.logs.items())]
+
+    def partitions_for(self, topic: str) -> int:
+        """The topic's partition count; ``UnknownTopicOrPartitionError`` when there is no such topic."""
+        return self.manager.partitions_for(topic)
+
+    def has_topic(self, topic: str) -> bool:
+        return topic in self.manager.topics
+
+    def topic_config(self, topic: str) -> LogConfig:
+        """The topic's effective config (its overrides over the broker's defaults)."""
+        return self.manager.log_config(topic)
+
+    @property
+    def data_dir(self) -> Path:
+        return self.manager.dir
+
+    @property
+    def admin_lock(self):
+        """Held while topics are created, deleted or altered: a caller that must see no such change
+        between two steps (a check, then a write) holds it across both."""
+        return self.manager.lock
 
     # produce ------------------------------------------------------------------------------------
     def partition_for(self, topic: str, key: bytes | None) -> int:
@@ -278,7 +315,8 @@ class CompactLog:
     # consume ------------------------------------------------------------------------------------
     def consume(self, topic: str, partition: int | None = None, *, from_beginning: bool = False,
                 offset: int | None = None, timestamp: int | None = None, max_records: int | None = None,
-                read_compacted: bool = False, check_crcs: bool = True) -> Iterator[Record]:
+                read_compacted: bool = False, check_crcs: bool = True,
+                isolation_level: str = READ_UNCOMMITTED) -> Iterator[Record]:
         """Records up to the current end of the log, partition by partition.
 
         Start position: ``offset`` (one partition), the first record at or after ``timestamp``, the
@@ -287,7 +325,8 @@ class CompactLog:
         record per key, from the horizon on the live log; ``from_beginning`` starts at offset 0 then,
         since the compacted view outlives the live log's retention. ``check_crcs`` (Kafka's consumer
         setting, on by default): every batch read is verified, and a corrupt one raises
-        ``CorruptRecordError`` naming the partition, offset, file and position.
+        ``CorruptRecordError`` naming the partition, offset, file and position. ``isolation_level``:
+        Kafka's consumer setting; what each level sees is ``compactlog.reading``'s rule.
         """
         n = self.manager.partitions_for(topic)
         if partition is not None:
@@ -300,31 +339,30 @@ class CompactLog:
         parts = range(n) if partition is None else [partition]
         if offset is not None and partition is None and n > 1:
             raise InvalidRequestError("an explicit offset needs a partition")
-        left = max_records
+        view = COMPACTED if read_compacted else LIVE
+        check_read(isolation_level, view)
+        return self._consume(topic, parts, from_beginning, offset, timestamp, max_records, view, check_crcs,
+                             isolation_level)
+
+    def _consume(self, topic: str, parts: Iterable[int], from_beginning: bool, offset: int | None,
+                 timestamp: int | None, left: int | None, view: str, check_crcs: bool,
+                 isolation_level: str) -> Iterator[Record]:
         for p in parts:
             lg = self.manager.get_log(topic, p)
-            if read_compacted and offset is not None and 0 <= offset < lg.log_start_offset:
+            if view == COMPACTED and offset is not None and 0 <= offset < lg.log_start_offset:
                 start = offset  # the compacted view still holds offsets retention removed from the live log
             else:
-                start = self._start_offset(lg, from_beginning, offset, timestamp, read_compacted)
-            if read_compacted:
-                batches = compacted_batches(lg, start, lg.log_end_offset, check_crcs=check_crcs)
-            else:
-                batches = lg.batches(start, check_crcs=check_crcs)
-            for batch in batches:
-                if batch.is_control:  # transaction markers are not records a consumer sees (as in Kafka)
-                    continue
-                for rec in batch.records(topic, p):
-                    if rec.offset < start:
-                        continue
-                    yield rec
-                    if left is not None:
-                        left -= 1
-                        if left <= 0:
-                            return
+                start = self._start_offset(lg, from_beginning, offset, timestamp, view)
+            for rec in read_records(lg, topic, p, start, lg.log_end_offset, isolation=isolation_level, view=view,
+                                    check_crcs=check_crcs):
+                yield rec
+                if left is not None:
+                    left -= 1
+                    if left <= 0:
+                        return
 
     def _start_offset(self, lg: Log, from_beginning: bool, offset: int | None, timestamp: int | None,
-                      read_compacted: bool = False) -> int:
+                      view: str = LIVE) -> int:
         if offset is not None:
             if not lg.log_start_offset <= offset <= lg.log_end_offset:
                 from .errors import OffsetOutOfRangeError
@@ -336,7 +374,7 @@ class CompactLog:
         if timestamp is not None:
             found = lg.offset_for_timestamp(timestamp)
             return lg.log_end_offset if found is None else found[1]
-        return earliest_offset(lg.log_start_offset, read_compacted) if from_beginning else lg.log_end_offset
+        return earliest_offset(lg.log_start_offset, view) if from_beginning else lg.log_end_offset
 
     def beginning_offsets(self, topic: str) -> dict[int, int]:
         return {p: self.manager.get_log(topic, p).log_start_offset for p in range(self.manager.partitions_for(topic))}

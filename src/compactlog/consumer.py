@@ -13,8 +13,8 @@ from __future__ import annotations
 import os
 from typing import Iterator
 
-from .compaction.reader import compacted_batches, earliest_offset
 from .errors import CorruptRecordError, InvalidRequestError, OffsetOutOfRangeError, UnknownTopicOrPartitionError
+from .reading import COMPACTED, LIVE, earliest_offset, lowest_readable, read_batches
 from .records.batch import Record
 from .storage import files
 from .storage.topics import read_topics
@@ -47,6 +47,7 @@ class SnapshotConsumer:
         if isinstance(start, int) and partition is None and n > 1:
             raise InvalidRequestError("an explicit offset needs a partition")
         self.data_dir, self.topic, self.read_compacted = data_dir, topic, read_compacted
+        self.view = COMPACTED if read_compacted else LIVE
         self.max_poll_records = max_poll_records
         self.check_crcs = check_crcs
         self.partitions = list(range(n)) if partition is None else [partition]
@@ -57,11 +58,11 @@ class SnapshotConsumer:
         for p in self.partitions:
             with self._snapshot(p) as snap:
                 if start == "earliest":
-                    self.positions[p] = earliest_offset(snap.log_start_offset, read_compacted)
+                    self.positions[p] = earliest_offset(snap.log_start_offset, self.view)
                 elif start == "latest":
                     self.positions[p] = snap.log_end_offset
                 else:
-                    lo, hi = (0 if read_compacted else snap.log_start_offset), snap.log_end_offset
+                    lo, hi = lowest_readable(snap.log_start_offset, self.view), snap.log_end_offset
                     if not lo <= int(start) <= hi:
                         raise OffsetOutOfRangeError(
                             f"offset {start} is out of range for {topic}-{p} ({snap.log_start_offset}..{hi})")
@@ -117,11 +118,9 @@ class SnapshotConsumer:
 
     def _records(self, snap: PartitionSnapshot, end: int, p: int, limit: int) -> Iterator[Record]:
         pos = self.positions[p]
-        if self.read_compacted:
-            batches = compacted_batches(snap, pos, end, check_crcs=self.check_crcs)
-        else:
+        if not self.read_compacted:
             pos = max(pos, snap.log_start_offset)
-            batches = snap.batches(pos, end, check_crcs=self.check_crcs)
+        batches = read_batches(snap, pos, end, view=self.view, check_crcs=self.check_crcs)
         # The reader checks each batch's CRC: one the owner is still writing fails it rather than
         # decoding as garbage, and is read again on a later poll.
         for batch in batches:

@@ -17,12 +17,6 @@ from ..storage.snapshot import PartitionSnapshot
 from .state import CompactionState, read_state, side_log_dir
 
 
-def earliest_offset(log_start_offset: int, read_compacted: bool) -> int:
-    """Where a reader starting from the beginning starts: offset 0 for the compacted view, which
-    outlives the live log's retention, else the live log start offset."""
-    return 0 if read_compacted else log_start_offset
-
-
 def pinned_view(partition_dir: Path, attempts: int = 5) -> tuple[CompactionState | None, PartitionSnapshot | None]:
     """The published (horizon, side log) pair with the side log's files open, or (None, None) when no
     compaction of the partition is published. The caller closes the snapshot; once it holds it, a

@@ -9,7 +9,7 @@ import pyarrow as pa
 
 from ..records import kernels
 from ..records.columns import Chunk, chunks
-from ..storage.snapshot import PartitionSnapshot
+from ..reading import COMPACTED, LIVE, open_snapshot, read_batches
 
 KAFKA_SCHEMA_DDL = (
     "key binary, value binary, topic string, partition int, offset long, timestamp timestamp, timestampType int"
@@ -63,13 +63,8 @@ def read_partition(path: str, topic: str, partition: int, start: int, end: int, 
     ``check_crcs``: Kafka's consumer setting (every batch's CRC verified, the default)."""
     if start >= end:
         return
-    with PartitionSnapshot.open(path, topic, partition) as snap:
-        if read_compacted:
-            from ..compaction.reader import compacted_batches
-
-            batches = compacted_batches(snap, start, end, check_crcs=check_crcs)
-        else:
-            batches = snap.batches(start, end, check_crcs=check_crcs)
+    with open_snapshot(path, topic, partition) as snap:
+        batches = read_batches(snap, start, end, view=COMPACTED if read_compacted else LIVE, check_crcs=check_crcs)
         for group in chunks(batches, chunk_bytes):
             rb = chunk_to_arrow(Chunk.scan(group), topic, partition, start, end, include_headers)
             if rb is not None:

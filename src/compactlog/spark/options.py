@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from typing import Mapping
 
-from ..compaction.reader import earliest_offset
+from ..reading import COMPACTED, LIVE, earliest_offset
 from ..errors import InvalidConfigError, UnknownTopicOrPartitionError
 from ..storage.topics import read_topics
 
@@ -89,11 +89,11 @@ class SourceOptions:
         )
 
     def start_for(self, topic: str, partition: int, log_start: int, log_end: int) -> int:
-        return _resolve(self.starting, topic, partition, earliest_offset(log_start, self.read_compacted), log_end)
+        return _resolve(self.starting, topic, partition, earliest_offset(log_start, COMPACTED if self.read_compacted else LIVE), log_end)
 
     def end_for(self, topic: str, partition: int, log_start: int, log_end: int) -> int:
         # the compacted view begins before the live log once retention has trimmed it
-        return _resolve(self.ending, topic, partition, earliest_offset(log_start, self.read_compacted), log_end)
+        return _resolve(self.ending, topic, partition, earliest_offset(log_start, COMPACTED if self.read_compacted else LIVE), log_end)
 
 
 def _offsets(value: str, name: str) -> dict[tuple[str, int], int] | int:

@@ -1,0 +1,144 @@
+"""One partition as the adapters see it: the seam between them and the storage.
+
+The broker, the console, the CLI and the Spark jobs use a partition through this object (from
+``CompactLog.partition``) and never the log, its segments or its indexes: appending stored bytes, the
+stored bytes of a range (Fetch forwards them undecoded), records through the one read path
+(``compactlog.reading``), offsets and watermarks, producer state and a description. A rule about what a
+reader may see therefore lives below this line, once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Iterator
+
+from .reading import LIVE, READ_UNCOMMITTED, read_batches, read_records
+from .records.batch import Record, RecordBatch
+
+if TYPE_CHECKING:
+    from .storage.log import Log
+    from .storage.log_config import LogConfig
+    from .storage.manager import PartitionInfo
+    from .storage.validator import ValidatedAppend
+
+
+@dataclass(frozen=True)
+class StoredRange:
+    """Whole, checked batches as they are stored: ``size`` bytes at ``position`` of one segment file.
+
+    ``read`` copies them; ``open_handle`` gives a descriptor of the file's own (for sendfile), which stays
+    readable when the cleaner swaps the segment out or retention deletes it before the bytes go out. The
+    caller closes it.
+    """
+
+    _segment: object
+    position: int
+    size: int
+
+    def __len__(self) -> int:
+        return self.size
+
+    def read(self) -> bytes:
+        return self._segment.read_bytes(self.position, self.size)
+
+    def open_handle(self) -> int:
+        return self._segment.duplicate_handle()
+
+
+class Partition:
+    """A partition of a topic held open by this process (see the module docstring)."""
+
+    __slots__ = ("topic", "index", "_log")
+
+    def __init__(self, topic: str, index: int, log: "Log") -> None:
+        self.topic, self.index, self._log = topic, index, log
+
+    def __repr__(self) -> str:
+        return f"Partition({self.topic!r}, {self.index})"
+
+    @property
+    def name(self) -> str:
+        """Kafka's name for it, ``topic-partition``, as errors and logs say it."""
+        return self._log.name
+
+    # offsets and watermarks ---------------------------------------------------------------------
+    @property
+    def log_start_offset(self) -> int:
+        return self._log.log_start_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._log.log_end_offset
+
+    @property
+    def high_watermark(self) -> int:
+        return self._log.high_watermark
+
+    @property
+    def last_stable_offset(self) -> int:
+        """Below it no transaction is open; with no transactions kept yet it is the high watermark."""
+        return self._log.high_watermark
+
+    def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
+        """(timestamp, offset) of the first record at or after ``timestamp`` (Kafka's ListOffsets)."""
+        return self._log.offset_for_timestamp(timestamp)
+
+    # writing ------------------------------------------------------------------------------------
+    def append(self, batch: bytes) -> "ValidatedAppend":
+        """Validate and append stored-format batches (offsets assigned here), as a leader does for Produce."""
+        return self._log.append(batch)
+
+    @property
+    def producer_state_loaded(self) -> bool:
+        """Whether idempotent producers' state is in memory (else the first idempotent append reads the
+        log's tail to rebuild it, which is not cheap)."""
+        return self._log.producer_state.loaded
+
+    # reading ------------------------------------------------------------------------------------
+    def locate(self, offset: int, max_bytes: int = 1 << 20, min_one_message: bool = True) -> StoredRange | None:
+        """The stored bytes of the whole, checked batches from the one holding ``offset``, at most
+        ``max_bytes`` (but the first batch whole when ``min_one_message``, KIP-74); None when there are none
+        yet. Damage ends the range before it; a range starting at damage raises ``CorruptRecordError``."""
+        found = self._log.locate(offset, max_bytes, min_one_message=min_one_message)
+        return None if found is None else StoredRange(*found)
+
+    def batches(self, start: int | None = None, end: int | None = None, *, isolation: str = READ_UNCOMMITTED,
+                view: str = LIVE, check_crcs: bool = True) -> Iterator[RecordBatch]:
+        """Checked batches holding offsets in [start, end) (default: the whole log) through the one read path."""
+        first = self.log_start_offset if start is None else start
+        last = self.log_end_offset if end is None else end
+        return read_batches(self._log, first, last, isolation=isolation, view=view, check_crcs=check_crcs)
+
+    def records(self, start: int | None = None, end: int | None = None, *, isolation: str = READ_UNCOMMITTED,
+                view: str = LIVE, check_crcs: bool = True) -> Iterator[Record]:
+        """Records of [start, end) as a consumer sees them, through the one read path."""
+        first = self.log_start_offset if start is None else start
+        last = self.log_end_offset if end is None else end
+        return read_records(self._log, self.topic, self.index, first, last, isolation=isolation, view=view,
+                            check_crcs=check_crcs)
+
+    # description --------------------------------------------------------------------------------
+    @property
+    def dir(self) -> Path:
+        """The partition's folder (the compacted view and snapshots in other processes find it there)."""
+        return self._log.dir
+
+    @property
+    def config(self) -> "LogConfig":
+        return self._log.config
+
+    @property
+    def size_bytes(self) -> int:
+        return self._log.size
+
+    def segment_sizes(self) -> list[tuple[int, int]]:
+        """(base offset, bytes) of each segment, oldest first: what a picture of the log needs."""
+        return [(s.base_offset, s.size) for s in self._log.segments]
+
+    def describe(self) -> "PartitionInfo":
+        from .storage.manager import PartitionInfo
+
+        lg = self._log
+        return PartitionInfo(self.index, lg.log_start_offset, lg.log_end_offset, lg.size, len(lg.segments))
+
