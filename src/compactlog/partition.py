@@ -17,6 +17,7 @@ from .reading import LIVE, READ_UNCOMMITTED, read_batches, read_records
 from .records.batch import Record, RecordBatch
 
 if TYPE_CHECKING:
+    from .segment_summaries import SegmentSummary
     from .storage.log import Log
     from .storage.log_config import LogConfig
     from .storage.manager import PartitionInfo
@@ -135,6 +136,14 @@ class Partition:
     def segment_sizes(self) -> list[tuple[int, int]]:
         """(base offset, bytes) of each segment, oldest first: what a picture of the log needs."""
         return [(s.base_offset, s.size) for s in self._log.segments]
+
+    def segment_summaries(self) -> "list[SegmentSummary]":
+        """What each segment holds (records, batches, codecs, time range), oldest first, read from batch
+        headers: closed segments once, the active one on from the last look (:mod:`compactlog.segment_summaries`)."""
+        from .segment_summaries import summaries
+
+        lg = self._log
+        return summaries(lg.segments, lg.log_end_offset)
 
     def describe(self) -> "PartitionInfo":
         from .storage.manager import PartitionInfo

@@ -80,7 +80,7 @@ async def start_job(request: web.Request, title: str, template: str, action: Cal
     unknown topic is refused now, with Kafka's message, rather than as a failed job."""
     c = console(request)
     if topic is not None:
-        await c.run(c.cl.manager.partitions_for, topic)
+        await c.run(c.cl.partitions_for, topic)
         context["topic"] = topic
     job = c.jobs.start(title, template, owner=viewer(request).principal, action=action, **context)
     return see_other(f"/jobs/{job.id}")

@@ -144,10 +144,11 @@ def test_pages_answer_while_a_topic_is_created_grown_and_deleted_under_them(serv
 def test_the_active_segment_is_summarised_from_where_the_last_look_stopped(tmp_path, monkeypatch):
     """The overview reads only what was appended since its last look, and a truncation (the segment
     shrinks, then grows again past the old position) starts the count over."""
+    from compactlog import segment_summaries
     from compactlog.console import inventory
 
     def full(lg) -> tuple:
-        s = inventory._summarize(lg.segments[-1], lg.log_end_offset)
+        s = segment_summaries.summarize(lg.segments[-1], lg.log_end_offset)
         return s.batches, s.records, s.codecs, s.first_timestamp, s.max_timestamp, s.size
 
     with compactlog.open(str(tmp_path / "data")) as cl:

@@ -29,7 +29,7 @@ from compactlog.console.formats import (
     parse_key,
     parse_timestamp,
 )
-from compactlog.console.keylookup import COMPACTED, LIVE, find_latest, rows_with_key
+from compactlog.key_lookup import COMPACTED, LIVE, find_latest, rows_with_key
 from compactlog.console.pages.messages import MAX_LIMIT, parse_browse
 from compactlog.records import kernels
 

@@ -1,15 +1,18 @@
 """The cleaner: its threads, Kafka's metrics and stats of the last rounds, uncleanable partitions, the
 dirty ratio and bytes cleaned over time, and Pulsar-style compaction with a button per topic.
 
+Everything shown comes through the embedded API: ``compactlog.cleaning`` (the cleaner's status and its
+view of each partition, compaction status, estimates of a run) and ``CompactLog``.
+
 The charts need a history the cleaner does not keep, so a sampler (a console service) looks every
 :data:`SAMPLE_SECONDS` on the console's threads and keeps the last :data:`SAMPLES` looks. A look costs
-no segment read: the dirty ratio comes from segment sizes and the cleaner's checkpoint, through the
-cleaner's own ``to_clean`` (the figure the inventory shows), and bytes cleaned from the cleaner's totals.
+no segment read: the dirty ratio comes from segment sizes and the cleaner's checkpoint
+(``cleaning.dirty_ratios``, the figure the inventory shows), and bytes cleaned from the cleaner's totals.
 
 "Run cleaner now" is ``CompactLog.clean`` on a job thread while the cleaner threads keep running; they
-cannot collide: every round first claims its partition in the cleaner manager's state table, under its
-lock, and a claimed partition is skipped by every other claimant. A partition a cleaner thread is
-cleaning at that moment is therefore left to the thread, and its round shows in the runs table.
+cannot collide: every round first claims its partition in the cleaner's state table, under its lock,
+and a claimed partition is skipped by every other claimant. A partition a cleaner thread is cleaning
+at that moment is therefore left to the thread, and its round shows in the runs table.
 """
 
 from __future__ import annotations
@@ -23,12 +26,10 @@ from dataclasses import dataclass, field
 
 from aiohttp import web
 
-from ...cleaner.log_cleaner import CleanResult, ThreadState
-from ...cleaner.selection import eligible
-from ...compaction.service import CompactionStatus, backlog_bytes
-from ...compaction.state import read_state
+from ... import cleaning
+from ...cleaning import CleanResult, CompactionStatus, ThreadState
 from ...errors import CompactLogError
-from ...storage.topics import INTERNAL_TOPICS
+from ...topics import is_internal
 from .. import charts, inventory
 from ..handlers import console, page, require, start_job, viewer
 from ..jobs import Job
@@ -59,20 +60,14 @@ class Sample:
 
 def take_sample(cl) -> Sample:
     """Dirty ratios from segment sizes and checkpoints only (no segment is read); on a console thread."""
-    now = cl.cleaner.time.milliseconds()
-    cm = cl.cleaner.manager
+    now = cl.time.milliseconds()
     ratios: dict[str, float] = {}
-    for tp, lg in list(cl.manager.logs.items()):
-        if not lg.config.compact:
-            continue
-        try:
-            r = cm.to_clean(tp, lg, now).dirty_ratio
-        except (CompactLogError, OSError, ValueError, IndexError):  # deleted or swapped while we looked
-            continue
-        ratios[tp[0]] = max(ratios.get(tp[0], 0.0), r)
+    for (topic, _), r in cleaning.dirty_ratios(cl).items():
+        ratios[topic] = max(ratios.get(topic, 0.0), r)
     if len(ratios) > TOPICS_PER_SAMPLE:
         ratios = dict(sorted(ratios.items(), key=lambda kv: -kv[1])[:TOPICS_PER_SAMPLE])
-    return Sample(now, ratios, cl.cleaner.bytes_read_total, cl.cleaner.bytes_written_total)
+    status = cleaning.cleaner_status(cl)
+    return Sample(now, ratios, status.bytes_read_total, status.bytes_written_total)
 
 
 @dataclass
@@ -177,26 +172,24 @@ class CleanerView:
 def read_view(cl, full: bool = True) -> CleanerView:
     """Everything the page shows, in one go on a console thread. ``full``: also the partitions (their
     active segments are read) and the compaction states; the part that refreshes itself does without."""
-    c = cl.cleaner
     partitions: list[inventory.PartitionFacts] = []
     compaction = []
     min_ratios = {}
     for name in cl.list_topics() if full else []:
         try:
-            config = cl.manager.log_config(name)
+            config = cl.topic_config(name)
             if config.compact:
                 partitions += inventory.topic_facts(cl, name, with_segments=True).partitions
                 min_ratios[name] = config.min_cleanable_dirty_ratio
-            if name not in INTERNAL_TOPICS:  # the broker's own topics are not for compact-topic
+            if not is_internal(name):  # the broker's own topics are not for compact-topic
                 compaction.append((name, cl.compaction_status(name)))
         except (CompactLogError, OSError):  # deleted while we looked
             continue
     partitions.sort(key=lambda p: (-(p.dirty_ratio or 0.0), p.topic, p.partition))
     listed = [p for p in partitions if p.size or p.cleaner_state != inventory.NONE]
-    return CleanerView(c.enabled, c.metrics(), c.threads(), list(reversed(list(c.last_stats))),
-                       sorted((t, p, why) for (t, p), why in dict(c.manager.uncleanable).items()),
-                       listed[:PARTITION_ROWS], compaction, min_ratios, take_sample(cl),
-                       len(partitions) - len(listed))
+    c = cleaning.cleaner_status(cl)
+    return CleanerView(c.enabled, c.metrics, c.threads, c.runs, c.uncleanable, listed[:PARTITION_ROWS], compaction,
+                       min_ratios, take_sample(cl), len(partitions) - len(listed))
 
 
 @routes.get("/cleaner")
@@ -253,37 +246,9 @@ class ByteProgress:
                               min(0.99, self.done / self.total))
 
 
-def clean_estimate(cl, topic: str | None) -> int:
-    """Bytes a cleaner run will read: each eligible log's dirty section (mapped) and every segment
-    up to its end (rewritten)."""
-    cm = cl.cleaner.manager
-    now = cl.cleaner.time.milliseconds()
-    logs = {tp: lg for tp, lg in list(cl.manager.logs.items())
-            if lg.config.compact and (topic is None or tp[0] == topic)}
-    candidates = []
-    for tp, lg in logs.items():
-        try:
-            candidates.append(cm.to_clean(tp, lg, now))
-        except (CompactLogError, OSError, ValueError, IndexError):
-            continue
-    return sum(c.cleanable_bytes + c.total_bytes
-               for c in eligible(candidates, lambda tp: logs[tp].config.min_cleanable_dirty_ratio))
-
-
-def compaction_estimate(cl, topic: str) -> int:
-    """Bytes a compaction run reads: the previous side log and the live log beyond its horizon, twice
-    (phase one maps keys, phase two copies the survivors)."""
-    total = 0
-    for p in range(cl.manager.partitions_for(topic)):
-        lg = cl.log(topic, p)
-        st = read_state(lg.dir)
-        total += 2 * ((st.bytes_after if st else 0) + backlog_bytes(lg, st.horizon if st else lg.log_start_offset))
-    return total
-
-
 def run_cleaner(cl, job: Job):
     job.progress("estimating what is dirty")
-    progress = ByteProgress(job, clean_estimate(cl, None), "cleaning")
+    progress = ByteProgress(job, cleaning.clean_estimate(cl, None), "cleaning")
     report = cl.clean(None, on_io=progress)
     job.progress(f"{len(report.compactions)} round(s), {size(progress.done)} read")
     return report
@@ -291,7 +256,7 @@ def run_cleaner(cl, job: Job):
 
 def run_compaction(cl, topic: str, job: Job):
     job.progress(f"{topic}: looking for what is new")
-    progress = ByteProgress(job, compaction_estimate(cl, topic), topic)
+    progress = ByteProgress(job, cleaning.compaction_estimate(cl, topic), topic)
     outcome = cl.compact_topic(topic, on_io=progress)
     job.progress(f"{topic}: {size(progress.done)} read")
     return {"outcome": outcome, "status": cl.compaction_status(topic)}

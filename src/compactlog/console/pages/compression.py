@@ -126,7 +126,7 @@ async def _page(request: web.Request, topic: str, status: int = 200, error: str 
 
 def _describe(cl, topic: str):
     desc = cl.describe_topic(topic)
-    return desc, sum(cl.log(topic, p).size for p in range(len(desc.partitions)))
+    return desc, sum(cl.partition(topic, p).size_bytes for p in range(len(desc.partitions)))
 
 
 @routes.get("/topics/{topic}/compression")

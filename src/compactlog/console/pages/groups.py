@@ -27,7 +27,7 @@ from ...offset_reset import RESET_TARGETS, new_offset, parse_datetime  # the res
 from ...server.coordinator.group import CONSUMER_PROTOCOL_TYPE, GroupMetadata
 from ...server.coordinator.records import OffsetCommitValue
 from ...server.coordinator.state import DEAD, EMPTY, STABLE
-from ...storage.topics import INTERNAL_TOPICS
+from ...topics import is_internal
 from ..handlers import console, page, require, see_other, topic_url, viewer
 
 routes = web.RouteTableDef()
@@ -59,8 +59,8 @@ def group_url(group_id: str, *rest: str) -> str:
 
 def log_end(broker, tp: TopicPartition) -> int | None:
     """The partition's high watermark; None when its topic is gone (a group may keep such commits)."""
-    lg = broker.cl.manager.logs.get(tp)
-    return None if lg is None else lg.high_watermark
+    part = broker.cl.find_partition(*tp)
+    return None if part is None else part.high_watermark
 
 
 def partition_lag(committed: int | None, end: int | None) -> int | None:
@@ -292,19 +292,18 @@ def inactive_error(group_id: str, state: str) -> str | None:
 def plan_reset(cl, spec: ResetSpec, committed: dict[TopicPartition, int]) -> list[PlannedOffset]:
     """The new offsets (disk reads: run on the console's threads). ``committed`` is the group's current
     commits, read on the event loop; they also name the partitions of an all-topics reset."""
-    manager = cl.manager
     if spec.topic is None:
         partitions = sorted(committed)
     else:
-        partitions = [(spec.topic, p) for p in range(manager.partitions_for(spec.topic))]
+        partitions = [(spec.topic, p) for p in range(cl.partitions_for(spec.topic))]
     out = []
     for tp in partitions:
-        lg = manager.get_log(*tp)
+        part = cl.partition(*tp)
         found = None
         if spec.to == "datetime":
-            hit = lg.offset_for_timestamp(spec.value)
+            hit = part.offset_for_timestamp(spec.value)
             found = None if hit is None else hit[1]
-        start, end = lg.log_start_offset, lg.high_watermark
+        start, end = part.log_start_offset, part.high_watermark
         out.append(PlannedOffset(tp[0], tp[1], committed.get(tp), start, end,
                                  new_offset(spec.to, spec.value, start, end, found)))
     return out
@@ -433,7 +432,7 @@ async def _reset_page(request: web.Request, group_id: str, form: dict[str, str],
     v = viewer(request)
     group = find_group(c.broker, group_id)
     committed_topics = [] if group is None else sorted({t for t, _ in group.offsets})
-    readable = [t for t in await c.run(c.cl.list_topics) if t not in INTERNAL_TOPICS and v.can("READ", "TOPIC", t)]
+    readable = [t for t in await c.run(c.cl.list_topics) if not is_internal(t) and v.can("READ", "TOPIC", t)]
     return page(request, "group_reset.html", status=status, group_id=group_id, group_url=group_url,
                 state=_state(group), committed_topics=committed_topics,
                 topics=sorted(set(readable) | set(committed_topics)), plan=list(plan), error=error, form=form,

@@ -3,7 +3,7 @@
 Browsing reads with ``CompactLog.consume`` (the embedded consumer: CRC-checked batches, control
 batches skipped) on the console's threads, at most ``MAX_LIMIT`` records and ``READ_BYTES`` of keys and
 values a page; each record is turned into bounded text as it is read (``formats``), so a page of large
-values holds only their beginnings. The key lookup reads the compacted view newest first (``keylookup``).
+values holds only their beginnings. The key lookup reads the compacted view newest first (``compactlog.key_lookup``).
 Kafka's errors (an offset out of range, an unknown partition) are shown in the page beside the form.
 """
 
@@ -15,9 +15,10 @@ from urllib.parse import urlencode
 
 from aiohttp import web
 
-from ...compaction.service import CompactionStatus
+from ... import cleaning, key_lookup
+from ...cleaning import CompactionStatus
 from ...errors import CompactLogError, UnknownTopicOrPartitionError
-from .. import formats, keylookup
+from .. import formats
 from ..formats import FORMATS, TEXT, Shown
 from ..handlers import console, page, require, topic_url
 
@@ -149,14 +150,14 @@ class Browse:
 def read_page(cl, topic: str, q: BrowseQuery | None) -> Browse:
     """Up to ``q.limit`` records of one partition (None: only the topic's partitions, for the form).
     An unknown topic raises UnknownTopicOrPartitionError; every other Kafka error goes in ``error``."""
-    out = Browse(cl.manager.partitions_for(topic))
+    out = Browse(cl.partitions_for(topic))
     if q is None:
         return out
     if q.partition >= out.partitions:
         out.error = f"Partition {q.partition} of topic '{topic}' does not exist (the topic has {out.partitions})."
         return out
-    lg = cl.log(topic, q.partition)
-    out.log_start, out.log_end = lg.log_start_offset, lg.log_end_offset
+    part = cl.partition(topic, q.partition)
+    out.log_start, out.log_end = part.log_start_offset, part.log_end_offset
     read = 0
     records = cl.consume(topic, q.partition, offset=q.offset, timestamp=q.timestamp, max_records=q.limit,
                          from_beginning=q.offset is None and q.timestamp is None)
@@ -176,19 +177,19 @@ def read_page(cl, topic: str, q: BrowseQuery | None) -> Browse:
 
 @dataclass
 class KeyResult:
-    lookup: keylookup.Lookup
+    lookup: key_lookup.Lookup
     row: Row | None
     status: CompactionStatus
 
 
 def look_up(cl, topic: str, key: bytes, fmt: str) -> KeyResult:
-    found = keylookup.find_latest(cl, topic, key)
+    found = key_lookup.find_latest(cl, topic, key)
     row = None if found.record is None else row_of(found.record, fmt)
-    return KeyResult(found, row, cl.compaction.status(topic, found.partition))
+    return KeyResult(found, row, cleaning.compaction_status(cl, topic, found.partition))
 
 
 def topic_partitions(cl, topic: str) -> int:
-    return cl.manager.partitions_for(topic)
+    return cl.partitions_for(topic)
 
 
 # pages ----------------------------------------------------------------------------------------------
@@ -261,4 +262,4 @@ async def key_lookup(request: web.Request) -> web.Response:
         error = str(exc)
     return page(request, "messages_key.html", topic=topic, key_text=key_text or "", key_format=key_format,
                 fmt=fmt, formats=FORMATS, errors=errors, error=error, result=result,
-                scan_bytes=keylookup.SCAN_BYTES, **_urls(topic))
+                scan_bytes=key_lookup.SCAN_BYTES, **_urls(topic))

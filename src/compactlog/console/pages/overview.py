@@ -24,4 +24,4 @@ async def overview(request: web.Request) -> web.Response:
     listeners = [x.url(server.bound[x.name][1]) for x in server.listeners] if server is not None else []
     return page(request, "overview.html", topics=topics, groups=groups, listeners=listeners,
                 http=c.urls, uptime=time.time() - c.started, node_id=c.broker.node_id,
-                cluster_id=c.broker.cluster_id, data_dir=str(c.cl.manager.dir))
+                cluster_id=c.broker.cluster_id, data_dir=str(c.cl.data_dir))

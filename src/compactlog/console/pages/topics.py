@@ -22,7 +22,7 @@ from ...errors import CompactLogError, UnknownTopicOrPartitionError
 from ...server.admin import delete_one
 from ...storage.log_config import DescribeRow, LogConfig
 from ...storage.topic_config import TOPIC_CONFIGS
-from ...storage.topics import INTERNAL_TOPICS
+from ...topics import is_internal
 from .. import inventory
 from ..handlers import console, page, require, see_other, topic_url, viewer
 from .groups import coordinator
@@ -235,7 +235,7 @@ async def topic_page(request: web.Request, name: str, status: int = 200, **conte
     context.setdefault("partitions_ok", False)
     context.setdefault("new_count", "")
     return page(request, "topic.html", status=status, topic=view, url=topic_url(name), config_name=picked,
-                internal=name in INTERNAL_TOPICS,
+                internal=is_internal(name),
                 can_describe_configs=v.can("DESCRIBE_CONFIGS", "TOPIC", name),
                 can_alter_configs=v.can("ALTER_CONFIGS", "TOPIC", name),
                 can_alter=v.can("ALTER", "TOPIC", name), can_delete=v.can("DELETE", "TOPIC", name),
@@ -291,7 +291,7 @@ async def add_partitions(request: web.Request) -> web.Response:
 
 def _delete_page(request: web.Request, name: str, status: int = 200, error: str | None = None, typed: str = ""):
     return page(request, "topic_delete.html", status=status, name=name, url=topic_url(name), error=error,
-                typed=typed, internal=name in INTERNAL_TOPICS)
+                typed=typed, internal=is_internal(name))
 
 
 @routes.get("/topics/{topic}/delete")

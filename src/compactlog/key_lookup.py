@@ -17,6 +17,10 @@ stored batches are read per partition; a search that reaches the bound says how 
 The key's partition is the one Kafka's default partitioner gives it (murmur2), searched first; but
 librdkafka's default (``consistent_random``: CRC-32), kcat's, puts keys elsewhere, so the partition it
 gives is searched next, and then every other, until one holds the key.
+
+The rule lives here, under the embedded API, so that every adapter asking for "the latest value of a
+key" (the console's lookup, the command line, a Spark job) gets the answer compaction would keep:
+``find_latest(cl, topic, key)``.
 """
 
 from __future__ import annotations
@@ -27,15 +31,15 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..cleaner.offset_map import OffsetMap
-from ..cleaner.survival import chunk_versions
-from ..compaction.reader import pinned_view
-from ..compaction.state import CompactionState
-from ..records import kernels
-from ..records.batch import Record, RecordBatch
-from ..records.columns import Chunk, chunks
-from ..records.layout import SLOT
-from ..storage.reader import PartitionView
+from .cleaner.offset_map import OffsetMap
+from .cleaner.survival import chunk_versions
+from .compaction.reader import pinned_view
+from .compaction.state import CompactionState
+from .records import kernels
+from .records.batch import Record, RecordBatch
+from .records.columns import Chunk, chunks
+from .records.layout import SLOT
+from .storage.reader import PartitionView
 
 SCAN_BYTES = 256 * 1024 * 1024  # stored bytes a lookup may read in each partition
 CHUNK_BYTES = 4 * 1024 * 1024  # batches scanned into one column table
@@ -189,7 +193,7 @@ def record_of(hit: Hit, topic: str, partition: int) -> Record:
 
 def search_partition(cl, topic: str, partition: int, key: bytes, scan_bytes: int = SCAN_BYTES) -> Lookup:
     """The latest record of ``key`` in one partition's compacted view, by the topic's compaction.strategy."""
-    lg = cl.log(topic, partition)
+    lg = cl.manager.get_log(topic, partition)
     strategy = lg.config.compaction_strategy
     end, start = lg.log_end_offset, lg.log_start_offset
     state, side = pinned_view(lg.dir)
@@ -226,7 +230,7 @@ def find_latest(cl, topic: str, key: bytes, scan_bytes: int = SCAN_BYTES) -> Loo
     """The latest record of ``key`` in ``topic``: each partition searched (within ``scan_bytes``) in the
     order of ``partitions_to_search`` until one holds the key. Not found, the answer is the first
     partition's, complete only if every partition's search was."""
-    order = partitions_to_search(key, cl.manager.partitions_for(topic))
+    order = partitions_to_search(key, cl.partitions_for(topic))
     spent, complete, first = 0, True, None
     for n, partition in enumerate(order, 1):
         found = search_partition(cl, topic, partition, key, scan_bytes)
