@@ -45,7 +45,7 @@ from .records.batch import NO_TIMESTAMP, Record, build_batch
 from .storage.broker_config import BrokerConfig
 from .storage.log_config import LogConfig
 from .storage.log import Log
-from .storage.manager import LogManager, TopicDescription
+from .storage.manager import LogManager, PartitionInfo, TopicDescription
 from .storage.validator import ValidatedAppend
 from .partition import Partition
 
@@ -489,4 +489,5 @@ def _record_sizes(keys: list, values: list, headers: list | None) -> np.ndarray:
     return record_sizes(lengths(keys), lengths(values), total[ends] - total[ends - counts], counts)
 
 
-__all__ = ["AppendResult", "CleanReport", "CompactLog", "RecordMetadata", "open", "NO_TIMESTAMP"]
+__all__ = ["AppendResult", "CleanReport", "CompactLog", "RecordMetadata", "open", "NO_TIMESTAMP",
+           "PartitionInfo", "TopicDescription"]  # the results describe_topic and Partition.describe give

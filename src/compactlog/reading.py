@@ -25,6 +25,7 @@ from .errors import InvalidRequestError
 from .records.batch import Record, RecordBatch
 from .storage.reader import PartitionView
 from .storage.snapshot import PartitionSnapshot
+from .storage.topics import read_topics
 
 READ_UNCOMMITTED = "read_uncommitted"
 READ_COMMITTED = "read_committed"
@@ -39,6 +40,12 @@ def open_snapshot(data_dir, topic: str, partition: int) -> PartitionSnapshot:
     """A read-only view of a partition another process may own (its lock is not taken): the segments as
     listed now, opened as a read reaches them. Close it (or use it as a context manager) when done."""
     return PartitionSnapshot.open(data_dir, topic, partition)
+
+
+def topic_metadata(data_dir) -> dict[str, dict]:
+    """The topics of a data directory another process may own (its lock is not taken): per topic name,
+    its ``partitions`` (count) and ``config`` (overrides). A missing directory is named, not made."""
+    return read_topics(data_dir)
 
 
 def check_read(isolation: str, view: str) -> None:

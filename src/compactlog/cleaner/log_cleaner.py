@@ -40,6 +40,10 @@ class CleanResult:
     finished_ms: int = -1  # when the round ended (the cleaner's clock); -1 when not known
     thread: str = ""  # the thread that ran it (a cleaner thread's name, or the caller's for clean_now)
 
+    def stats_report(self, thread: int = 0) -> str:
+        """The message Kafka's cleaner logs after this round (:func:`stats_report`), as ``clean`` prints it."""
+        return stats_report(thread, f"{self.topic}-{self.partition}", self.first_dirty, self.end_offset, self.stats)
+
 
 IDLE, CLEANING, DEAD = "idle", "cleaning", "dead"
 

@@ -49,8 +49,11 @@ def compact_topic(data_dir, server_properties, topic, partition):
         with io_progress("compaction") as on_io:
             done = cl.compact_topic(topic, partition, on_io=on_io)
         rows = []
+        published = None  # the last published state of partitions with nothing new, read when one is met
         for p, st in done.items():
-            shown = st if st is not None else cl.compaction.status(topic, p).state
+            if st is None and published is None:
+                published = {s.partition: s.state for s in cl.compaction_status(topic)}
+            shown = st if st is not None else published[p]
             rows.append((str(p), *_figures(shown)))
             if st is None:
                 click.echo(f"{topic}-{p}: nothing appended since the last compaction")

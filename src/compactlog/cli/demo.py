@@ -14,7 +14,7 @@ from pathlib import Path
 
 import click
 
-from ..storage import files
+from ..log_dir import holds_topic
 from .common import kafka_errors
 
 TOPIC = "latest-product-price"
@@ -54,7 +54,7 @@ def steps(data: str) -> list[tuple[list[str], str | None]]:
 def demo(data_dir: str) -> None:
     """Run the latest-product-price walkthrough end to end, printing each command and its output."""
     base = [sys.executable, "-m", "compactlog"]
-    if files.topic_file(Path(data_dir), TOPIC).exists():
+    if holds_topic(data_dir, TOPIC):
         proc = subprocess.run([*base, "topics", "--data-dir", data_dir, "--delete", "--topic", TOPIC], capture_output=True)
         if proc.returncode != 0:
             sys.stderr.buffer.write(proc.stderr)

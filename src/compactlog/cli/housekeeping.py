@@ -17,15 +17,13 @@ def clean(data_dir, server_properties, topic):
 
     Example: compactlog clean --data-dir data --topic prices
     """
-    from ..cleaner.log_cleaner import stats_report
-
     with open_data_dir(data_dir, server_properties) as cl:
         with io_progress("log cleaner") as on_io:
             report = cl.clean(topic, on_io=on_io)
         for (t, p), n in sorted(report.deleted_segments.items()):
             click.echo(f"{t}-{p}: deleted {n} segment(s) by retention")
         for r in report.compactions:
-            click.echo(stats_report(0, f"{r.topic}-{r.partition}", r.first_dirty, r.end_offset, r.stats))
+            click.echo(r.stats_report())
         if report.compactions:
             _summary_table(report)
         for (t, p), why in sorted(report.failed.items()):

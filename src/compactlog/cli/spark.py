@@ -3,33 +3,17 @@
 from __future__ import annotations
 
 import os
-import re
-from pathlib import Path
 
 import click
 
+from ..log_dir import overwrites_data_dir
 from ..records.levels import LEVEL_RANGES
-from ..storage import files
 from .common import CompactLogGroup, check_compression_level, kafka_errors
 
 
 def master_option(f):
     return click.option("--master", default=None,
                         help="Spark master URL (default local[*]; e.g. spark://host:7077 for a standalone cluster).")(f)
-
-
-def overwrites_data_dir(output: str, data_dir: str) -> bool:
-    """Whether replacing ``output`` would remove the data directory or part of its storage: the directory
-    itself, one above it, or its topic metadata, partition directories and files (a new directory inside
-    it, such as ``data/exports``, is fine)."""
-    out, data = Path(output).resolve(), Path(data_dir).resolve()
-    if out == data or data.is_relative_to(out):
-        return True
-    if not out.is_relative_to(data):
-        return False
-    top = data / out.relative_to(data).parts[0]
-    partition_like = re.fullmatch(r".+-[0-9]+(\..+)?", top.name) is not None
-    return top.name == files.TOPICS_DIR or top.is_file() or (top.is_dir() and (partition_like or any(top.glob("*.log"))))
 
 
 @click.group("spark", cls=CompactLogGroup)
@@ -53,9 +37,9 @@ def export(data_dir, topic, fmt, output, master):
     from ..errors import UnknownTopicOrPartitionError
     from ..spark.jobs import export_latest
     from ..spark.session import spark_session
-    from ..storage.topics import read_topics
+    from ..reading import topic_metadata
 
-    if topic not in read_topics(data_dir):  # fails before Spark starts; no lock, as the export takes none
+    if topic not in topic_metadata(data_dir):  # fails before Spark starts; no lock, as the export takes none
         raise UnknownTopicOrPartitionError(f"Topic '{topic}' does not exist.")
     if fmt != "table" and overwrites_data_dir(output, data_dir):
         raise click.BadParameter(f"{output!r} would replace the data directory {data_dir!r} or part of it (Spark replaces "
@@ -85,7 +69,7 @@ def compact(data_dir, topic, master):
 
     with compactlog.open(data_dir) as cl:
         if topic is not None:
-            cl.manager.partitions_for(topic)  # an unknown topic fails before Spark starts
+            cl.partitions_for(topic)  # an unknown topic fails before Spark starts
         session = spark_session(master)
         try:
             results = run(session, cl, topic, progress=click.echo)
@@ -133,7 +117,7 @@ def recompress(data_dir, topic, compression, gzip_level, lz4_level, zstd_level, 
     level = levels.get(compression)
     check_compression_level(compression, level, f"--compression.{compression}.level")
     with compactlog.open(data_dir) as cl:
-        cl.manager.partitions_for(topic)  # an unknown topic fails before Spark starts
+        cl.partitions_for(topic)  # an unknown topic fails before Spark starts
         session = spark_session(master)
         try:
             results = recompress_topic(session, cl, topic, compression, level, progress=click.echo)
@@ -178,7 +162,7 @@ def advise(data_dir, topic, sample_bytes, min_compress_mbps, chart, master):
     if not os.path.isdir(chart_dir):
         raise click.BadParameter(f"directory {chart_dir!r} does not exist", param_hint="'--chart'")
     with compactlog.open(data_dir) as cl:
-        cl.manager.partitions_for(topic)  # an unknown topic fails before Spark starts
+        cl.partitions_for(topic)  # an unknown topic fails before Spark starts
         session = spark_session(master)
         try:
             advice = run(session, cl, topic, sample_bytes, min_compress_mbps, progress=click.echo)

@@ -21,6 +21,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
+from ..api import PartitionInfo, TopicDescription
 from ..errors import (
     CompactLogError,
     InvalidConfigError,
@@ -31,7 +32,6 @@ from ..errors import (
 from ..producer import DEFAULT_BATCH_BYTES
 from ..records.batch import Record
 from ..storage.log_config import DescribeRow
-from ..storage.manager import PartitionInfo, TopicDescription
 
 log = logging.getLogger("compactlog.wire")
 

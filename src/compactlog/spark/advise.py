@@ -24,7 +24,7 @@ def advise(spark, cl, topic: str, sample_bytes: int = 16 << 20, min_compress_mbp
     if not places:
         progress(f"{topic}: no records to sample")
         return None
-    path = str(cl.manager.dir)
+    path = str(cl.data_dir)
     progress(f"{topic}: measuring {len(trials)} codec/level trials on a sample of up to "
              f"{sample_bytes / 2**20:.0f} MiB from {len(places)} place(s), on {spark.sparkContext.master}")
 

@@ -7,9 +7,8 @@ import re
 from dataclasses import dataclass
 from typing import Mapping
 
-from ..reading import COMPACTED, LIVE, earliest_offset
+from ..reading import COMPACTED, LIVE, earliest_offset, topic_metadata
 from ..errors import InvalidConfigError, UnknownTopicOrPartitionError
-from ..storage.topics import read_topics
 
 EARLIEST, LATEST = -2, -1  # Spark's Kafka source uses these in per-partition offset JSON
 
@@ -59,7 +58,7 @@ class SourceOptions:
         path = opts.get("path")
         if not path:
             raise OptionError('option "path" (the data directory) is required')
-        topics = read_topics(path)
+        topics = topic_metadata(path)
         if "subscribe" in opts:
             wanted = [t.strip() for t in opts["subscribe"].split(",") if t.strip()]
             missing = [t for t in wanted if t not in topics]

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from ..recompression import SegmentResult, SegmentTask, recompress, rewrite_segment
-from ..storage.staging import JobStaging
+from ..recompression import JobStaging, SegmentResult, SegmentTask, recompress, rewrite_segment
 from .progress import spark_progress
 
 

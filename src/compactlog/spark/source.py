@@ -3,7 +3,7 @@
 Reads never take the data directory's lock: each task opens its partition read-only, so Spark can read
 while a compactlog process writes and cleans. Appends are staged by the tasks (batches built and
 compressed on the executors) and appended by the driver at commit, in task order, through the normal
-validated append path; an aborted job leaves nothing behind (see :mod:`.staging`).
+validated append path (``compactlog.staged_appends``); an aborted job leaves nothing behind.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from pyspark.sql.datasource import (
 from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 from pyspark.sql.types import StructType
 
-from ..storage.snapshot import PartitionSnapshot
+from ..reading import open_snapshot
 from .arrow import HEADERS_DDL, KAFKA_SCHEMA_DDL, read_partition
 from .options import SourceOptions
 
@@ -56,7 +56,7 @@ def plan_ranges(opts: SourceOptions, ends: dict[tuple[str, int], int] | None = N
     out = []
     for topic in opts.topics:
         for p in range(opts.partitions[topic]):
-            with PartitionSnapshot.open(opts.path, topic, p) as snap:
+            with open_snapshot(opts.path, topic, p) as snap:
                 lo, hi = snap.log_start_offset, snap.log_end_offset
                 start = starts[(topic, p)] if starts else opts.start_for(topic, p, lo, hi)
                 end = ends[(topic, p)] if ends else opts.end_for(topic, p, lo, hi)
@@ -104,7 +104,7 @@ class CompactLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         out = {}
         for t in self.opts.topics:
             for p in range(self.opts.partitions[t]):
-                with PartitionSnapshot.open(self.opts.path, t, p) as snap:
+                with open_snapshot(self.opts.path, t, p) as snap:
                     out[(t, p)] = snap.log_end_offset
         return out
 
@@ -112,7 +112,7 @@ class CompactLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         out: dict[str, dict[str, int]] = {}
         for t in self.opts.topics:
             for p in range(self.opts.partitions[t]):
-                with PartitionSnapshot.open(self.opts.path, t, p) as snap:
+                with open_snapshot(self.opts.path, t, p) as snap:
                     out.setdefault(t, {})[str(p)] = self.opts.start_for(t, p, snap.log_start_offset, snap.log_end_offset)
         return out
 

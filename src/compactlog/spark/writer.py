@@ -4,21 +4,17 @@ A task routes its rows and cuts them into batches of up to ``kafka.batch.size`` 
 the producer plan the API uses (:mod:`compactlog.producer`: murmur2 or sticky partitions, the topic's
 ``compression.type`` or none when it is ``producer``, no batch beyond ``max.message.bytes`` or
 ``segment.bytes``), validates each against the topic's rules (so a bad row fails its task, on the
-executors, in parallel) and stages them in the job's staging directory (:mod:`.staging`) with the
-fingerprint of the config it validated under. At commit the driver opens the data directory and checks
-every staged batch before appending any (a batch validated under the current config passes on its
-fingerprint; others are validated again), so nothing is written unless everything can be; then it
-appends them in task order and removes the staging directory. Both passes read the staging files one
-entry at a time, so the driver's memory does not grow with the size of the job.
+executors, in parallel) and stages them in the job's staging directory with the fingerprint of the
+config it validated under. At commit the driver opens the data directory and checks every staged batch
+before appending any, so nothing is written unless everything can be; then it appends them in task
+order and removes the staging directory. Staging and the commit are ``compactlog.staged_appends``'s;
+this module turns a DataFrame's rows into batches.
 """
 
 from __future__ import annotations
 
-import os
-import struct
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Iterator
 
 import numpy as np
@@ -27,15 +23,14 @@ import pyarrow.compute as pc
 
 from ..errors import InvalidRequestError, UnknownTopicOrPartitionError
 from ..producer import DEFAULT_BATCH_BYTES, BuiltInPartitioner, ProducerPlan, header_bytes, record_sizes
-from ..records.batch import LOG_OVERHEAD, build_batch
+from ..reading import topic_metadata
+from ..records.batch import build_batch
+from ..staged_appends import INT32 as _PART  # noqa: F401 - the staging entries' int32 (tests stage by hand)
+from ..staged_appends import BatchStager, begin
+from ..staged_appends import append_staged as append_staged_batches
 from ..storage.log_config import LogConfig
-from ..storage.staging import JobStaging
-from ..storage.topics import read_topics
-from ..storage.validator import LONG_MAX, validate_and_assign_offsets
 
 BATCH_BYTES = DEFAULT_BATCH_BYTES
-FINGERPRINT_BYTES = 8  # LogConfig.fingerprint of the config a task validated a batch under
-_PART = struct.Struct(">i")
 
 
 @dataclass(frozen=True)
@@ -45,7 +40,7 @@ class WriteOptions:
 
     path: str
     topic: str | None
-    staging: JobStaging
+    staging: object  # the job's staging directory (compactlog.staged_appends.begin)
     batch_bytes: int = BATCH_BYTES  # the producer's batch.size, named kafka.batch.size as in Spark's Kafka sink
 
     @classmethod
@@ -58,7 +53,7 @@ class WriteOptions:
         size = opts.get("kafka.batch.size", str(BATCH_BYTES))
         if not size.isdigit():
             raise InvalidRequestError(f'option "kafka.batch.size" must be a number of bytes, 0 or more, not {size!r}')
-        return cls(opts["path"], opts.get("topic"), JobStaging.begin(opts["path"], locked=False), int(size))
+        return cls(opts["path"], opts.get("topic"), begin(opts["path"]), int(size))
 
 
 def _column(batch: pa.RecordBatch, name: str):
@@ -190,11 +185,9 @@ def stage_batches(opts: WriteOptions, iterator: Iterator[pa.RecordBatch]) -> lis
     Rows are routed and cut with Arrow and numpy; Python touches each batch, not each row. Within a
     partition rows keep their DataFrame order.
     """
-    topics = read_topics(opts.path)
+    topics = topic_metadata(opts.path)
     plans: dict[str, ProducerPlan] = {}  # built once per task, not per Arrow batch
-    out_path = None
-    out = None
-    try:
+    with BatchStager(opts.staging) as stager:  # a failed task removes what it staged
         for rb in iterator:
             if rb.num_rows == 0:
                 continue
@@ -205,7 +198,6 @@ def stage_batches(opts: WriteOptions, iterator: Iterator[pa.RecordBatch]) -> lis
                     plans[topic] = _plan_for(topic, topics.get(topic), opts.path, opts.batch_bytes)
                 plan = plans[topic]
                 parts = _partitions(plan, rows, picked)
-                lead = _PART.pack(len(topic.encode())) + topic.encode()
                 order = np.argsort(parts, kind="stable")
                 for group in np.split(order, np.flatnonzero(np.diff(parts[order])) + 1):
                     p = int(parts[group[0]])
@@ -219,21 +211,8 @@ def stage_batches(opts: WriteOptions, iterator: Iterator[pa.RecordBatch]) -> lis
                                            codec=plan.codec, level=plan.level)
 
                     for data in plan.batches(p, rows.sizes[idx], build):
-                        validate_and_assign_offsets(data, 0, plan.config, now_ms, f"{topic}-{p}")  # fail fast
-                        if out is None:
-                            out_path = opts.staging.new_file(".batches")
-                            out = open(out_path, "r+b")
-                        out.write(lead + _PART.pack(p) + plan.config.fingerprint() + data)
-    except BaseException:
-        if out is not None:  # a failed task sends no commit message, so nobody else would remove it
-            out.close()
-            out = None
-            Path(out_path).unlink(missing_ok=True)
-        raise
-    finally:
-        if out is not None:
-            out.close()
-    return [str(out_path)] if out_path else []
+                        stager.stage(topic, p, plan.config, data, now_ms)
+    return stager.files()
 
 
 def _by_topic(col, fixed: str | None, n: int) -> Iterator[tuple[str, np.ndarray]]:
@@ -249,72 +228,7 @@ def _by_topic(col, fixed: str | None, n: int) -> Iterator[tuple[str, np.ndarray]
         yield topic, np.flatnonzero(pc.equal(col, topic).to_numpy(zero_copy_only=False))
 
 
-@dataclass(frozen=True)
-class _Staged:
-    """One staged batch: where it goes, the config it was validated under, where its bytes are."""
-
-    topic: str
-    partition: int
-    fingerprint: bytes
-    position: int
-    size: int
-
-
-def _staged(path: str) -> Iterator[_Staged]:
-    """The entries of one staging file, headers only (bodies are read with :func:`_body` when needed):
-    a write job's staged data can be far larger than the driver's memory."""
-    total = os.path.getsize(path)
-    with open(path, "rb") as f:
-        while head := f.read(4):
-            (nlen,) = _PART.unpack(head)
-            topic = f.read(nlen).decode()
-            rest = f.read(4 + FINGERPRINT_BYTES + LOG_OVERHEAD)
-            if len(rest) < 4 + FINGERPRINT_BYTES + LOG_OVERHEAD:
-                raise InvalidRequestError(f"staging file {path} ends inside an entry")
-            (p,) = _PART.unpack_from(rest, 0)
-            (length,) = struct.unpack_from(">i", rest, 4 + FINGERPRINT_BYTES + 8)
-            position = f.tell() - LOG_OVERHEAD
-            if length < 0 or position + LOG_OVERHEAD + length > total:
-                raise InvalidRequestError(f"staging file {path} ends inside an entry")
-            yield _Staged(topic, p, rest[4 : 4 + FINGERPRINT_BYTES], position, LOG_OVERHEAD + length)
-            f.seek(position + LOG_OVERHEAD + length)
-
-
-def _body(fd: int, entry: _Staged) -> bytes:
-    return os.pread(fd, entry.size, entry.position)
-
-
 def append_staged(opts: WriteOptions, paths: list[str]) -> int:
-    """Check every staged batch, then append them in order; returns records appended.
-
-    Tasks validated their batches (in parallel); a batch validated under the topic's current config
-    needs no second look before appending, unless the config bounds how old a timestamp may be
-    (``message.timestamp.before.max.ms``), a check that time passing can turn. Others are validated
-    here again before anything is appended; the append validates each batch once more, as every
-    append does."""
-    import compactlog
-
-    try:
-        with compactlog.open(opts.path) as cl:
-            for path in paths:  # check everything before writing anything
-                fd = os.open(path, os.O_RDONLY)
-                try:
-                    for e in _staged(path):
-                        lg = cl.log(e.topic, e.partition)
-                        if e.fingerprint != lg.config.fingerprint() or lg.config.message_timestamp_before_max_ms < LONG_MAX:
-                            validate_and_assign_offsets(_body(fd, e), lg.log_end_offset, lg.config,
-                                                        cl.time.milliseconds(), lg.name)
-                finally:
-                    os.close(fd)
-            appended = 0
-            for path in paths:
-                fd = os.open(path, os.O_RDONLY)
-                try:
-                    for e in _staged(path):
-                        appended += cl.append_batch(e.topic, e.partition, _body(fd, e)).record_count
-                finally:
-                    os.close(fd)
-            return appended
-    finally:
-        for p in paths:
-            Path(p).unlink(missing_ok=True)
+    """Check every staged batch, then append them in task order; returns records appended (see
+    ``compactlog.staged_appends.append_staged``)."""
+    return append_staged_batches(opts.path, paths)

@@ -1,0 +1,152 @@
+"""Staged appends: batches built and checked by tasks in other processes, appended by the holder of
+the data directory all or none.
+
+A write job (the Spark data source's ``df.write``) builds and compresses its batches in tasks that do
+not hold the data directory. Each task validates every batch against its topic's rules (so a bad row
+fails its task, in parallel) and stages it with the fingerprint of the config it validated under, in a
+file of its own in the job's staging directory (``storage.staging``; :func:`begin` makes it). One entry::
+
+    topic length  int32
+    topic         UTF-8 bytes
+    partition     int32
+    fingerprint   8 bytes (LogConfig.fingerprint)
+    batch         a v2 record batch as stored (offsets assigned at the append)
+
+At commit, :func:`append_staged` (the holder's side) checks every staged batch before appending any (a
+batch validated under the topic's current config passes on its fingerprint; others are validated
+again), so nothing is written unless everything can be; then it appends them in order through the
+normal validated append, and removes the files. Both passes read the files one entry at a time, so
+memory does not grow with the size of the job.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+from .errors import InvalidRequestError
+from .records.batch import LOG_OVERHEAD
+from .storage.log_config import LogConfig
+from .storage.staging import JobStaging
+from .storage.validator import LONG_MAX, validate_and_assign_offsets
+
+FINGERPRINT_BYTES = 8  # LogConfig.fingerprint of the config a task validated a batch under
+INT32 = struct.Struct(">i")
+STAGED_SUFFIX = ".batches"
+
+
+def begin(data_dir: str | os.PathLike[str]) -> JobStaging:
+    """The holder's side, before the job: the job's staging directory (a missing data directory is
+    named, not made). Unlocked: a data source's driver side runs in short-lived workers (see
+    ``JobStaging.begin``)."""
+    return JobStaging.begin(data_dir, locked=False)
+
+
+class BatchStager:
+    """Task side: validates batches and stages them in one file of its own in the job's directory,
+    created with the first batch. Use as a context manager: a task that fails removes its file (it
+    sends no commit message, so nobody else would)."""
+
+    def __init__(self, staging: JobStaging) -> None:
+        self.staging = staging
+        self.path: Path | None = None
+        self._out = None
+
+    def stage(self, topic: str, partition: int, config: LogConfig, batch: bytes, now_ms: int) -> None:
+        """Check ``batch`` as the append will (raising the append's typed error), then stage it."""
+        validate_and_assign_offsets(batch, 0, config, now_ms, f"{topic}-{partition}")  # fail fast
+        if self._out is None:
+            self.path = self.staging.new_file(STAGED_SUFFIX)
+            self._out = open(self.path, "r+b")
+        name = topic.encode()
+        self._out.write(INT32.pack(len(name)) + name + INT32.pack(partition) + config.fingerprint() + batch)
+
+    def files(self) -> list[str]:
+        """The file staged into, if any: the task's commit message."""
+        return [str(self.path)] if self.path else []
+
+    def __enter__(self) -> "BatchStager":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if self._out is not None:
+            self._out.close()
+            self._out = None
+        if exc_type is not None and self.path is not None:
+            self.path.unlink(missing_ok=True)
+            self.path = None
+
+
+@dataclass(frozen=True)
+class _Staged:
+    """One staged batch: where it goes, the config it was validated under, where its bytes are."""
+
+    topic: str
+    partition: int
+    fingerprint: bytes
+    position: int
+    size: int
+
+
+def _staged(path: str) -> Iterator[_Staged]:
+    """The entries of one staging file, headers only (bodies are read with :func:`_body` when needed):
+    a write job's staged data can be far larger than the holder's memory."""
+    total = os.path.getsize(path)
+    with open(path, "rb") as f:
+        while head := f.read(4):
+            (nlen,) = INT32.unpack(head)
+            topic = f.read(nlen).decode()
+            rest = f.read(4 + FINGERPRINT_BYTES + LOG_OVERHEAD)
+            if len(rest) < 4 + FINGERPRINT_BYTES + LOG_OVERHEAD:
+                raise InvalidRequestError(f"staging file {path} ends inside an entry")
+            (p,) = INT32.unpack_from(rest, 0)
+            (length,) = struct.unpack_from(">i", rest, 4 + FINGERPRINT_BYTES + 8)
+            position = f.tell() - LOG_OVERHEAD
+            if length < 0 or position + LOG_OVERHEAD + length > total:
+                raise InvalidRequestError(f"staging file {path} ends inside an entry")
+            yield _Staged(topic, p, rest[4 : 4 + FINGERPRINT_BYTES], position, LOG_OVERHEAD + length)
+            f.seek(position + LOG_OVERHEAD + length)
+
+
+def _body(fd: int, entry: _Staged) -> bytes:
+    return os.pread(fd, entry.size, entry.position)
+
+
+def append_staged(data_dir: str | os.PathLike[str], paths: list[str]) -> int:
+    """Check every staged batch, then append them in order; returns records appended. The files are
+    removed either way.
+
+    Tasks validated their batches (in parallel); a batch validated under the topic's current config
+    needs no second look before appending, unless the config bounds how old a timestamp may be
+    (``message.timestamp.before.max.ms``), a check that time passing can turn. Others are validated
+    here again before anything is appended; the append validates each batch once more, as every
+    append does."""
+    from .api import CompactLog
+
+    try:
+        with CompactLog(data_dir) as cl:
+            for path in paths:  # check everything before writing anything
+                fd = os.open(path, os.O_RDONLY)
+                try:
+                    for e in _staged(path):
+                        part = cl.partition(e.topic, e.partition)
+                        if e.fingerprint != part.config.fingerprint() or part.config.message_timestamp_before_max_ms < LONG_MAX:
+                            validate_and_assign_offsets(_body(fd, e), part.log_end_offset, part.config,
+                                                        cl.time.milliseconds(), part.name)
+                finally:
+                    os.close(fd)
+            appended = 0
+            for path in paths:
+                fd = os.open(path, os.O_RDONLY)
+                try:
+                    for e in _staged(path):
+                        appended += cl.append_batch(e.topic, e.partition, _body(fd, e)).record_count
+                finally:
+                    os.close(fd)
+            return appended
+    finally:
+        for p in paths:
+            Path(p).unlink(missing_ok=True)
