@@ -49,12 +49,6 @@ BELOW_THE_API = ("compactlog.storage", "compactlog.cleaner", "compactlog.compact
 # not listed fails, and so does a listed one that is gone.
 ADAPTER_REACHES_BELOW_THE_API: Mapping[str, frozenset[str]] = {source: frozenset(targets) for source, targets in {
     "compactlog.cli.dumplog": ["compactlog.storage.files", "compactlog.storage.index", "compactlog.storage.segment"],
-    "compactlog.server.admin": ["compactlog.storage.topics"],
-    "compactlog.server.broker": ["compactlog.storage.files"],
-    "compactlog.server.list_offsets": ["compactlog.storage.validator"],
-    "compactlog.server.metadata": ["compactlog.storage.topics", "compactlog.storage.validator"],
-    "compactlog.server.produce": ["compactlog.storage.topics"],
-    "compactlog.server.producer_ids": ["compactlog.storage.files"],
 }.items()}
 
 

@@ -125,10 +125,20 @@ class CompactLog:
         checks and changes nothing (returns None)."""
         return self.manager.add_partitions(name, count, validate_only)
 
-    def delete_records(self, topic: str, partition: int, offset: int) -> int:
+    def delete_records(self, topic: str, partition: int, offset: int, checkpoint: bool = True) -> int:
         """Kafka's deleteRecords: records before ``offset`` (-1: the high watermark) are gone for readers;
-        returns the partition's new log start offset (its low watermark)."""
-        return self.manager.delete_records(topic, partition, offset)
+        returns the partition's new log start offset (its low watermark). ``checkpoint=False`` leaves the
+        checkpoint that makes the move survive a crash to the caller (one :meth:`checkpoint` after many)."""
+        return self.manager.delete_records(topic, partition, offset, checkpoint=checkpoint)
+
+    def checkpoint(self) -> None:
+        """Write every partition's recovery point and log start offset now (Kafka's checkpoint files)."""
+        self.manager.checkpoint()
+
+    def check_name_free(self, name: str) -> None:
+        """A legal topic name that no topic has, nor one differing only by '.' against '_'
+        (``InvalidTopicError``, ``TopicAlreadyExistsError``): CreateTopics checks it before anything else."""
+        self.manager.check_name_free(name)
 
     def delete_topic(self, name: str) -> None:
         self.manager.delete_topic(name)

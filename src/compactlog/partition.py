@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Iterator
 
 from .reading import LIVE, READ_UNCOMMITTED, read_batches, read_records
 from .records.batch import Record, RecordBatch
+from .storage.validator import LEADER_EPOCH  # noqa: F401 - the epoch every stored batch carries (one node: never a new leader)
 
 if TYPE_CHECKING:
     from .segment_summaries import SegmentSummary

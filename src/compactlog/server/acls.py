@@ -181,7 +181,7 @@ async def delete_acls(broker: Broker, req: Request, session: Session):
 
 
 def setup(broker: Broker) -> None:
-    store = AclStore(broker.cl.manager.dir)
+    store = AclStore(broker.cl.data_dir)
     broker.extras["acls"] = store
     broker.extras["authorizer"] = BrokerAuthorizer(store, broker.config)
 

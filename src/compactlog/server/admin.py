@@ -32,7 +32,7 @@ from ..errors import (
     InvalidRequestError,
     UnknownTopicOrPartitionError,
 )
-from ..storage.topics import INTERNAL_TOPICS
+from ..topics import INTERNAL_TOPICS
 from .broker import NO_THROTTLE, Broker, Session, error_code
 from .entities import make, response, schema
 from .protocol import Request
@@ -120,7 +120,7 @@ def create_one(broker: Broker, t, validate_only: bool) -> None:
     """Check one CreatableTopic in Kafka's order (name and existence first) and create it unless
     ``validate_only``."""
     cl = broker.cl
-    cl.manager.check_name_free(t.name)
+    cl.check_name_free(t.name)
     if t.assignments:
         if t.num_partitions != DEFAULT or t.replication_factor != DEFAULT:
             raise InvalidRequestError(
@@ -212,7 +212,7 @@ async def delete_topics(broker: Broker, req: Request, session: Session):
 
 def grow_one(broker: Broker, t, validate_only: bool) -> None:
     cl = broker.cl
-    have = cl.manager.partitions_for(t.name)  # UNKNOWN_TOPIC_OR_PARTITION first, as Kafka answers
+    have = cl.partitions_for(t.name)  # UNKNOWN_TOPIC_OR_PARTITION first, as Kafka answers
     if t.assignments is not None:
         if len(t.assignments) != t.count - have:
             raise InvalidReplicaAssignmentError(
@@ -241,7 +241,7 @@ async def create_partitions(broker: Broker, req: Request, session: Session):
 
 def _delete_records(broker: Broker, topics, denied: set[str]) -> list[list[tuple[int, int, int]]]:
     """Per topic, per partition: (partition, error code, low watermark). One checkpoint for them all."""
-    manager = broker.cl.manager
+    cl = broker.cl
     out = []
     moved = False
     for t in topics:
@@ -251,9 +251,9 @@ def _delete_records(broker: Broker, topics, denied: set[str]) -> list[list[tuple
                 rows.append((p.partition_index, TOPIC_AUTHORIZATION_FAILED, -1))
                 continue
             try:
-                if (t.name, p.partition_index) not in manager.logs:
+                if cl.find_partition(t.name, p.partition_index) is None:
                     raise UnknownTopicOrPartitionError(f"{t.name}-{p.partition_index} does not exist")
-                low = manager.delete_records(t.name, p.partition_index, p.offset, checkpoint=False)
+                low = cl.delete_records(t.name, p.partition_index, p.offset, checkpoint=False)
                 rows.append((p.partition_index, 0, low))
                 moved = True
             except CompactLogError as exc:
@@ -261,7 +261,7 @@ def _delete_records(broker: Broker, topics, denied: set[str]) -> list[list[tuple
         out.append(rows)
     if moved:
         try:
-            manager.checkpoint()
+            cl.checkpoint()
         except CompactLogError as exc:  # the moves stand in memory; the next checkpoint that works keeps them
             log.warning("DeleteRecords: the log start offsets could not be checkpointed: %s", exc)
     return out

@@ -22,9 +22,8 @@ from typing import Any, Awaitable, Callable
 
 from kio.schema.errors import ErrorCode
 
-from .. import api
+from .. import api, broker_files
 from ..errors import CompactLogError, KafkaStorageError
-from ..storage import files
 from ..storage.configdef import parse_properties
 from .protocol import ProtocolError, Request
 from .server_config import ServerConfig
@@ -100,17 +99,16 @@ class Broker:
     def _cluster_id(self) -> str:
         """A stable cluster id kept beside the data in ``meta.properties``, as Kafka keeps it. Made when
         the file is missing; a file without one is refused rather than overwritten (Kafka will not start)."""
-        path = self.cl.manager.dir / files.META_PROPERTIES
-        try:
-            text = path.read_text(encoding="latin-1")
-        except FileNotFoundError:
+        data_dir = self.cl.data_dir
+        text = broker_files.read_text(data_dir, broker_files.META_PROPERTIES, encoding="latin-1")
+        if text is None:
             cid = uuid.uuid4().hex[:22]
-            files.atomic_write(path, f"#compactlog\nversion=1\ncluster.id={cid}\nnode.id={self.node_id}\n")
+            broker_files.write_text(data_dir, broker_files.META_PROPERTIES,
+                                    f"#compactlog\nversion=1\ncluster.id={cid}\nnode.id={self.node_id}\n")
             return cid
-        except OSError as exc:
-            raise KafkaStorageError(f"cannot read {path}: {exc.strerror or exc}") from None
         cid = parse_properties(text).get("cluster.id", "").strip()
         if not cid:
+            path = broker_files.path_of(data_dir, broker_files.META_PROPERTIES)
             raise KafkaStorageError(f"{path} holds no cluster.id; restore it, or remove the file to start a new cluster id")
         return cid
 

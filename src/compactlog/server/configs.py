@@ -166,7 +166,7 @@ def _needs_value(name: str, value: str | None, what: str) -> str:
 def replace_all(broker: Broker, topic: str, configs, validate_only: bool) -> None:
     """AlterConfigs on a topic: the given configs become its whole set of overrides."""
     cl = broker.cl
-    with cl.manager.lock:
+    with cl.admin_lock:
         _no_repeats([c.name for c in configs])
         wanted = {c.name: _needs_value(c.name, c.value, "Config") for c in configs}
         current = cl.describe_topic(topic).config.overrides
@@ -179,7 +179,7 @@ def apply_operations(broker: Broker, topic: str, ops, validate_only: bool) -> No
     yet in the list and SUBTRACT removes the items given, both from the value in effect (its default
     when not overridden)."""
     cl = broker.cl
-    with cl.manager.lock:
+    with cl.admin_lock:
         _no_repeats([o.name for o in ops])
         config = cl.describe_topic(topic).config
         changes: dict[str, str] = {}

@@ -47,7 +47,7 @@ def _string(s: str) -> bytes:
 class FileRegion:
     """A range of a segment file sent as it is (sendfile: the bytes never pass through this process).
 
-    It holds a descriptor of its own (``LogSegment.duplicate_handle``), so the range stays readable when
+    It holds a descriptor of its own (``StoredRange.open_handle``), so the range stays readable when
     the cleaner swaps the segment out or retention deletes it before the answer goes out.
     """
 
@@ -87,7 +87,7 @@ def read_partitions(broker: Broker, body, version: int, zero_copy: bool = False)
     With ``zero_copy`` a range of at least ZERO_COPY_BYTES comes back as a FileRegion to send with
     sendfile; smaller ones are read (a copy costs less than a descriptor and the calls around it).
     """
-    manager = broker.cl.manager
+    find = broker.cl.find_partition
     budget = min(body.max_bytes, broker.config.get("fetch.max.bytes"))
     total = 0
     error = False
@@ -100,14 +100,14 @@ def read_partitions(broker: Broker, body, version: int, zero_copy: bool = False)
         for t in body.topics:
             rows = []
             for p in t.partitions:
-                lg = manager.logs.get((t.topic, p.partition))
-                if lg is None:
+                part = find(t.topic, p.partition)
+                if part is None:
                     rows.append((p.partition, 3, -1, -1, b""))
                     error = True
                     continue
                 problem = epoch_problem(getattr(p, "current_leader_epoch", -1))
                 if problem:
-                    rows.append((p.partition, problem, lg.high_watermark, lg.log_start_offset, b""))
+                    rows.append((p.partition, problem, part.high_watermark, part.log_start_offset, b""))
                     error = True
                     continue
                 limit = min(p.partition_max_bytes, budget - total)
@@ -115,22 +115,21 @@ def read_partitions(broker: Broker, body, version: int, zero_copy: bool = False)
                 if (t.topic, p.partition) not in seen and (limit > 0 or first):  # a repeat is read once
                     seen.add((t.topic, p.partition))
                     try:
-                        found = lg.locate(p.fetch_offset, max(limit, 0), min_one_message=first)
+                        found = part.locate(p.fetch_offset, max(limit, 0), min_one_message=first)
                     except CompactLogError as exc:
-                        rows.append((p.partition, exc.code, lg.high_watermark, lg.log_start_offset, b""))
+                        rows.append((p.partition, exc.code, part.high_watermark, part.log_start_offset, b""))
                         error = True
                         continue
-                    if found is not None and found[2] > 0:
-                        seg, position, size = found
-                        if zero_copy and size >= ZERO_COPY_BYTES and regions < MAX_REGIONS:
-                            data = FileRegion(seg.duplicate_handle(), position, size)
+                    if found is not None and found.size > 0:
+                        if zero_copy and found.size >= ZERO_COPY_BYTES and regions < MAX_REGIONS:
+                            data = FileRegion(found.open_handle(), found.position, found.size)
                             regions += 1
                         else:
-                            data = seg.read_bytes(position, size)
+                            data = found.read()
                 if data:
                     first = False
                     total += len(data)
-                rows.append((p.partition, 0, lg.high_watermark, lg.log_start_offset, data))
+                rows.append((p.partition, 0, part.high_watermark, part.log_start_offset, data))
             out.append((t.topic, rows))
     except BaseException:
         release(out + [("", rows)])

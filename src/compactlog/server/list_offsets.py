@@ -9,8 +9,8 @@ epoch 0 (``metadata.py``), so OffsetForLeaderEpoch answers epoch 0 ending at the
 from __future__ import annotations
 
 from ..errors import CompactLogError
+from ..partition import LEADER_EPOCH
 from .broker import NO_THROTTLE, Broker, Session, error_code
-from ..storage.validator import LEADER_EPOCH
 from .entities import make, response, schema
 from .metadata import epoch_problem
 from .protocol import Request
@@ -19,27 +19,27 @@ EARLIEST, LATEST = -2, -1
 
 
 def _lookup(broker: Broker, topics) -> list[list[tuple]]:
-    manager = broker.cl.manager
+    find = broker.cl.find_partition
     out = []
     for t in topics:
         rows = []
         for p in t.partitions:
-            lg = manager.logs.get((t.name, p.partition_index))
-            if lg is None:
+            part = find(t.name, p.partition_index)
+            if part is None:
                 rows.append((p.partition_index, 3, -1, -1))
                 continue
             problem = epoch_problem(getattr(p, "current_leader_epoch", -1))
             if problem:
                 rows.append((p.partition_index, problem, -1, -1))
             elif p.timestamp == EARLIEST:
-                rows.append((p.partition_index, 0, -1, lg.log_start_offset))
+                rows.append((p.partition_index, 0, -1, part.log_start_offset))
             elif p.timestamp == LATEST:
-                rows.append((p.partition_index, 0, -1, lg.high_watermark))
+                rows.append((p.partition_index, 0, -1, part.high_watermark))
             elif p.timestamp < 0:
                 rows.append((p.partition_index, 42, -1, -1))  # -3 and below need versions we do not serve
             else:
                 try:
-                    found = lg.offset_for_timestamp(p.timestamp)
+                    found = part.offset_for_timestamp(p.timestamp)
                 except CompactLogError as exc:
                     rows.append((p.partition_index, exc.code, -1, -1))
                     continue
@@ -65,14 +65,14 @@ async def list_offsets(broker: Broker, req: Request, session: Session):
 
 async def offset_for_leader_epoch(broker: Broker, req: Request, session: Session):
     s = schema(req)
-    manager = broker.cl.manager
+    find = broker.cl.find_partition
     topics = []
     for t in req.body.topics:
         parts = []
         described = broker.authorize(session, "DESCRIBE", "TOPIC", t.topic)
         for p in t.partitions:
-            lg = manager.logs.get((t.topic, p.partition))
-            code = 29 if not described else 3 if lg is None else epoch_problem(p.current_leader_epoch)
+            part = find(t.topic, p.partition)
+            code = 29 if not described else 3 if part is None else epoch_problem(p.current_leader_epoch)
             if code == 0 and p.leader_epoch > LEADER_EPOCH:
                 parts.append(make(s.EpochEndOffset, error_code=error_code(0), partition=p.partition,
                                   leader_epoch=-1, end_offset=-1))  # Kafka: an epoch it never had is undefined
@@ -80,7 +80,7 @@ async def offset_for_leader_epoch(broker: Broker, req: Request, session: Session
                 parts.append(make(s.EpochEndOffset, error_code=error_code(code), partition=p.partition))
             else:
                 parts.append(make(s.EpochEndOffset, error_code=error_code(0), partition=p.partition,
-                                  leader_epoch=LEADER_EPOCH, end_offset=lg.log_end_offset))
+                                  leader_epoch=LEADER_EPOCH, end_offset=part.log_end_offset))
         topics.append(make(s.OffsetForLeaderTopicResult, topic=t.topic, partitions=tuple(parts)))
     return response(req, throttle_time=NO_THROTTLE, topics=tuple(topics))
 

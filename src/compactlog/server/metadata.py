@@ -11,8 +11,8 @@ Topics are created on Metadata when the client allows it and ``auto.create.topic
 from __future__ import annotations
 
 from ..errors import CompactLogError
-from ..storage.topics import INTERNAL_TOPICS
-from ..storage.validator import LEADER_EPOCH
+from ..partition import LEADER_EPOCH
+from ..topics import INTERNAL_TOPICS
 from .broker import NO_THROTTLE, Broker, Session, error_code
 from .entities import make, response, schema
 from .protocol import Request
@@ -41,7 +41,7 @@ async def metadata(broker: Broker, req: Request, session: Session):
     body = req.body
     names: list[str]
     if body.topics is None or (req.api_version == 0 and not body.topics):
-        names = [n for n in sorted(broker.cl.manager.topics) if broker.authorize(session, "DESCRIBE", "TOPIC", n)]
+        names = [n for n in broker.cl.list_topics() if broker.authorize(session, "DESCRIBE", "TOPIC", n)]
         auto = False  # (topics the client may not describe are left out, as Kafka does)
     else:
         names = [t.name for t in body.topics]
@@ -52,7 +52,7 @@ async def metadata(broker: Broker, req: Request, session: Session):
         parts = ()
         if not broker.authorize(session, "DESCRIBE", "TOPIC", name):
             code = error_code(29)  # TOPIC_AUTHORIZATION_FAILED, whether it exists or not
-        elif not name in broker.cl.manager.topics:
+        elif not broker.cl.has_topic(name):
             code = error_code(3)
             if auto and not (broker.authorize(session, "CREATE", "CLUSTER")
                              or broker.authorize(session, "CREATE", "TOPIC", name)):
@@ -62,14 +62,14 @@ async def metadata(broker: Broker, req: Request, session: Session):
                     await broker.blocking(broker.cl.create_topic, name)
                     code = error_code(0)
                 except CompactLogError as exc:
-                    if not name in broker.cl.manager.topics:  # else another request created it meanwhile
+                    if not broker.cl.has_topic(name):  # else another request created it meanwhile
                         code = error_code(exc)
         if code == 0:
             parts = tuple(
                 make(s.MetadataResponsePartition, error_code=error_code(0), partition_index=p, leader_id=broker.node_id,
                      leader_epoch=LEADER_EPOCH, replica_nodes=(broker.node_id,), isr_nodes=(broker.node_id,),
                      offline_replicas=())
-                for p in range(broker.cl.manager.partitions_for(name))
+                for p in range(broker.cl.partitions_for(name))
             )
         topics.append(make(s.MetadataResponseTopic, error_code=code, name=name, is_internal=name in INTERNAL_TOPICS,
                            partitions=parts, topic_authorized_operations=NOT_COMPUTED))

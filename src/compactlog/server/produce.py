@@ -33,7 +33,7 @@ from ..records.batch import (
     producer_id_at,
 )
 from ..records.codecs import Codec
-from ..storage.topics import INTERNAL_TOPICS
+from ..topics import INTERNAL_TOPICS
 from .broker import NO_THROTTLE, Broker, Session, error_code
 from .entities import make, response, schema
 from .protocol import ProtocolError, Request
@@ -66,7 +66,7 @@ def cheap(broker: Broker, topics, size: int) -> bool:
     partition after a start reads the log's tail to rebuild producer state: not on the loop either."""
     if size > INLINE_BYTES:
         return False
-    logs = broker.cl.manager.logs
+    find = broker.cl.find_partition
     for t in topics:
         for p in t.partition_data:
             r = p.records
@@ -74,8 +74,8 @@ def cheap(broker: Broker, topics, size: int) -> bool:
                 continue
             if r[ATTRIBUTES_LOW_BYTE] & COMPRESSION_MASK:
                 return False
-            lg = logs.get((t.name, p.index))
-            if lg is not None and not lg.producer_state.loaded and producer_id_at(r) >= 0:
+            part = find(t.name, p.index)
+            if part is not None and not part.producer_state_loaded and producer_id_at(r) >= 0:
                 return False
     return True
 
@@ -83,7 +83,7 @@ def cheap(broker: Broker, topics, size: int) -> bool:
 def _append_all(broker: Broker, topics, version: int) -> list[list[tuple]]:
     """(partition, error, base offset, log append time, log start offset, message) per partition."""
     out = []
-    manager = broker.cl.manager
+    cl = broker.cl
     for t in topics:
         rows = []
         for p in t.partition_data:
@@ -95,9 +95,9 @@ def _append_all(broker: Broker, topics, version: int) -> list[list[tuple]]:
                 if version < 7 and len(records) > ATTRIBUTES_LOW_BYTE and records[ATTRIBUTES_LOW_BYTE] & COMPRESSION_MASK == Codec.ZSTD:
                     rows.append((p.index, 76, -1, -1, -1, "zstd batches need Produce v7 or later"))
                     continue
-                lg = manager.get_log(t.name, p.index)
-                v = lg.append(records)
-                rows.append((p.index, 0, v.first_offset, v.log_append_time, lg.log_start_offset, None))
+                part = cl.partition(t.name, p.index)
+                v = part.append(records)
+                rows.append((p.index, 0, v.first_offset, v.log_append_time, part.log_start_offset, None))
             except CompactLogError as exc:
                 rows.append((p.index, exc.code, -1, -1, -1, str(exc)))
         out.append(rows)

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import threading
 
+from .. import broker_files
 from ..errors import KafkaStorageError
-from ..storage import files
 from .acls import may_write_idempotently
 from .broker import NO_THROTTLE, Broker, Session, error_code
 from .entities import response
@@ -22,14 +22,11 @@ BLOCK = 1000
 
 class ProducerIdManager:
     def __init__(self, data_dir) -> None:
-        self.path = data_dir / files.PRODUCER_ID_BLOCK
+        self.data_dir = data_dir
+        self.path = broker_files.path_of(data_dir, broker_files.PRODUCER_ID_BLOCK)
         self.lock = threading.Lock()
-        try:
-            text = self.path.read_text().strip()
-        except FileNotFoundError:
-            text = "0"
-        except OSError as exc:
-            raise KafkaStorageError(f"cannot read {self.path}: {exc.strerror or exc}") from None
+        text = broker_files.read_text(data_dir, broker_files.PRODUCER_ID_BLOCK)
+        text = "0" if text is None else text.strip()
         if not text.isdigit():  # starting again from 0 would hand out ids in use: a retry would be dropped
             raise KafkaStorageError(f"{self.path} does not hold a producer id ({text[:40]!r}); write the highest "
                                     f"producer id ever handed out plus one into it")
@@ -40,7 +37,7 @@ class ProducerIdManager:
         with self.lock:
             if self.next >= self.end:
                 self.end = self.next + BLOCK
-                files.atomic_write(self.path, f"{self.end}\n")
+                broker_files.write_text(self.data_dir, broker_files.PRODUCER_ID_BLOCK, f"{self.end}\n")
             pid = self.next
             self.next += 1
             return pid
@@ -53,7 +50,7 @@ async def init_producer_id(broker: Broker, req: Request, session: Session):
         return response(req, throttle_time=NO_THROTTLE, error_code=error_code(31), producer_id=-1, producer_epoch=-1)
     ids = broker.extras.get("producer_ids")
     if ids is None:
-        ids = broker.extras["producer_ids"] = ProducerIdManager(broker.cl.manager.dir)
+        ids = broker.extras["producer_ids"] = ProducerIdManager(broker.cl.data_dir)
     pid = await broker.blocking(ids.allocate)
     return response(req, throttle_time=NO_THROTTLE, error_code=error_code(0), producer_id=pid, producer_epoch=0)
 

@@ -149,7 +149,7 @@ async def raw_token(broker: Broker, token: bytes, session: Session) -> bytes | N
 
 
 def setup(broker: Broker) -> None:
-    broker.extras["credentials"] = CredentialStore(broker.cl.manager.dir)
+    broker.extras["credentials"] = CredentialStore(broker.cl.data_dir)
     broker.check_before_login = check_request
 
 

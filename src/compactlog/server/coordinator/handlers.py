@@ -51,7 +51,7 @@ def _ms(value: datetime.timedelta) -> int:
 
 
 def _exists(broker: Broker, topic: str, partition: int) -> bool:
-    return (topic, partition) in broker.cl.manager.logs
+    return broker.cl.find_partition(topic, partition) is not None
 
 
 def _may(broker: Broker, session: Session, operation: str, group_id: str) -> bool:

@@ -8,8 +8,8 @@ Kafka's default (``offsets.topic.compression.codec=none``): they are small and f
 that runs in the background of ``serve`` compacts it like any other topic, so only the latest record of
 each key (and tombstones, for ``delete.retention.ms``) survive.
 
-Every write is one batch (atomic: all the offsets of one commit, or none) appended through the storage
-layer's ``Log.append`` in a worker thread. Appends to one partition are serialised, and the coordinator's
+Every write is one batch (atomic: all the offsets of one commit, or none) appended through the embedded
+API's ``Partition.append`` in a worker thread. Appends to one partition are serialised, and the coordinator's
 in-memory view is updated (``apply``) under the same lock right after the append returns, so the memory
 and the log see the writes in the same order. Only then is the client answered: a commit is
 acknowledged once it is in the log (one node: Kafka's acks=all).
@@ -23,7 +23,8 @@ import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from ...errors import CompactLogError, TopicAlreadyExistsError
+from ...errors import CompactLogError, TopicAlreadyExistsError, UnknownTopicOrPartitionError
+from ...partition import Partition
 from ...records.batch import build_batch
 from ..server_config import ServerConfig
 from .codes import (
@@ -66,7 +67,7 @@ class LoadedGroup:
 
 class GroupMetadataManager:
     def __init__(self, cl, config: ServerConfig, on_append: Callable[[], None] = lambda: None) -> None:
-        self.cl = cl  # the broker's CompactLog: its LogManager holds the topic
+        self.cl = cl  # the broker's CompactLog: it holds the topic
         self.config = config
         self.on_append = on_append  # wakes parked fetches (someone may read the topic)
         self._locks: dict[int, asyncio.Lock] = {}
@@ -76,9 +77,8 @@ class GroupMetadataManager:
     def partitions(self) -> int:
         """The topic's partition count once it exists (it wins over a changed config, as in Kafka, since
         moving groups between partitions would lose them), else ``offsets.topic.num.partitions``."""
-        manager = self.cl.manager
-        if TOPIC in manager.topics:
-            return manager.partitions_for(TOPIC)
+        if self.cl.has_topic(TOPIC):
+            return self.cl.partitions_for(TOPIC)
         return self.config.get("offsets.topic.num.partitions")
 
     def partition_for(self, group_id: str) -> int:
@@ -86,9 +86,14 @@ class GroupMetadataManager:
 
     def has_topic(self) -> bool:
         """The topic exists with every partition (its creation registers it before making them)."""
-        manager = self.cl.manager
-        meta = manager.topics.get(TOPIC)
-        return meta is not None and all((TOPIC, p) in manager.logs for p in range(meta["partitions"]))
+        cl = self.cl
+        if not cl.has_topic(TOPIC):
+            return False
+        try:
+            count = cl.partitions_for(TOPIC)
+        except UnknownTopicOrPartitionError:  # deleted meanwhile
+            return False
+        return all(cl.find_partition(TOPIC, p) is not None for p in range(count))
 
     def ensure_topic(self) -> None:
         """Create the topic unless it exists (blocking). Kafka creates it at the first FindCoordinator;
@@ -97,20 +102,19 @@ class GroupMetadataManager:
         if self.has_topic():
             return
         with self._creating:
-            if TOPIC not in self.cl.manager.topics:
+            if not self.cl.has_topic(TOPIC):
                 self._create()
-        with self.cl.manager.lock:  # whoever else is creating it holds this until every partition exists
+        with self.cl.admin_lock:  # whoever else is creating it holds this until every partition exists
             pass
 
     def _create(self) -> None:
-        manager = self.cl.manager
         try:
             self.cl.create_topic(TOPIC, self.config.get("offsets.topic.num.partitions"), {
                 "cleanup.policy": "compact",
                 "segment.bytes": str(self.config.get("offsets.topic.segment.bytes")),
                 "compression.type": "producer",
             })
-            log.info("created %s with %d partitions", TOPIC, manager.partitions_for(TOPIC))
+            log.info("created %s with %d partitions", TOPIC, self.cl.partitions_for(TOPIC))
         except TopicAlreadyExistsError:
             pass
 
@@ -121,7 +125,7 @@ class GroupMetadataManager:
         keys = [k for k, _ in records]
         values = [v for _, v in records]
         batch = build_batch(keys, values, [now] * len(records))
-        self.cl.manager.get_log(TOPIC, partition).append(batch)
+        self.cl.partition(TOPIC, partition).append(batch)
 
     async def append(self, group_id: str, records: list[Record], apply: Callable[[], None] | None = None) -> None:
         """Append ``records`` to the group's partition as one batch, then ``apply`` (in log order).
@@ -163,12 +167,12 @@ class GroupMetadataManager:
         record that cannot be read are skipped with a warning, and a partition whose structure is
         damaged is read up to the damage: one bad byte must not make every group unreachable."""
         groups: dict[str, LoadedGroup] = {}
-        manager = self.cl.manager
-        if TOPIC not in manager.topics:
+        cl = self.cl
+        if not cl.has_topic(TOPIC):
             return groups
         records = 0
-        for p in range(manager.partitions_for(TOPIC)):
-            latest, offsets = self._latest(manager.get_log(TOPIC, p), p)
+        for p in range(cl.partitions_for(TOPIC)):
+            latest, offsets = self._latest(cl.partition(TOPIC, p), p)
             records += len(latest)
             for key, value in latest.items():  # one partition holds all of a group's records, in order
                 try:
@@ -179,13 +183,13 @@ class GroupMetadataManager:
         return {g: v for g, v in groups.items() if v.metadata is not None or v.offsets}
 
     @staticmethod
-    def _latest(lg, p: int) -> tuple[dict[bytes, bytes | None], dict[bytes, int]]:
+    def _latest(part: Partition, p: int) -> tuple[dict[bytes, bytes | None], dict[bytes, int]]:
         """The last value of each key in one partition (and its offset), as raw bytes: only what survives
         is decoded, however many commits the log still holds."""
         latest: dict[bytes, bytes | None] = {}
         offsets: dict[bytes, int] = {}
         try:
-            for batch in lg.batches(check_crcs=False):
+            for batch in part.batches(check_crcs=False):
                 if batch.is_control:
                     continue
                 if not batch.is_valid():
