@@ -15,31 +15,34 @@ What it prints follows Kafka's ``DumpLogSegments`` (4.0):
   append are, which the cleaner's writes often are), Kafka's three time-index findings, and
   ``Non-consecutive offsets in <file>`` (with deep iteration: records whose offsets leave a gap, as
   cleaning leaves them). As in Kafka, the index mismatches and the gaps are listed last found first.
+
+The files are read, and the entries checked, by ``compactlog.dump_log``; this module prints.
 """
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
-from ..errors import CompactLogError, CorruptRecordError
-from ..storage import files
+from ..dump_log import (
+    LOG,
+    TIME_INDEX,
+    DumpFindings,
+    NotASegmentFileError,
+    check_segment_file,
+    offset_index_entries,
+    open_log_file,
+    time_index_entries,
+)
+from ..errors import CompactLogError
 from .common import kafka_errors
 
 if TYPE_CHECKING:
     from ..records.batch import RecordBatch
-    from ..storage.index import OffsetIndex
-    from ..storage.segment import LogSegment
-
-# The record format, the segment and the indexes (numpy under them) are imported by the functions that
-# read files, so that listing the commands (compactlog --help) does not load them.
 
 INT_MAX = 2**31 - 1
-NO_TIMESTAMP = -1
 
 
 def increment_sequence(sequence: int, increment: int) -> int:
@@ -85,54 +88,15 @@ def record_line(batch: RecordBatch, rec, print_data: bool) -> str:
     return line
 
 
-@dataclass
-class DumpFindings:
-    """What the checks found, printed on standard error after every file, in Kafka's order and words.
-    Keys are the files' absolute paths; the pairs are (index or earlier, log or later) values."""
-
-    index_mismatches: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
-    time_mismatches: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
-    time_out_of_order: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
-    time_not_found: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
-    non_consecutive: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
-
-    @staticmethod
-    def add(found: dict[str, list[tuple[int, int]]], path: Path, pair: tuple[int, int]) -> None:
-        found.setdefault(str(path.absolute()), []).append(pair)
-
-    def lines(self) -> list[str]:
-        out = []
-        for name, pairs in self.index_mismatches.items():
-            out.append(f"Mismatches in :{name}")
-            out += [f"  Index offset: {i}, log offset: {lg}" for i, lg in reversed(pairs)]
-        for name, pairs in self.time_mismatches.items():
-            out.append(f"Found timestamp mismatch in :{name}")
-            out += [f"  Index timestamp: {i}, log timestamp: {lg}" for i, lg in pairs]
-        for name, pairs in self.time_out_of_order.items():
-            out.append(f"Found out of order timestamp in :{name}")
-            out += [f"  Index timestamp: {i}, Previously indexed timestamp: {p}" for i, p in pairs]
-        for pairs in self.time_not_found.values():
-            out.append("The following indexed offsets are not found in the log.")
-            out += [f"Indexed offset: {i}, found log offset: {lg}" for i, lg in pairs]
-        for name, pairs in self.non_consecutive.items():
-            out.append(f"Non-consecutive offsets in {name}")
-            out += [f"  {a} is followed by {b}" for a, b in reversed(pairs)]
-        return out
-
-
 def dump_log_file(path: Path, deep: bool, print_data: bool, findings: DumpFindings | None = None,
                   echo=click.echo) -> None:
     """Print one ``.log``: its batches, with ``deep`` its records, with ``print_data`` their keys and values."""
-    from ..storage.segment import LogSegment, SegmentParams
-
     findings = DumpFindings() if findings is None else findings
-    seg = LogSegment(path.parent, files.base_offset_of(path), SegmentParams(), temp_suffix=path.name.split(files.LOG_SUFFIX, 1)[1],
-                     read_only=True)
-    try:
-        echo(f"Log starting offset: {seg.base_offset}")
+    with open_log_file(path) as log_file:
+        echo(f"Log starting offset: {log_file.base_offset}")
         end = 0
         last_offset = -1
-        for position, batch in _batches(seg):
+        for position, batch in log_file.batches():
             echo(batch_line(position, batch))
             end = position + batch.size
             if deep:
@@ -144,169 +108,24 @@ def dump_log_file(path: Path, deep: bool, print_data: bool, findings: DumpFindin
                         echo(record_line(batch, rec, print_data))
                 except CompactLogError as exc:
                     echo(f"| records unreadable: {exc}")
-        if end < seg.size:
-            if end == 0:  # not one batch: this is no segment, whatever its name says
-                raise CorruptRecordError(f"no whole record batch: {_short_first_batch(seg)} "
-                                         "(not a log segment, or one torn inside its first batch)")
-            echo(f"Found {seg.size - end} invalid bytes at the end of {path.name}")
-    finally:
-        seg.close_handlers()
+        invalid = log_file.invalid_bytes_after(end)
+        if invalid:
+            echo(f"Found {invalid} invalid bytes at the end of {path.name}")
 
 
-def _not_a_segment(why: str) -> CorruptRecordError:
-    return CorruptRecordError(f"not a Kafka log segment: no record batch at position 0 ({why})")
-
-
-def _batches(seg: LogSegment):
-    """The segment's batches; a first one that cannot be a batch means the file is not a segment."""
-    from ..records.batch import MAGIC
-
-    head = seg.read_bytes(0, 17)
-    length = int.from_bytes(head[8:12], "big", signed=True) if len(head) == 17 else -1
-    whole = 49 <= length and 12 + length <= seg.size  # a batch that could be one, but for its magic
-    if whole and head[16] != MAGIC:  # before the walk, which would only call it damage
-        raise _not_a_segment(f"magic byte {head[16]}, and Kafka's record batches have {MAGIC}")
-    it = seg.batches(0)
-    try:
-        first = next(it, None)
-    except CorruptRecordError as exc:
-        raise _not_a_segment(str(exc).split(": ", 1)[-1]) from None  # (the file is named already)
-    if first is None:
-        return
-    if first[1].magic != MAGIC:
-        raise _not_a_segment(f"magic byte {first[1].magic}, and Kafka's record batches have {MAGIC}")
-    yield first
-    yield from it
-
-
-def _short_first_batch(seg: LogSegment) -> str:
-    from ..records.batch import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, batch_size_at
-
-    if seg.size < HEADER_SIZE_UP_TO_MAGIC:
-        return f"the file's {seg.size} bytes are fewer than a batch header's {HEADER_SIZE_UP_TO_MAGIC}"
-    claimed = batch_size_at(seg.read_bytes(0, LOG_OVERHEAD))
-    return f"the first claims {claimed} bytes, the file has {seg.size}"
-
-
-def _log_beside(path: Path, base: int) -> LogSegment | None:
-    """The ``.log`` an index belongs to, read-only; None when there is none (the entries are then
-    printed unchecked, where Kafka's tool fails)."""
-    from ..storage.segment import LogSegment, SegmentParams
-
-    if not files.segment_file(path.parent, base, files.LOG_SUFFIX).is_file():
-        return None
-    return LogSegment(path.parent, base, SegmentParams(), read_only=True)
-
-
-def _last_offset_at(seg: LogSegment, position: int) -> int:
-    """The last offset of the batch whose header starts at ``position``; -1 when there is none."""
-    from ..records.batch import HEADER_SIZE, MAGIC, RecordBatch
-
-    header = seg.read_bytes(position, HEADER_SIZE) if 0 <= position < seg.size else b""
-    if len(header) < HEADER_SIZE:
-        return -1
-    batch = RecordBatch(header)
-    return batch.last_offset if batch.magic == MAGIC else -1
-
-
-def dump_index_file(path: Path, findings: DumpFindings | None = None, echo=click.echo) -> None:
-    """Print one ``.index`` or ``.timeindex`` and check it against its ``.log``."""
+def dump_index_file(path: Path, findings: DumpFindings | None = None, echo=click.echo, time_index: bool = False) -> None:
+    """Print one ``.index`` (``time_index``: ``.timeindex``), each entry checked against its ``.log``."""
     findings = DumpFindings() if findings is None else findings
-    base = files.base_offset_of(path)
-    seg = _log_beside(path, base)
-    try:
-        if path.name.endswith(files.TIME_INDEX_SUFFIX):
-            _dump_time_index(path, base, seg, findings, echo)
-        else:
-            _dump_offset_index(path, base, seg, findings, echo)
-    finally:
-        if seg is not None:
-            seg.close_handlers()
-
-
-def _dump_offset_index(path: Path, base: int, seg: LogSegment | None, findings: DumpFindings, echo) -> None:
-    from ..storage.index import OffsetIndex
-
-    entries = OffsetIndex(path, base, 1 << 62, read_only=True).view()
-    if not len(entries):
-        echo(f"{path} is empty.")
+    if time_index:
+        for timestamp, offset in time_index_entries(path, findings):
+            echo(f"timestamp: {timestamp} offset: {offset}")
         return
-    for i, e in enumerate(entries):
-        offset, position = base + int(e["offset"]), int(e["position"])
-        if i > 0 and offset == base:  # the zeros of a preallocated index that was never trimmed
-            return
-        if seg is not None:
-            found = _last_offset_at(seg, position)
-            if found != offset:
-                findings.add(findings.index_mismatches, path, (offset, found))
+    empty = True
+    for offset, position in offset_index_entries(path, findings):
+        empty = False
         echo(f"offset: {offset} position: {position}")
-
-
-def _dump_time_index(path: Path, base: int, seg: LogSegment | None, findings: DumpFindings, echo) -> None:
-    from ..storage.index import TimeIndex
-
-    entries = TimeIndex(path, base, 1 << 62, read_only=True).view()
-    offsets = _offset_index_beside(path, base)
-    previous = NO_TIMESTAMP
-    for i, e in enumerate(entries):
-        timestamp, offset = int(e["timestamp"]), base + int(e["offset"])
-        if i > 0 and offset == base:
-            return
-        if seg is not None:
-            _check_time_entry(path, seg, offsets, timestamp, offset, previous, findings)
-        echo(f"timestamp: {timestamp} offset: {offset}")
-        previous = timestamp
-
-
-def _offset_index_beside(path: Path, base: int) -> OffsetIndex | None:
-    from ..storage.index import OffsetIndex
-
-    index = files.segment_file(path.parent, base, files.INDEX_SUFFIX)
-    try:
-        return OffsetIndex(index, base, 1 << 62, read_only=True) if index.is_file() else None
-    except CompactLogError:  # a torn index only loses the shortcut
-        return None
-
-
-def _check_time_entry(path: Path, seg: LogSegment, offsets: OffsetIndex | None, timestamp: int, offset: int,
-                      previous: int, findings: DumpFindings) -> None:
-    """Kafka's checks of a time-index entry: the batch holding its offset ends there, its records'
-    largest timestamp is the entry's, and entries' timestamps rise."""
-    start = offsets.lookup(offset)[1] if offsets is not None else 0
-    batch = next((b for _, b in seg.batches(start) if b.last_offset >= offset), None)
-    if batch is None:
-        findings.add(findings.time_not_found, path, (offset, -1))
-        return
-    if batch.last_offset != offset:
-        findings.add(findings.time_not_found, path, (offset, batch.last_offset))
-        return
-    largest = max((r.timestamp for r in batch.records()), default=NO_TIMESTAMP)
-    if largest != timestamp:
-        findings.add(findings.time_mismatches, path, (timestamp, largest))
-    if previous >= timestamp:
-        findings.add(findings.time_out_of_order, path, (timestamp, previous))
-
-
-def check_segment_file(path: Path) -> None:
-    """Refuse, before reading a byte, what cannot be a segment file: ``Error: <path>: why``."""
-    if not path.exists():
-        raise click.ClickException(f"{path} does not exist")
-    if path.is_dir():
-        raise click.ClickException(f"{path} is a directory; --files takes .log, .index and .timeindex files")
-    is_index = path.name.endswith((files.INDEX_SUFFIX, files.TIME_INDEX_SUFFIX))
-    if files.LOG_SUFFIX not in path.name and not is_index:
-        raise click.ClickException(f"{path.name} is not a .log, .index or .timeindex file")
-    if not re.fullmatch(r"[0-9]+", path.name.split(".", 1)[0]):
-        raise click.ClickException(f"{path}: a segment file's name starts with its base offset "
-                                   f"(as in 00000000000000000000{path.name[path.name.index('.'):]})")
-    if is_index:
-        from ..storage.index import OffsetIndex, TimeIndex
-
-        entry = (TimeIndex if path.name.endswith(files.TIME_INDEX_SUFFIX) else OffsetIndex).dtype.itemsize
-        size = path.stat().st_size
-        if size % entry:
-            raise click.ClickException(f"{path}: {size} bytes is not a whole number of {entry}-byte index entries "
-                                       "(a torn index; the log rebuilds it when the partition is opened)")
+    if empty:
+        echo(f"{path} is empty.")
 
 
 @click.command("dump-log")
@@ -331,12 +150,15 @@ def dump_log(paths, print_data_log, deep_iteration):
         for name in names:
             path = Path(name)
             click.echo(f"Dumping {path}")
-            check_segment_file(path)
             try:
-                if files.LOG_SUFFIX in path.name:
+                kind = check_segment_file(path)
+            except NotASegmentFileError as exc:
+                raise click.ClickException(str(exc)) from None
+            try:
+                if kind == LOG:
                     dump_log_file(path, deep_iteration or print_data_log, print_data_log, findings)
                 else:
-                    dump_index_file(path, findings)
+                    dump_index_file(path, findings, time_index=kind == TIME_INDEX)
             except CompactLogError as exc:
                 raise click.ClickException(f"{path}: {exc}") from None
             except OSError as exc:
