@@ -15,9 +15,10 @@ from urllib.parse import urlencode
 
 from aiohttp import web
 
-from ... import cleaning, key_lookup
+from ... import cleaning
 from ...cleaning import CompactionStatus
 from ...errors import CompactLogError, UnknownTopicOrPartitionError
+from ...key_lookup import SCAN_BYTES, Lookup, find_latest
 from .. import formats
 from ..formats import FORMATS, TEXT, Shown
 from ..handlers import console, page, require, topic_url
@@ -177,13 +178,13 @@ def read_page(cl, topic: str, q: BrowseQuery | None) -> Browse:
 
 @dataclass
 class KeyResult:
-    lookup: key_lookup.Lookup
+    lookup: Lookup
     row: Row | None
     status: CompactionStatus
 
 
 def look_up(cl, topic: str, key: bytes, fmt: str) -> KeyResult:
-    found = key_lookup.find_latest(cl, topic, key)
+    found = find_latest(cl, topic, key)
     row = None if found.record is None else row_of(found.record, fmt)
     return KeyResult(found, row, cleaning.compaction_status(cl, topic, found.partition))
 
@@ -262,4 +263,4 @@ async def key_lookup(request: web.Request) -> web.Response:
         error = str(exc)
     return page(request, "messages_key.html", topic=topic, key_text=key_text or "", key_format=key_format,
                 fmt=fmt, formats=FORMATS, errors=errors, error=error, result=result,
-                scan_bytes=key_lookup.SCAN_BYTES, **_urls(topic))
+                scan_bytes=SCAN_BYTES, **_urls(topic))
