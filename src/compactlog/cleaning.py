@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .cleaner.log_cleaner import CleanResult, ThreadState, stats_report
+from .cleaner.log_cleaner import CleanResult, ThreadState
 from .cleaner.manager import ABORTED, IN_PROGRESS, NONE, PAUSED
 from .cleaner.selection import eligible
 from .compaction.service import CompactionStatus, backlog_bytes
@@ -148,4 +148,4 @@ def compaction_estimate(cl: "CompactLog", topic: str) -> int:
 __all__ = ["ABORTED", "ACTIVE", "CLEAN", "CleanResult", "CleanerStatus", "CompactionState", "CompactionStatus",
            "DIRTY", "IN_PROGRESS", "NONE", "NOT_YET", "PAUSED", "PartitionCleaning", "STATES", "ThreadState",
            "UNCLEANABLE", "clean_estimate", "cleaner_status", "compaction_estimate", "compaction_status",
-           "dirty_ratios", "partition_cleaning", "segment_kind", "stats_report"]
+           "dirty_ratios", "partition_cleaning", "segment_kind"]
