@@ -186,7 +186,7 @@ def read_view(cl, full: bool = True) -> CleanerView:
         except (CompactLogError, OSError):  # deleted while we looked
             continue
     partitions.sort(key=lambda p: (-(p.dirty_ratio or 0.0), p.topic, p.partition))
-    listed = [p for p in partitions if p.size or p.cleaner_state != inventory.NONE]
+    listed = [p for p in partitions if p.size or p.cleaner_state != cleaning.NONE]
     c = cleaning.cleaner_status(cl)
     return CleanerView(c.enabled, c.metrics, c.threads, c.runs, c.uncleanable, listed[:PARTITION_ROWS], compaction,
                        min_ratios, take_sample(cl), len(partitions) - len(listed))
