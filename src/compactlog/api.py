@@ -20,25 +20,10 @@ import os
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Iterable, Iterator, Mapping, Sequence
 
-import numpy as np
-
-from .cleaner.cleaner import IoObserver
-from .cleaner.log_cleaner import CleanResult, LogCleaner
 from .clock import SYSTEM, Time
-from .compaction.service import CompactionService, CompactionStatus
-from .compaction.state import CompactionState
 from .errors import InvalidRecordError, InvalidRequestError, InvalidTimestampError, UnknownTopicOrPartitionError
-from .producer import (
-    DEFAULT_BATCH_BYTES,
-    BuiltInPartitioner,
-    ProducerPlan,
-    header_bytes,
-    lengths,
-    one_record_size,
-    record_sizes,
-)
 from .reading import COMPACTED, LIVE, READ_UNCOMMITTED, check_read, earliest_offset, read_records
 from .records import kernels
 from .records.batch import NO_TIMESTAMP, Record, build_batch
@@ -49,7 +34,21 @@ from .storage.manager import LogManager, PartitionInfo, TopicDescription
 from .storage.validator import ValidatedAppend
 from .partition import Partition
 
+if TYPE_CHECKING:
+    import numpy as np
+
+    from .cleaner.cleaner import IoObserver
+    from .cleaner.log_cleaner import CleanResult, LogCleaner
+    from .compaction.service import CompactionService, CompactionStatus
+    from .compaction.state import CompactionState
+    from .producer import BuiltInPartitioner, ProducerPlan
+
 Headers = Sequence[tuple[str, bytes | None]]
+
+# Kafka's batch.size default, compactlog.producer.DEFAULT_BATCH_BYTES (a test holds the two equal): written
+# out here because the producer (numpy, the codecs) is imported only when something is produced, so that
+# opening a directory to read does not load it.
+DEFAULT_BATCH_BYTES = 16384
 
 
 @dataclass(frozen=True)
@@ -102,14 +101,32 @@ class CompactLog:
             broker = BrokerConfig(dict(config or {}))
         self.time = time
         self.manager = LogManager(data_dir, broker, time)
-        self.cleaner = LogCleaner(self.manager, time)
-        self.compaction = CompactionService(self.manager, time)
+        self._cleaner: LogCleaner | None = None
+        self._compaction: CompactionService | None = None
         self._partitioners: dict[str, BuiltInPartitioner] = {}
         self._plans: dict[tuple, ProducerPlan] = {}
         if background:
             self.manager.start_background()
             self.cleaner.start()
             self.compaction.start()
+
+    # The cleaner and the compaction service are built on first use: a process that only reads or writes
+    # (a CLI command, a consumer) does not pay for importing and setting them up.
+    @property
+    def cleaner(self) -> "LogCleaner":
+        if self._cleaner is None:
+            from .cleaner.log_cleaner import LogCleaner
+
+            self._cleaner = LogCleaner(self.manager, self.time)
+        return self._cleaner
+
+    @property
+    def compaction(self) -> "CompactionService":
+        if self._compaction is None:
+            from .compaction.service import CompactionService
+
+            self._compaction = CompactionService(self.manager, self.time)
+        return self._compaction
 
     # admin --------------------------------------------------------------------------------------
     def create_topic(self, name: str, partitions: int | None = None, config: Mapping[str, str] | None = None) -> TopicDescription:
@@ -213,6 +230,8 @@ class CompactLog:
         n = self.manager.partitions_for(topic)
         part = self._partitioners.get(topic)
         if part is None or part.partitions != n:
+            from .producer import BuiltInPartitioner  # on first use: a reader never loads the producer
+
             part = self._partitioners[topic] = BuiltInPartitioner(n)
         return part
 
@@ -224,6 +243,8 @@ class CompactLog:
         key = (topic, compression, level, batch_bytes)
         held = self._plans.get(key)
         if held is None or held.config is not config or held.partitioner is not part:
+            from .producer import ProducerPlan
+
             held = self._plans[key] = ProducerPlan.of(topic, config, part, compression, level, batch_bytes)
         return held
 
@@ -250,7 +271,12 @@ class CompactLog:
         batch = build_batch([key], [value], [ts], headers=[headers] if headers else None, codec=plan.codec,
                             level=plan.level)
         if partition is None:  # only a keyless record's size matters (the sticky partition counts bytes)
-            size = 0 if key is not None else one_record_size(key, value, headers)
+            if key is not None:
+                size = 0
+            else:
+                from .producer import one_record_size  # loaded by _plan above
+
+                size = one_record_size(key, value, headers)
             p = plan.partitioner.partition_one(key, size, plan.batch_bytes)
         else:
             p = partition
@@ -282,6 +308,8 @@ class CompactLog:
         if partition is not None:
             self._check_partition(topic, partition)
         plan = self._plan(topic, compression, level, batch_bytes)
+        import numpy as np  # here, not at the top: a process that only reads need not load it
+
         keys = [r[0] for r in rows]
         values = [r[1] for r in rows]
         headers = [r[2] if len(r) > 2 else () for r in rows] if any(len(r) > 2 and r[2] for r in rows) else None
@@ -431,8 +459,10 @@ class CompactLog:
         self.manager.flush()
 
     def close(self) -> None:
-        self.compaction.shutdown()
-        self.cleaner.shutdown()
+        if self._compaction is not None:
+            self._compaction.shutdown()
+        if self._cleaner is not None:
+            self._cleaner.shutdown()
         self.manager.close()
 
     def __enter__(self) -> "CompactLog":
@@ -487,6 +517,10 @@ def _pick(items: list, idx: np.ndarray) -> list:
 
 def _record_sizes(keys: list, values: list, headers: list | None) -> np.ndarray:
     """The records' sizes in a batch, for the producer plan (headers sized only when there are some)."""
+    import numpy as np
+
+    from .producer import header_bytes, lengths, record_sizes
+
     if headers is None:
         return record_sizes(lengths(keys), lengths(values))
     counts = np.fromiter(map(len, headers), dtype=np.int64, count=len(headers))
