@@ -13,8 +13,9 @@ The public names are imported on first use (PEP 562), so ``import compactlog`` (
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from .lazy import lazy_exports
 
 if TYPE_CHECKING:
     from .api import AppendResult, CompactLog, RecordMetadata, open  # noqa: A004
@@ -27,25 +28,6 @@ __all__ = ["AppendResult", "CompactLog", "CompactLogError", "Record", "RecordMet
 # The subpackages an ``import compactlog`` used to bind as attributes (importing the API imported them).
 _SUBMODULES = frozenset({"api", "cleaner", "clock", "compaction", "errors", "producer", "records", "storage"})
 
-
-def __getattr__(name: str) -> Any:
-    if name in _SUBMODULES:
-        return importlib.import_module(f"{__name__}.{name}")  # which binds it here, as a plain import does
-    if name not in __all__:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    try:
-        if name == "CompactLogError":
-            from . import errors as home
-        elif name == "Record":
-            from .records import batch as home
-        else:
-            from . import api as home
-        value = getattr(home, name)
-    except AttributeError as exc:  # raised inside the import; passed on as is it would read "no such name"
-        raise ImportError(f"cannot import {__name__}.{name}: {exc}") from exc
-    globals()[name] = value  # later lookups skip this function
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__, *_SUBMODULES})
+__getattr__, __dir__ = lazy_exports(__name__, {"CompactLogError": "errors", "Record": "records.batch",
+                                               **{n: "api" for n in ("AppendResult", "CompactLog", "RecordMetadata",
+                                                                     "open")}}, _SUBMODULES)

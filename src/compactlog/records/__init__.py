@@ -6,7 +6,9 @@ not load ``records.batch`` and numpy with it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ..lazy import lazy_exports
 
 if TYPE_CHECKING:
     from .batch import (
@@ -31,20 +33,5 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name not in __all__:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    try:
-        if name in ("Codec", "codec_from_name"):
-            from . import codecs as home
-        else:
-            from . import batch as home
-        value = getattr(home, name)
-    except AttributeError as exc:  # raised inside the import; passed on as is it would read "no such name"
-        raise ImportError(f"cannot import {__name__}.{name}: {exc}") from exc
-    globals()[name] = value  # later lookups skip this function
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports(__name__, {n: "codecs" if n in ("Codec", "codec_from_name") else "batch"
+                                               for n in __all__})
