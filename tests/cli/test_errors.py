@@ -588,6 +588,20 @@ def test_server_properties_that_is_not_utf8_is_read_as_java_reads_it(data, tmp_p
     assert res.exit_code == 0, res.output
 
 
+def test_a_serve_properties_file_works_for_data_dir_commands(data, tmp_path, caplog):
+    """The same server.properties serves ``serve`` and the commands on its data directory: the server's own
+    settings are known names there, and only a name nobody knows is warned about."""
+    props = tmp_path / "server.properties"
+    props.write_text("listeners=PLAINTEXT://127.0.0.1:9092\nsasl.enabled.mechanisms=PLAIN\nlog.retention.ms=1000\n"
+                     "no.such.setting=1\n")
+    with caplog.at_level("WARNING"):
+        res = cli("topics", "--data-dir", str(data), "--list", "--server-properties", str(props))
+    assert res.exit_code == 0, res.output
+    warned = " ".join(r.getMessage() for r in caplog.records)
+    assert "no.such.setting" in warned
+    assert "listeners" not in warned and "sasl.enabled.mechanisms" not in warned
+
+
 @pytest.mark.parametrize("suffix", [".log", ".index", ".timeindex"])
 def test_a_directory_in_place_of_a_segment_file_is_a_storage_error(data, suffix):
     path = data / "t-0" / f"{SEGMENT}{suffix}"

@@ -298,6 +298,12 @@ def check_compression_level(codec_name: str, level: int | None, flag: str = "--c
 
 
 def open_data_dir(data_dir: str, server_properties: str | None):
+    """Open ``--data-dir``. A ``server.properties`` is read as ``serve`` reads it (the server's own settings,
+    ``listeners`` and the like, are known names there, not warned about), and its storage settings apply."""
     from .. import open as open_dir
 
-    return open_dir(data_dir, server_properties)
+    if server_properties is None:
+        return open_dir(data_dir)
+    from ..server.server_config import ServerConfig
+
+    return open_dir(data_dir, ServerConfig.from_file(server_properties))
