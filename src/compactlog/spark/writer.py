@@ -26,7 +26,7 @@ from ..producer import DEFAULT_BATCH_BYTES, BuiltInPartitioner, ProducerPlan, he
 from ..reading import topic_metadata
 from ..records.batch import build_batch
 from ..staged_appends import INT32 as _PART  # noqa: F401 - the staging entries' int32 (tests stage by hand)
-from ..staged_appends import BatchStager, begin
+from ..staged_appends import BatchStager, JobStaging, begin
 from ..staged_appends import append_staged as append_staged_batches
 from ..storage.log_config import LogConfig
 
@@ -40,7 +40,7 @@ class WriteOptions:
 
     path: str
     topic: str | None
-    staging: object  # the job's staging directory (compactlog.staged_appends.begin)
+    staging: JobStaging  # made by compactlog.staged_appends.begin
     batch_bytes: int = BATCH_BYTES  # the producer's batch.size, named kafka.batch.size as in Spark's Kafka sink
 
     @classmethod
