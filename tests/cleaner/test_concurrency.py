@@ -80,6 +80,7 @@ def test_a_topic_being_deleted_is_never_handed_to_the_cleaner(tmp_path):
             chosen, _ = cl.cleaner.manager.grab_filthiest(dict(cl.manager.logs), cl.cleaner.time.milliseconds())
             handed.append(chosen)
 
+        assert cl.cleaner is not None  # built (it is built on first use) before this hook, so its own hook runs first
         cl.manager.on_partition_deleted.append(cleaner_looks)
         assert cl.cleaner.manager.to_clean(("doomed", 0), cl.log("doomed", 0), 0).dirty_ratio > 0.5
         cl.delete_topic("doomed")
