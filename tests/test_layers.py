@@ -285,6 +285,45 @@ def test_adapters_reach_below_the_api_only_for_config_definitions():
                       + "\n".join(gone))
 
 
+# Attributes of the embedded API's internals: an adapter that reads them reaches past the seam as surely
+# as one importing the storage (the log manager, its logs, the cleaner's and the compaction's insides).
+INTERNAL_ATTRIBUTES = frozenset({"manager", "get_log", "_log", "_cleaner", "_compaction"})
+
+
+def attribute_reaches(root: Path = PACKAGE_DIR) -> list[str]:
+    """``file:line attribute`` for each use of an internal attribute, or of ``CompactLog.log()``, in adapter code."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        name = module_name(path, root)
+        if layer_of(name) != "adapters":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Attribute) and node.attr in INTERNAL_ATTRIBUTES:
+                found.append(f"{path.relative_to(root)}:{node.lineno} .{node.attr}")
+            elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "log"
+                  and isinstance(node.func.value, ast.Name) and node.func.value.id == "cl"):
+                found.append(f"{path.relative_to(root)}:{node.lineno} cl.log()")
+    return sorted(found)
+
+
+def test_adapters_use_no_internals_of_the_api():
+    found = attribute_reaches()
+    assert not found, ("adapters reach the API's internals (use CompactLog.partition / find_partition and the "
+                       "API's methods instead):\n" + "\n".join(found))
+
+
+def test_an_attribute_reach_is_found(tmp_path):
+    root = tmp_path / PACKAGE
+    (root / "server").mkdir(parents=True)
+    (root / "__init__.py").write_text("")
+    (root / "server" / "__init__.py").write_text("")
+    (root / "server" / "fetch.py").write_text("def f(cl):\n    lg = cl.manager.get_log('t', 0)\n    cl.log('t')\n"
+                                              "    return cl.partition('t', 0)\n")
+    (root / "api.py").write_text("def f(self):\n    return self.manager\n")  # the API itself may
+    assert attribute_reaches(root) == ["server/fetch.py:2 .get_log", "server/fetch.py:2 .manager",
+                                       "server/fetch.py:3 cl.log()"]
+
+
 def test_adapters_stay_apart():
     """In particular the console and the command line run no Spark: only ``compactlog spark`` does."""
     found = adapter_crossings(PACKAGE_ARROWS)
