@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Iterator, Mapping, Sequence
 
 from .clock import SYSTEM, Time
+from .compaction.state import remove_unpublished
 from .errors import InvalidRecordError, InvalidRequestError, InvalidTimestampError, UnknownTopicOrPartitionError
 from .reading import COMPACTED, LIVE, READ_UNCOMMITTED, check_read, earliest_offset, read_records
 from .records import kernels
@@ -103,6 +104,8 @@ class CompactLog:
         self.manager = LogManager(data_dir, broker, time)
         self._cleaner: LogCleaner | None = None
         self._compaction: CompactionService | None = None
+        for lg in list(self.manager.logs.values()):  # side logs a killed compaction left unpublished
+            remove_unpublished(lg.dir)
         self._partitioners: dict[str, BuiltInPartitioner] = {}
         self._plans: dict[tuple, ProducerPlan] = {}
         if background:

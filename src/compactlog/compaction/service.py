@@ -22,7 +22,7 @@ from ..errors import CompactLogError, KafkaStorageError
 from ..storage.failure import describe
 from ..storage.log import Log
 from .compactor import Compactor
-from .state import CompactionState, clear_error, read_error, read_state, record_error, remove_unpublished
+from .state import CompactionState, clear_error, read_error, read_state, record_error
 
 log = logging.getLogger(__name__)
 
@@ -66,8 +66,6 @@ class CompactionService:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.checkpoint = lambda _stage: None  # tests stop runs at a stage through this
-        for lg in list(logs.logs.values()):
-            remove_unpublished(lg.dir)
 
     def compact(self, topic: str, partition: int, on_io: IoObserver | None = None) -> CompactionState | None:
         """Run one compaction of the partition now; None when nothing was appended since the last."""
