@@ -14,7 +14,7 @@ import os
 from typing import Iterator
 
 from .errors import CorruptRecordError, InvalidRequestError, OffsetOutOfRangeError, UnknownTopicOrPartitionError
-from .reading import COMPACTED, LIVE, earliest_offset, lowest_readable, read_batches
+from .reading import COMPACTED, LIVE, earliest_offset, lowest_readable, read_batches, records_of
 from .records.batch import Record
 from .storage import files
 from .storage.topics import read_topics
@@ -124,9 +124,7 @@ class SnapshotConsumer:
         # The reader checks each batch's CRC: one the owner is still writing fails it rather than
         # decoding as garbage, and is read again on a later poll.
         for batch in batches:
-            for rec in () if batch.is_control else batch.records(self.topic, p):  # markers are not records
-                if rec.offset < pos:
-                    continue
+            for rec in records_of((batch,), self.topic, p, pos):  # batch by batch: positions pass markers too
                 if limit <= 0:
                     return
                 self.positions[p] = rec.offset + 1
