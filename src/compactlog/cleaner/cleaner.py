@@ -13,24 +13,42 @@ from __future__ import annotations
 
 import logging
 import time as _time
+from bisect import bisect_right
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Iterable, Iterator
 
 from ..clock import SYSTEM, Time
 from ..records.batch import RecordBatch
-from ..records.columns import Chunk, by_buffer, chunks
+from ..records.columns import CHUNK_RECORDS, Chunk, by_buffer, chunks
 from ..storage.log import Log
 from ..storage.rewrite import write_cleaned
 from ..storage.segment import LogSegment
 from .grouping import SegmentSize, group_segments_by_size
 from .offset_map import OffsetMap
-from .survival import filter_batches, lookup, map_keys
+from .survival import MAP_CHUNK_BYTES, filter_batches, lookup, map_keys
 from .throttler import Throttler
 
 log = logging.getLogger(__name__)
 
 
 READ_BUFFER_BYTES = 262144  # source bytes per append to a cleaned segment (sets its index granularity)
+SCAN_BYTES = MAP_CHUNK_BYTES  # source bytes scanned and filtered together (whole appends of the above)
+
+
+def gathered(groups: Iterable[list[RecordBatch]], max_bytes: int) -> Iterator[list[list[RecordBatch]]]:
+    """Consecutive groups of batches, gathered up to ``max_bytes`` stored bytes or ``CHUNK_RECORDS``
+    records (each group alone when ``max_bytes`` is 0)."""
+    run: list[list[RecordBatch]] = []
+    size = records = 0
+    for group in groups:
+        run.append(group)
+        size += sum(b.size for b in group)
+        records += sum(b.record_count for b in group)
+        if size >= max_bytes or records >= CHUNK_RECORDS:
+            yield run
+            run, size, records = [], 0, 0
+    if run:
+        yield run
 
 
 class CleaningAbortedError(Exception):
@@ -107,8 +125,6 @@ class Cleaner:
                 continue
             if seg.base_offset >= end:
                 break
-            found = seg.translate_offset(start)
-            batches = (b for _, b in seg.batches(found[0] if found else seg.size) if b.base_offset < end)
             def account(group: list[RecordBatch], chunk: Chunk) -> None:
                 self.check_abort(lg)
                 stats.map_messages_read += len(chunk.cols)
@@ -117,8 +133,11 @@ class Cleaner:
                 self.throttle(read)
                 self.on_io(lg.name, "mapping", read)
 
-            if not map_keys(m, batches, start, self.strategy, account):
-                return m.latest_offset + 1
+            with seg.mapped():  # every byte from ``start`` on is read: through a map, not copied
+                found = seg.translate_offset(start)
+                batches = (b for _, b in seg.batches(found[0] if found else seg.size) if b.base_offset < end)
+                if not map_keys(m, batches, start, self.strategy, account):
+                    return m.latest_offset + 1
             m.latest_offset = min(nxt, end) - 1
         return m.latest_offset + 1
 
@@ -145,19 +164,34 @@ class Cleaner:
         """Rewrite ``sources`` into one ``.cleaned`` segment and swap it in."""
         retention = lg.config.delete_retention_ms
 
+        # Kafka's rule: each key's map entry is final before the rewrite starts, so consecutive appends can
+        # be scanned and filtered together (far fewer calls per batch). A versioned map may still move a
+        # key's entry to a clean record while it is read (``lookup``): there, one append at a time.
+        scan_bytes = SCAN_BYTES if self.strategy == "offset" else 0
+
         def filtered():
             for src in sources:
-                for group in chunks((b for _, b in src.batches(0)), self.read_buffer):
-                    self.check_abort(lg)
+                with src.mapped():
+                    yield from rewritten(src)
+
+        def rewritten(src: LogSegment):
+            for groups in gathered(chunks((b for _, b in src.batches(0)), self.read_buffer), scan_bytes):
+                self.check_abort(lg)
+                batches = groups[0] if len(groups) == 1 else [b for g in groups for b in g]
+                # each run of one read buffer is scanned where it lies
+                out = [kept for run in by_buffer(batches) for kept in
+                       self.filter_chunk(Chunk.scan(run, verify=True), upper_bound, now, retention, stats)]
+                lasts = [last for _, _, last in out]  # kept batches in order: their last offsets grow
+                at = 0
+                for group in groups:  # each group of ``read_buffer`` source bytes is one append
+                    end = bisect_right(lasts, group[-1].last_offset, at)
+                    part, at = out[at:end], end
                     read = sum(b.size for b in group)
                     stats.bytes_read += read
                     stats.messages_read += sum(b.record_count for b in group)
-                    # each run of one read buffer is scanned where it lies; the group is one append
-                    out = [kept for run in by_buffer(group) for kept in
-                           self.filter_chunk(Chunk.scan(run, verify=True), upper_bound, now, retention, stats)]
-                    self.throttle(read + sum(len(data) for data, _, _ in out))
+                    self.throttle(read + sum(len(data) for data, _, _ in part))
                     self.on_io(lg.name, "cleaning", read)
-                    yield out
+                    yield part
 
         dest, written = write_cleaned(lg.dir, sources[0].base_offset, lg.segment_params(), filtered(),
                                       sources[-1].last_modified_ms, self.time)
