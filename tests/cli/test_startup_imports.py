@@ -1,6 +1,8 @@
 """What starting the command line loads: ``--help`` and a ``consume`` of an empty topic import neither the
-broker, the console, Spark nor their libraries (``import compactlog`` not even numpy). How fast they start
-is measured by ``bench/bench_startup.py``; here only which modules a fresh interpreter ends up with."""
+broker, the console, Spark nor their libraries; ``import compactlog`` and ``--help`` not even numpy, and the
+consume neither numpy, the producer, the codec libraries, the cleaner nor the compaction service. How fast
+they start is measured by ``bench/bench_startup.py``; here only which modules a fresh interpreter ends up
+with."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import sys
 import pytest
 
 import compactlog
+from compactlog.records import kernels
 
 # Imported by no command that does not use them: the adapters, their libraries, and rich's tables.
 ADAPTERS = ("pyspark", "pyarrow", "pandas", "aiohttp", "jinja2", "confluent_kafka", "kio", "matplotlib", "rich",
@@ -18,6 +21,14 @@ ADAPTERS = ("pyspark", "pyarrow", "pandas", "aiohttp", "jinja2", "confluent_kafk
 # Besides those, listing the commands needs no storage engine, cleaner, codec library or numpy.
 ENGINE = ("numpy", "cramjam", "lz4", "zstandard", "compactlog.api", "compactlog.records.batch",
           "compactlog.storage.log", "compactlog.cleaner", "compactlog.compaction", "compactlog.producer")
+# What opening a directory and reading nothing needs none of: numpy (an index loads it with its first
+# entry, a batch's scan() with the first scan), the producer, the codec libraries (loaded by the first
+# batch in their codec), the cleaner and the compaction service (built on first use; only
+# compaction.state is read at open, to remove what a killed compaction left).
+NOT_TO_READ_NOTHING = ("numpy", "cramjam", "lz4", "zstandard", "compactlog.producer", "compactlog.cleaner",
+                       "compactlog.compaction.service", "compactlog.compaction.compactor",
+                       "compactlog.compaction.reader", "compactlog.compaction.sidelog", "compactlog.cleaning",
+                       "compactlog.cleaning_round")
 
 
 def loaded_after(code: str) -> set[str]:
@@ -57,6 +68,9 @@ def test_consuming_an_empty_topic_loads_no_adapter(tmp_path):
     modules = loaded_after(run_cli("consume", "--data-dir", str(data), "--topic", "empty", "--from-beginning"))
     assert "compactlog.api" in modules  # it did open the directory
     assert present(modules, ADAPTERS) == []
+    assert present(modules, NOT_TO_READ_NOTHING) == []
+    if kernels.NATIVE:  # the Python twin of the compiled kernels is loaded only where it serves
+        assert "compactlog.records._py" not in modules
 
 
 def test_the_public_names_load_on_first_use():
@@ -76,7 +90,8 @@ def test_the_public_names_load_on_first_use():
 
 
 def test_the_console_producer_default_batch_size_is_the_producers():
+    from compactlog.api import DEFAULT_BATCH_BYTES as api_default
     from compactlog.cli.console import DEFAULT_BATCH_BYTES as shown
     from compactlog.producer import DEFAULT_BATCH_BYTES
 
-    assert shown == DEFAULT_BATCH_BYTES
+    assert shown == api_default == DEFAULT_BATCH_BYTES

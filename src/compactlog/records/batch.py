@@ -23,13 +23,26 @@ from __future__ import annotations
 
 import struct
 from collections import namedtuple
-from typing import Any, Iterator, NamedTuple, Sequence
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Iterator, NamedTuple, Sequence
 
 from ..errors import CorruptRecordError
 from . import kernels
 from .codecs import Codec, codec_from_id, compress, decompress
+
+if TYPE_CHECKING:
+    import numpy
+
+# numpy, imported by the first scan(): decoding records and walking a log need none, so a reader that
+# only decodes (or opens an empty log) does not load it.
+np: Any = None
+
+
+def _numpy() -> Any:
+    global np
+    import numpy
+
+    np = numpy
+    return numpy
 
 # The header's fields in order, with their struct codes: the table above, the one home of the layout.
 # Every offset below is computed from it; code elsewhere names a field's offset, never its number.
@@ -257,10 +270,11 @@ class RecordBatch:
             )
         return data
 
-    def scan(self, max_size: int | None = None) -> tuple[bytes, np.ndarray]:
+    def scan(self, max_size: int | None = None) -> tuple[bytes, numpy.ndarray]:
         """Decompress and validate the records; returns (payload, int64 columns of ``kernels.NCOLS``)."""
         data = self._records_payload(max_size)
-        cols = np.empty((self.record_count, kernels.NCOLS), dtype=np.int64)
+        xp = np or _numpy()
+        cols = xp.empty((self.record_count, kernels.NCOLS), dtype=xp.int64)
         try:
             kernels.scan_records(data, self.record_count, cols)
         except ValueError as exc:

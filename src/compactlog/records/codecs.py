@@ -23,14 +23,34 @@ import struct
 import threading
 import zlib
 from enum import IntEnum
-
-import cramjam
-import lz4.block
-import lz4.frame
-import zstandard
+from typing import TYPE_CHECKING, Any
 
 from ..errors import CorruptRecordError, InvalidConfigError, UnsupportedCompressionTypeError
 from .levels import LEVEL_RANGES, LevelRange
+
+if TYPE_CHECKING:
+    import zstandard
+
+# The snappy and lz4 libraries, bound by the first call that needs each (``cramjam or _cramjam()``):
+# opening a log, or reading an uncompressed or gzip one, loads neither. zstandard is imported where its
+# per-thread contexts are made.
+cramjam: Any = None
+lz4: Any = None
+
+
+def _cramjam() -> Any:
+    global cramjam
+    import cramjam  # binds the global
+
+    return cramjam
+
+
+def _lz4() -> Any:
+    global lz4
+    import lz4.block  # binds the package to the global
+    import lz4.frame
+
+    return lz4
 
 # The most a batch's records may decompress to. Kafka's own bound is implicit (a consumer's fetch and
 # heap sizes); a broker that validates appends needs an explicit one, or one small batch can claim
@@ -119,8 +139,9 @@ _INT = struct.Struct(">i")
 def _snappy_compress(data: bytes) -> bytes:
     out = [_SNAPPY_HEADER]
     mv = memoryview(data)
+    snappy = (cramjam or _cramjam()).snappy
     for start in range(0, len(data), _SNAPPY_BLOCK):
-        block = bytes(cramjam.snappy.compress_raw(mv[start : start + _SNAPPY_BLOCK]))
+        block = bytes(snappy.compress_raw(mv[start : start + _SNAPPY_BLOCK]))
         out.append(_INT.pack(len(block)))
         out.append(block)
     return b"".join(out)
@@ -143,7 +164,7 @@ def _snappy_raw(block: memoryview, room: int, limit: int) -> bytes:
     # The library allocates whatever the preamble says before it looks at the data: check it first.
     if _snappy_raw_length(block) > room:
         raise _too_big(limit)
-    return bytes(cramjam.snappy.decompress_raw(block))
+    return bytes((cramjam or _cramjam()).snappy.decompress_raw(block))
 
 
 def _snappy_decompress(data: bytes, limit: int) -> bytes:
@@ -220,9 +241,10 @@ def _lz4_compress(data: bytes, level: int) -> bytes:
         kwargs = {"mode": "high_compression", "compression": level}
     out = [_LZ4_FRAME_HEADER]
     mv = memoryview(data)
+    compress_block = (lz4 or _lz4()).block.compress
     for start in range(0, len(mv), _LZ4_BLOCK):
         chunk = mv[start : start + _LZ4_BLOCK]
-        block = lz4.block.compress(chunk, store_size=False, **kwargs)
+        block = compress_block(chunk, store_size=False, **kwargs)
         if len(block) >= len(chunk):
             out.append(_UINT_LE.pack(len(chunk) | _LZ4_UNCOMPRESSED))
             out.append(bytes(chunk))
@@ -244,12 +266,13 @@ def _lz4_decompress(data: bytes, limit: int) -> bytes:
         if declared > limit:
             raise _too_big(limit)
     # The decoder allocates max_length up front, so output is pulled in growing steps.
-    ctx = lz4.frame.create_decompression_context()
+    frame = (lz4 or _lz4()).frame
+    ctx = frame.create_decompression_context()
     step = declared + 1 if declared else max(_LZ4_BLOCK, 4 * len(mv))
     out = []
     total = pos = 0
     while True:
-        piece, used, end = lz4.frame.decompress_chunk(ctx, mv[pos:], max_length=min(limit - total + 1, step))
+        piece, used, end = frame.decompress_chunk(ctx, mv[pos:], max_length=min(limit - total + 1, step))
         pos += used
         total += len(piece)
         if total > limit:
@@ -273,6 +296,8 @@ def _zstd_compressor(level: int) -> zstandard.ZstdCompressor:
         cache = _ZSTD.compressors = {}
     c = cache.get(level)
     if c is None:
+        import zstandard
+
         c = cache[level] = zstandard.ZstdCompressor(level=level, write_content_size=False)
     return c
 
@@ -280,6 +305,8 @@ def _zstd_compressor(level: int) -> zstandard.ZstdCompressor:
 def _zstd_decompressor() -> zstandard.ZstdDecompressor:
     d = getattr(_ZSTD, "decompressor", None)
     if d is None:
+        import zstandard
+
         d = _ZSTD.decompressor = zstandard.ZstdDecompressor()
     return d
 

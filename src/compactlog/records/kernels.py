@@ -4,15 +4,17 @@ Set ``COMPACTLOG_NO_EXTENSIONS=1`` to force the twin (the test suite runs once e
 ``NATIVE`` tells which one is in use. Both are held to ``RecordKernels`` (``_protocols.py``), return
 the named results of ``results.py`` and raise ``KernelError`` for records that do not parse; the
 column numbers of their tables come from ``layout.py``.
+
+The twin is imported only when it serves (no compiled kernels) or when one of its own names is asked
+for (``kernels._py``, ``kernels.decode_headers``; likewise ``KERNELS`` and ``RecordKernels`` load
+``_protocols.py``): a process that opens a directory and reads nothing does not pay for either.
 """
 
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING, Any
 
-from . import _py
-from ._protocols import KERNELS, RecordKernels  # noqa: F401  (KERNELS: every kernel's name)
-from ._py import decode_headers  # noqa: F401  (the twin's; header decoding is not a hot path)
 from .layout import (  # noqa: F401  (column numbers are part of the kernel contract)
     C_END,
     C_HDR_COUNT,
@@ -30,7 +32,13 @@ from .layout import (  # noqa: F401  (column numbers are part of the kernel cont
 )
 from .results import BinaryColumn, KernelError, MapPut, RecordsSummary  # noqa: F401
 
-_impl: RecordKernels = _py
+if TYPE_CHECKING:
+    from . import _py
+    from ._protocols import KERNELS, RecordKernels  # noqa: F401  (KERNELS: every kernel's name)
+    from ._py import decode_headers  # noqa: F401  (the twin's; header decoding is not a hot path)
+
+_impl: RecordKernels
+NATIVE = False  # True once the compiled kernels are bound
 if not os.environ.get("COMPACTLOG_NO_EXTENSIONS"):
     try:
         from . import _native
@@ -42,8 +50,28 @@ if not os.environ.get("COMPACTLOG_NO_EXTENSIONS"):
             # a build older than layout.py would read every column table wrongly: refuse it, loudly
             raise ImportError(f"the compiled record kernels were built with another column layout "
                               f"({built[0]}, not {LAYOUT}): rebuild them (pip install -e .)")
-        _impl = _native
-NATIVE = _impl is not _py
+        _impl, NATIVE = _native, True
+if not NATIVE:
+    from . import _py
+
+    _impl = _py
+
+
+def __getattr__(name: str) -> Any:
+    """The twin, and the names only it or ``_protocols.py`` holds, imported on first use (PEP 562)."""
+    if name in ("_py", "decode_headers"):
+        from . import _py as home
+
+        value = home if name == "_py" else home.decode_headers
+    elif name in ("KERNELS", "RecordKernels"):
+        from . import _protocols
+
+        value = getattr(_protocols, name)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value  # later lookups skip this function
+    return value
+
 
 encode_records = _impl.encode_records
 scan_records = _impl.scan_records

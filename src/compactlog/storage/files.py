@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import errno
 import fcntl
-import hashlib
 import os
 import re
 from pathlib import Path
@@ -135,6 +134,8 @@ def atomic_write(path: Path, text: str) -> None:
     (A name too long for the suffix gets a short hidden temporary name instead.)"""
     tmp_name = path.name + ".tmp"
     if len(tmp_name.encode()) > MAX_FILE_NAME:
+        import hashlib  # here: hashlib loads OpenSSL, which a process that writes no long name need not
+
         tmp_name = f".{hashlib.sha1(path.name.encode()).hexdigest()[:16]}.tmp"
     tmp = path.with_name(tmp_name)
     with open(tmp, "w", encoding="utf-8", newline="\n") as f:

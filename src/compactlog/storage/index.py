@@ -15,22 +15,58 @@ tail shows up as a length that is not a multiple of the entry size. ``max_entrie
 recovery rebuilds them from the log whenever they fail the sanity check.
 
 Entries live in a numpy structured array (looked up with ``searchsorted``) mirrored by appends to the
-file.
+file. An index without entries (a new or small segment's) has no array: numpy is imported with the first
+entry loaded or appended, so opening an empty log does not load it.
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from ..errors import CorruptRecordError
 from . import files
 from .handles import POOL
 
-OFFSET_ENTRY = np.dtype([("offset", ">i4"), ("position", ">i4")])
-TIME_ENTRY = np.dtype([("timestamp", ">i8"), ("offset", ">i4")])
+if TYPE_CHECKING:
+    import numpy
+
+# numpy, bound by _numpy() before the first array is made: methods that reach an index's entries use it
+# as a plain global (a lookup costs what it did), since entries exist only once it is bound.
+np: Any = None
+
+
+def _numpy() -> Any:
+    global np
+    if np is None:
+        import numpy
+
+        np = numpy
+    return np
+
+
+class _EntryDtype:
+    """An index's numpy entry dtype, made on first use (reading it, as ``OffsetIndex.dtype`` does,
+    imports numpy; ``entry_size`` is the same number without it)."""
+
+    def __init__(self, fields: list[tuple[str, str]]) -> None:
+        self.fields = fields
+        self.dtype = None
+
+    def __get__(self, obj: object, owner: type | None = None) -> numpy.dtype:
+        if self.dtype is None:
+            self.dtype = _numpy().dtype(self.fields)
+        return self.dtype
+
+
+def __getattr__(name: str) -> Any:
+    """``OFFSET_ENTRY`` and ``TIME_ENTRY``, the two entry dtypes, made on first use (PEP 562)."""
+    if name == "OFFSET_ENTRY":
+        return OffsetIndex.dtype
+    if name == "TIME_ENTRY":
+        return TimeIndex.dtype
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class CorruptIndexError(CorruptRecordError):
@@ -44,7 +80,8 @@ class AbstractIndex:
     processes reading the directory see it, and a failed write is seen by the append that caused it.
     """
 
-    dtype: np.dtype
+    dtype: numpy.dtype  # an _EntryDtype: the structured dtype of one entry
+    entry_size: int  # bytes per entry on disk: dtype.itemsize
     key: str  # the field searched by lookups
     # the descriptor pool's bookkeeping (handles.py)
     _borrows = 0
@@ -54,28 +91,35 @@ class AbstractIndex:
     def __init__(self, path: Path, base_offset: int, max_index_size: int, read_only: bool = False) -> None:
         self.path = Path(path)
         self.base_offset = base_offset
-        self.max_entries = max_index_size // self.dtype.itemsize
+        self.max_entries = max_index_size // self.entry_size
         self.read_only = read_only
-        self._entries = np.empty(16, dtype=self.dtype)
+        self._entries: numpy.ndarray | None = None  # made (and numpy imported) with the first entry
         self._n = 0
         self._handle = -1
         self._dirty = False  # entries written since the last fsync
-        if self.path.exists():
-            raw = np.fromfile(self.path, dtype=np.uint8)
-            if len(raw) % self.dtype.itemsize:
+        try:
+            size = os.stat(self.path).st_size
+        except FileNotFoundError:
+            if not read_only:
+                self.path.touch()  # Kafka creates both index files with the segment
+            return
+        if size:  # else nothing to load (the file may grow meanwhile: then it is read as it was at the stat)
+            numpy_ = _numpy()
+            raw = numpy_.fromfile(self.path, dtype=numpy_.uint8)
+            if len(raw) % self.entry_size:
                 raise CorruptIndexError(
-                    f"index file {self.path.name} has size {len(raw)}, not a multiple of the entry size {self.dtype.itemsize}"
+                    f"index file {self.path.name} has size {len(raw)}, not a multiple of the entry size {self.entry_size}"
                 )
             loaded = raw.view(self.dtype)
             self._reserve(len(loaded))
             self._entries[: len(loaded)] = loaded
             self._n = len(loaded)
-        elif not read_only:
-            self.path.touch()  # Kafka creates both index files with the segment
 
     # storage ----------------------------------------------------------------------------------
     def _reserve(self, n: int) -> None:
-        if n > len(self._entries):
+        if self._entries is None:
+            self._entries = _numpy().empty(max(n, 16), dtype=self.dtype)
+        elif n > len(self._entries):
             grown = np.empty(max(n, 2 * len(self._entries)), dtype=self.dtype)
             grown[: self._n] = self._entries[: self._n]
             self._entries = grown
@@ -89,7 +133,7 @@ class AbstractIndex:
         data = self._entries[self._n : self._n + 1].tobytes()
         fd = POOL.acquire(self)
         try:
-            files.write_fully(fd, [data], self._n * self.dtype.itemsize)  # a short write raises the OS's reason
+            files.write_fully(fd, [data], self._n * self.entry_size)  # a short write raises the OS's reason
         finally:
             POOL.release(self)
         self._n += 1
@@ -105,9 +149,11 @@ class AbstractIndex:
 
     @property
     def size_in_bytes(self) -> int:
-        return self._n * self.dtype.itemsize
+        return self._n * self.entry_size
 
-    def view(self) -> np.ndarray:
+    def view(self) -> numpy.ndarray:
+        if self._entries is None:
+            return _numpy().empty(0, dtype=self.dtype)
         return self._entries[: self._n]
 
     def flush(self) -> None:
@@ -124,14 +170,14 @@ class AbstractIndex:
         self._truncate_entries(0)
 
     def _truncate_entries(self, n: int) -> None:
-        os.truncate(self.path, n * self.dtype.itemsize)
+        os.truncate(self.path, n * self.entry_size)
         self._n = n
         self._dirty = True
 
     def release_memory(self) -> None:
         """Drop the in-memory entries of a segment on its way out; lookups then scan from the start."""
         self.close()
-        self._entries = np.empty(0, dtype=self.dtype)
+        self._entries = None
         self._n = 0
 
     def rename(self, path: Path) -> None:
@@ -148,6 +194,8 @@ class AbstractIndex:
 
     def _slot_for(self, value: int) -> int:
         """Index of the last entry whose key is <= value, or -1."""
+        if not self._n:
+            return -1
         keys = self._entries[self.key][: self._n]
         return int(np.searchsorted(keys, value, side="right")) - 1
 
@@ -155,7 +203,8 @@ class AbstractIndex:
 class OffsetIndex(AbstractIndex):
     """Maps offsets to file positions for the batches that start an indexed chunk of the log."""
 
-    dtype = OFFSET_ENTRY
+    dtype = _EntryDtype([("offset", ">i4"), ("position", ">i4")])
+    entry_size = 8
     key = "offset"
 
     def append(self, offset: int, position: int) -> None:
@@ -191,15 +240,18 @@ class OffsetIndex(AbstractIndex):
 
     def truncate_to(self, offset: int) -> None:
         """Remove entries for offsets >= ``offset``."""
+        if not self._n:
+            self._truncate_entries(0)
+            return
         keys = self._entries["offset"][: self._n]
         self._truncate_entries(int(np.searchsorted(keys, offset - self.base_offset, side="left")))
 
     def sanity_check(self, log_size: int) -> None:
         """Kafka's check, made strict enough for hand-edited files: offsets and positions both rise,
         and every position lies inside the log."""
-        v = self.view()
-        if not len(v):
+        if not self._n:
             return
+        v = self.view()
         offs, pos = v["offset"].astype(np.int64), v["position"].astype(np.int64)
         if offs[0] < 0 or pos[0] < 0 or int(pos[-1]) >= max(log_size, 1) or np.any(np.diff(offs) <= 0) or np.any(np.diff(pos) <= 0):
             raise CorruptIndexError(f"corrupt offset index {self.path.name}")
@@ -208,7 +260,8 @@ class OffsetIndex(AbstractIndex):
 class TimeIndex(AbstractIndex):
     """Maps the running maximum timestamp of a segment to the offset where it was reached."""
 
-    dtype = TIME_ENTRY
+    dtype = _EntryDtype([("timestamp", ">i8"), ("offset", ">i4")])
+    entry_size = 12
     key = "timestamp"
 
     @property
@@ -242,10 +295,15 @@ class TimeIndex(AbstractIndex):
 
     def truncate_to(self, offset: int) -> None:
         """Remove entries pointing at offsets >= ``offset``."""
+        if not self._n:
+            self._truncate_entries(0)
+            return
         offs = self._entries["offset"][: self._n]
         self._truncate_entries(int(np.searchsorted(offs, offset - self.base_offset, side="left")))
 
     def sanity_check(self) -> None:
+        if not self._n:
+            return
         v = self.view()
         if len(v) and (int(v["offset"][0]) < 0 or int(v["timestamp"][0]) < -1 or np.any(np.diff(v["timestamp"]) <= 0)
                        or np.any(np.diff(v["offset"].astype(np.int64)) < 0)):
