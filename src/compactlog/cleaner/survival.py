@@ -164,7 +164,8 @@ def filter_batches(chunk: Chunk, mapped: np.ndarray, exact: bool, latest_mapped_
     offsets = cols[:, kernels.C_OFFSET_DELTA]
     has_key = cols[:, kernels.C_KEY_LEN] >= 0
     tomb = cols[:, kernels.C_VAL_LEN] < 0
-    horizons = chunk.per_row([-1 if b.delete_horizon_ms is None else b.delete_horizon_ms for b in batches])
+    found = [b.delete_horizon_ms for b in batches]
+    horizons = -1 if found.count(None) == len(found) else chunk.per_row([-1 if h is None else h for h in found])
     keep = retained(offsets, mapped, has_key, tomb, latest_mapped_offset, horizons, now, exact=exact)
     return write_survivors(chunk, keep, upper_bound, now + delete_retention_ms, stats, keep_control=keep_control,
                            invalid=int((~has_key & (offsets <= latest_mapped_offset)).sum()))
@@ -186,13 +187,16 @@ def write_survivors(chunk: Chunk, keep: np.ndarray, upper_bound: int, new_horizo
     never kept), no control batch (``keep_control=False``) and no emptied batch (``upper_bound=-1``)."""
     batches = chunk.batches
     tomb = chunk.cols[:, kernels.C_VAL_LEN] < 0
-    batch_of_row = np.repeat(np.arange(len(batches)), np.diff(chunk.rows))
-    kept_n = np.bincount(batch_of_row, weights=keep, minlength=len(batches)).astype(np.int64)
-    kept, kept_tombs = kept_n.tolist(), np.bincount(batch_of_row, weights=keep & tomb, minlength=len(batches)).astype(np.int64).tolist()
-    # the kept rows of batch i are kept_rows[first[i]:first[i + 1]]; its first and largest timestamp deltas
+    # running counts of kept rows and kept tombstones, read at the batches' first rows: batch i keeps
+    # first[i + 1] - first[i] rows, which are kept_rows[first[i]:first[i + 1]]
+    running = np.zeros((2, len(keep) + 1), dtype=np.int64)
+    np.cumsum(keep, out=running[0, 1:])
+    np.cumsum(keep & tomb, out=running[1, 1:])
+    first = running[0, chunk.rows]
+    kept_n = np.diff(first)
+    kept, kept_tombs, sizes = kept_n.tolist(), np.diff(running[1, chunk.rows]).tolist(), np.diff(chunk.rows).tolist()
+    # the first and largest timestamp deltas of each batch's kept rows
     kept_rows = np.flatnonzero(keep)
-    first = np.zeros(len(batches) + 1, dtype=np.int64)
-    np.cumsum(kept_n, out=first[1:])
     deltas = chunk.cols[kept_rows, kernels.C_TS_DELTA]
     some = kept_n > 0
     first_delta, max_delta = np.zeros(len(batches), dtype=np.int64), np.zeros(len(batches), dtype=np.int64)
@@ -221,12 +225,11 @@ def write_survivors(chunk: Chunk, keep: np.ndarray, upper_bound: int, new_horizo
     places: dict[int, int] = {}
     written = 0
     for i, b in enumerate(batches):
-        lo, hi = int(chunk.rows[i]), int(chunk.rows[i + 1])
         if b.is_control:
             if keep_control:
                 out.append((b.buffer, b.max_timestamp, b.last_offset))
             continue
-        if kept[i] == hi - lo and (b.has_delete_horizon or not kept_tombs[i]):
+        if kept[i] == sizes[i] and (b.has_delete_horizon or not kept_tombs[i]):
             out.append((b.buffer, b.max_timestamp, b.last_offset))
             written += b.record_count
             continue
