@@ -19,7 +19,7 @@ from typing import Callable, Iterable, Iterator
 
 from ..clock import SYSTEM, Time
 from ..records.batch import RecordBatch
-from ..records.columns import CHUNK_RECORDS, Chunk, by_buffer, chunks
+from ..records.columns import CHUNK_RECORDS, Chunk, by_buffer
 from ..storage.log import Log
 from ..storage.rewrite import write_cleaned
 from ..storage.segment import LogSegment
@@ -36,18 +36,29 @@ SCAN_BYTES = 1 << 20  # source bytes scanned and filtered together (whole append
 # runs of column work leave the cache: 4 MiB was slower here than 1 MiB, 256 KiB no faster)
 
 
-def gathered(groups: Iterable[list[RecordBatch]], max_bytes: int) -> Iterator[list[list[RecordBatch]]]:
-    """Consecutive groups of batches, gathered up to ``max_bytes`` stored bytes or ``CHUNK_RECORDS``
-    records (each group alone when ``max_bytes`` is 0)."""
-    run: list[list[RecordBatch]] = []
-    size = records = 0
-    for group in groups:
-        run.append(group)
-        size += sum(b.size for b in group)
-        records += sum(b.record_count for b in group)
-        if size >= max_bytes or records >= CHUNK_RECORDS:
-            yield run
-            run, size, records = [], 0, 0
+Group = tuple[list[RecordBatch], int, int]  # consecutive batches, their stored bytes, their records
+
+
+def gathered(batches: Iterable[RecordBatch], group_bytes: int, run_bytes: int) -> Iterator[list[Group]]:
+    """The batches in the groups ``columns.chunks`` makes of them (``group_bytes`` stored bytes or
+    ``CHUNK_RECORDS`` records each), gathered into runs of consecutive groups of up to ``run_bytes``
+    stored bytes or ``CHUNK_RECORDS`` records (each group alone when ``run_bytes`` is 0)."""
+    run: list[Group] = []
+    group: list[RecordBatch] = []
+    size = records = run_size = run_records = 0
+    for b in batches:
+        group.append(b)
+        size += b.size
+        records += b.record_count
+        if size >= group_bytes or records >= CHUNK_RECORDS:
+            run.append((group, size, records))
+            run_size, run_records = run_size + size, run_records + records
+            group, size, records = [], 0, 0
+            if run_size >= run_bytes or run_records >= CHUNK_RECORDS:
+                yield run
+                run, run_size, run_records = [], 0, 0
+    if group:
+        run.append((group, size, records))
     if run:
         yield run
 
@@ -176,20 +187,19 @@ class Cleaner:
                     yield from rewritten(src)
 
         def rewritten(src: LogSegment):
-            for groups in gathered(chunks((b for _, b in src.batches(0)), self.read_buffer), scan_bytes):
+            for groups in gathered((b for _, b in src.batches(0)), self.read_buffer, scan_bytes):
                 self.check_abort(lg)
-                batches = groups[0] if len(groups) == 1 else [b for g in groups for b in g]
+                batches = groups[0][0] if len(groups) == 1 else [b for g, _, _ in groups for b in g]
                 # each run of one read buffer is scanned where it lies
                 out = [kept for run in by_buffer(batches) for kept in
                        self.filter_chunk(Chunk.scan(run, verify=True), upper_bound, now, retention, stats)]
                 lasts = [last for _, _, last in out]  # kept batches in order: their last offsets grow
                 at = 0
-                for group in groups:  # each group of ``read_buffer`` source bytes is one append
+                for group, read, records in groups:  # each group of ``read_buffer`` source bytes is one append
                     end = bisect_right(lasts, group[-1].last_offset, at)
                     part, at = out[at:end], end
-                    read = sum(b.size for b in group)
                     stats.bytes_read += read
-                    stats.messages_read += sum(b.record_count for b in group)
+                    stats.messages_read += records
                     self.throttle(read + sum(len(data) for data, _, _ in part))
                     self.on_io(lg.name, "cleaning", read)
                     yield part
