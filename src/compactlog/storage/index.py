@@ -170,6 +170,7 @@ class AbstractIndex:
         self._truncate_entries(0)
 
     def _truncate_entries(self, n: int) -> None:
+        self._keys_n = min(self._keys_n, n)
         os.truncate(self.path, n * self.entry_size)
         self._n = n
         self._dirty = True
@@ -196,8 +197,32 @@ class AbstractIndex:
         """Index of the last entry whose key is <= value, or -1."""
         if not self._n:
             return -1
-        keys = self._entries[self.key][: self._n]
-        return int(np.searchsorted(keys, value, side="right")) - 1
+        return int(np.searchsorted(self._search_keys(), self._key_value(value), side="right")) - 1
+
+    # The entries are big-endian, as on disk, and numpy's search converts the column whole on every call
+    # when its byte order or type differs from the value's (70-120 µs for a 200 k-entry index, on every
+    # fetch). So the key column is kept in native order, each entry converted once, and the value searched
+    # for is given the column's own type (clamped to its range: a search for the largest offset is usual).
+    def _key_value(self, value: int) -> Any:
+        kind = self._keys.dtype
+        info = np.iinfo(kind)
+        return kind.type(min(max(value, info.min), info.max))
+
+    _keys: Any = None
+    _keys_n = 0
+
+    def _search_keys(self) -> numpy.ndarray:
+        """The key column of the entries in native byte order (for ``searchsorted``)."""
+        n = self._n
+        if self._keys is None or len(self._keys) < n:
+            grown = np.empty(max(n, 16, 2 * (0 if self._keys is None else len(self._keys))),
+                             dtype=self._entries.dtype[self.key].newbyteorder("="))
+            grown[: self._keys_n] = self._keys[: self._keys_n] if self._keys_n else grown[:0]
+            self._keys = grown
+        if self._keys_n < n:
+            self._keys[self._keys_n : n] = self._entries[self.key][self._keys_n : n]
+            self._keys_n = n
+        return self._keys[:n]
 
 
 class OffsetIndex(AbstractIndex):
@@ -243,8 +268,8 @@ class OffsetIndex(AbstractIndex):
         if not self._n:
             self._truncate_entries(0)
             return
-        keys = self._entries["offset"][: self._n]
-        self._truncate_entries(int(np.searchsorted(keys, offset - self.base_offset, side="left")))
+        keys = self._search_keys()
+        self._truncate_entries(int(np.searchsorted(keys, self._key_value(offset - self.base_offset), side="left")))
 
     def sanity_check(self, log_size: int) -> None:
         """Kafka's check, made strict enough for hand-edited files: offsets and positions both rise,
