@@ -1422,6 +1422,80 @@ no_buffers:
     return res;
 }
 
+/* walk_headers(data, position, segment_base, expected_next, known, upper, gaps_below, out) -> int
+ * The compiled form of the header rules of storage/integrity.py's header_problem (the one statement of
+ * them, and of their messages; this only counts what passes): from `position` in `data`, consecutive
+ * batch headers that are whole in `data` (a size, 12 + batchLength, of at least the 61-byte header and
+ * within the buffer) with magic 2, a lastOffsetDelta >= 0, a base offset >= the expected next offset
+ * (the segment's base for the first batch), a last offset within 2^31 - 1 of the segment's base and
+ * below `upper` (None: no bound), and, once the batch before is known (`known`, always from the second
+ * batch on), a base offset that jumps past the expected one only below `gaps_below` (None: anywhere).
+ * Each batch that passes writes (position, size, base offset, last offset) as one row of `out` (int64,
+ * 4 a row) and sets the next expected offset; the walk stops at the first batch that fails or does not
+ * fit, or when `out` is full. Returns the rows written. Offsets are compared exactly (in 128 bits), as
+ * Python compares them; a last offset beyond int64 (which no stored batch has) also ends the walk. */
+#define MAX_RELATIVE_OFFSET 2147483647LL
+#define B_LAST_OFFSET_DELTA 23
+
+static int optional_int64(PyObject *obj, int64_t *value, const char *what) {
+    if (obj == Py_None) return 0;
+    if (!PyLong_Check(obj)) {
+        PyErr_Format(PyExc_TypeError, "%s must be an int or None", what);
+        return -1;
+    }
+    *value = (int64_t)PyLong_AsLongLong(obj);
+    return *value == -1 && PyErr_Occurred() ? -1 : 1;
+}
+
+static PyObject *walk_headers(PyObject *self, PyObject *args) {
+    PyObject *data_obj, *upper_obj, *gaps_obj, *out_obj;
+    Py_ssize_t position;
+    long long segment_base, expected_next;
+    int known;
+    if (!PyArg_ParseTuple(args, "OnLLpOOO", &data_obj, &position, &segment_base, &expected_next, &known, &upper_obj,
+                          &gaps_obj, &out_obj))
+        return NULL;
+    int64_t upper = 0, gaps_below = 0;
+    int has_upper = optional_int64(upper_obj, &upper, "upper"), has_gaps = optional_int64(gaps_obj, &gaps_below, "gaps_below");
+    if (has_upper < 0 || has_gaps < 0) return NULL;
+    Py_buffer b[2];
+    PyObject *objs[2] = {data_obj, out_obj};
+    static const int kinds[2] = {B_BYTES, B_I64_W};
+    static const char *const names[2] = {"data", "out"};
+    if (take_buffers(2, objs, kinds, names, b) < 0) return NULL;
+    if (position < 0 || position > b[0].len) {
+        release_buffers(2, b);
+        return PyErr_Format(PyExc_ValueError, "position %zd lies outside the data", position);
+    }
+    const uint8_t *d = (const uint8_t *)b[0].buf;
+    const Py_ssize_t len = b[0].len, cap = b[1].len / 32;
+    int64_t *out = (int64_t *)b[1].buf;
+    const __int128 seg = segment_base;
+    __int128 expected = expected_next;
+    Py_ssize_t n = 0, p = position;
+    while (n < cap && len - p >= B_HEADER_SIZE) {
+        const uint8_t *h = d + p;
+        int64_t size = 12 + (int64_t)(int32_t)load_be32(h + B_LENGTH);
+        if (size < B_HEADER_SIZE || size > len - p || h[B_MAGIC] != 2) break;
+        int64_t delta = (int32_t)load_be32(h + B_LAST_OFFSET_DELTA);
+        int64_t base = (int64_t)(((uint64_t)load_be32(h + B_BASE_OFFSET) << 32) | load_be32(h + B_BASE_OFFSET + 4));
+        __int128 last = (__int128)base + delta;
+        if (delta < 0 || base < expected || last - seg > MAX_RELATIVE_OFFSET || (has_upper > 0 && last >= upper)) break;
+        if (last > INT64_MAX) break; /* no int64 offset: not stored, and left to the Python rules */
+        if (known && has_gaps > 0 && base > (expected > gaps_below ? expected : (__int128)gaps_below)) break;
+        int64_t *row = out + 4 * n++;
+        row[0] = p;
+        row[1] = size;
+        row[2] = base;
+        row[3] = (int64_t)last;
+        expected = last + 1;
+        known = 1;
+        p += (Py_ssize_t)size;
+    }
+    release_buffers(2, b);
+    return PyLong_FromSsize_t(n);
+}
+
 /* ------------------------------------------------------------------------------------------------
  * murmur2 (Kafka's default partitioner).
  */
@@ -1926,6 +2000,7 @@ static PyMethodDef methods[] = {
     {"key_hash", key_hash, METH_O, "The offset map's 16-byte hash of a key."},
     {"crc32c", crc32c, METH_O, "CRC-32C of a buffer."},
     {"scan_batches", scan_batches, METH_VARARGS, "Check whole batches and scan their records where they lie."},
+    {"walk_headers", walk_headers, METH_VARARGS, "Walk the batch headers that pass storage.integrity's header rules."},
     {"murmur2", murmur2, METH_O, "Kafka's murmur2 hash as a signed 32-bit int."},
     {"partition_for_keys", partition_for_keys, METH_VARARGS, "Kafka's default partition of each key (-1 for null)."},
     {NULL, NULL, 0, NULL},

@@ -29,6 +29,7 @@ appends can refuse them. Nothing is sized by a record count before the records a
 
 from __future__ import annotations
 
+import struct
 from typing import Any, Iterator, Sequence
 
 import google_crc32c
@@ -114,6 +115,51 @@ def scan_batches(base: Any, views: Sequence[Any], counts: Any, base_offsets: Any
         row += count
     rows[n] = row
     return -1
+
+
+def walk_headers(data: Any, position: int, segment_base: int, expected_next: int, known: bool, upper: int | None,
+                 gaps_below: int | None, out: Any) -> int:
+    """Walk the batch headers that pass the header rules, from ``position`` in ``data``; returns how many.
+
+    The rules are those of ``storage.integrity.header_problem``, their one statement (with the messages a
+    reader raises): this twin, like the compiled kernel, is their fast form, says only which headers pass,
+    and is held to ``header_problem`` by ``tests/storage/test_header_walk.py`` (a rule changed there is
+    changed here and in ``_native.c`` too). A batch passes when it is whole in ``data`` (a size,
+    12 + batchLength, of at least the 61-byte header and within the buffer), has magic 2 and a
+    lastOffsetDelta >= 0, starts at or after ``expected_next`` (the offset the first batch must start at),
+    ends within 2^31 - 1 of ``segment_base`` and below ``upper``, and, when the batch before it is known
+    (``known``; always from the second batch on), jumps past ``expected_next`` only below ``gaps_below``
+    (``upper``, ``gaps_below``: the segment's ``Bounds``, None for none). Each batch that passes writes
+    (position, size, base offset, last offset) as one row of ``out`` (int64, 4 a row) and the next must
+    follow it; the walk stops at the first batch that fails or does not fit, at a last offset beyond int64
+    (no stored batch has one), or when ``out`` is full."""
+    mv = memoryview(data).cast("B")
+    if not 0 <= position <= len(mv):
+        raise ValueError(f"position {position} lies outside the data")
+    rows = memoryview(out)
+    if rows.itemsize != 8 or rows.format.lstrip("@=<") not in ("q", "l") or rows.readonly or not rows.c_contiguous:
+        raise ValueError("out must be a writable C-contiguous int64 array")
+    rows = rows.cast("B").cast("q")
+    n, p, cap, expected = 0, position, len(rows) // 4, expected_next
+    while n < cap and len(mv) - p >= 61:
+        base, length = _BASE_AND_LENGTH.unpack_from(mv, p)
+        size = 12 + length
+        if not 61 <= size <= len(mv) - p or mv[p + 16] != 2:  # whole in the buffer; magic
+            break
+        (delta,) = _INT32.unpack_from(mv, p + 23)  # lastOffsetDelta
+        last = base + delta
+        if (delta < 0 or base < expected or last - segment_base > INT32_MAX  # MAX_RELATIVE_OFFSET
+                or upper is not None and last >= upper
+                or known and gaps_below is not None and base > max(expected, gaps_below) or last > INT64_MAX):
+            break
+        rows[4 * n], rows[4 * n + 1], rows[4 * n + 2], rows[4 * n + 3] = p, size, base, last
+        n += 1
+        expected, known, p = last + 1, True, p + size
+    return n
+
+
+_BASE_AND_LENGTH = struct.Struct(">qi")
+_INT32 = struct.Struct(">i")
 
 
 def _zigzag_encode(n: int) -> int:

@@ -53,7 +53,12 @@ def header_problem(batch: RecordBatch, segment_base: int, expected_next: int, bo
     a lastOffsetDelta that is not negative, offsets that follow the batch before it (``expected_next``:
     its next offset, or the segment's base for the first batch) and stay inside the segment and below
     the next one. Offsets may jump past ``expected_next`` only where cleaning removed records
-    (``bounds.gaps_below``), and only when ``jumps_checked`` (the batch before is known)."""
+    (``bounds.gaps_below``), and only when ``jumps_checked`` (the batch before is known).
+
+    This is the one statement of these rules. ``records.kernels.walk_headers`` is their fast form (in C,
+    ``_native.c``, and its Python twin, ``_py.py``; records cannot import storage): it says only whether a
+    header passes, readers come here for the message. A rule changed here is changed there too, and
+    ``tests/storage/test_header_walk.py`` fails until all three agree."""
     if batch.magic != MAGIC:
         return f"batch at offset {batch.base_offset} has magic {batch.magic} (only v2 is stored)"
     if batch.last_offset_delta < 0:

@@ -11,10 +11,12 @@ from __future__ import annotations
 import mmap
 import os
 import threading
+from array import array
+from bisect import bisect_left
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator, Sequence
 
 from ..clock import SYSTEM, Time
 from ..errors import CorruptRecordError
@@ -27,6 +29,7 @@ from ..records.batch import (
     batch_size_at,
     iter_batches,
 )
+from ..records.kernels import walk_headers
 from . import files
 from .files import write_fully
 from .handles import POOL
@@ -34,6 +37,15 @@ from .index import CorruptIndexError, OffsetIndex, TimeIndex
 from .integrity import LENIENT, MAX_RELATIVE_OFFSET, Bounds, Damage, batch_problem, header_problem
 
 READ_CHUNK = 1 << 20  # bytes read at a time when scanning batch headers
+FIRST_READ = 1 << 14  # the checked walk's first read; each next one is 4 times larger, up to READ_CHUNK
+FIRST_ROWS, WALK_ROWS = 64, 256  # batch headers the compiled walk checks in its first call, in each later one
+INT64_MAX = (1 << 63) - 1
+
+# A run of batches the checked walk hands out: (buffer, file position of buffer[0], rows, batch). The
+# rows are flat, 4 ints a batch: (position in buffer, size, base offset, last offset), a sequence that is
+# valid until the walk goes on (the compiled walk's output, read in place); ``batch`` is the RecordBatch
+# of a run of one that the Python walk built, else None.
+Run = tuple[Any, int, "Sequence[int]", "RecordBatch | None"]
 
 
 @dataclass(frozen=True)
@@ -155,11 +167,11 @@ class LogSegment:
         Only for a segment nothing truncates while it is read through the map (truncating a mapped file
         under a reader is a SIGBUS, not an error): the cleaner's sources are never the active segment, and
         a truncation waits until the cleaner has let go of the partition. The map spans the file as it is
-        now (at most ``segment.bytes``); when it cannot be made (an empty file), reads stay preads."""
+        now, up to the segment's size (at most ``segment.bytes``); an empty segment reads as before."""
         me = threading.get_ident()
         fd = POOL.acquire(self)
         try:
-            length = os.fstat(fd).st_size
+            length = min(os.fstat(fd).st_size, self.size)  # (a preallocated file is longer)
             view = memoryview(mmap.mmap(fd, length, access=mmap.ACCESS_READ)) if length else None
         finally:
             POOL.release(self)
@@ -220,13 +232,72 @@ class LogSegment:
         ``expected``: the offset the first batch must start at, when the batch before it is known
         (from position 0 it is the segment's base).
         """
+        for buf, at, rows, batch in self._runs(position, end, expected):
+            if batch is not None:
+                yield at, batch
+                continue
+            for i in range(0, len(rows), 4):
+                p = rows[i]
+                yield at + p, RecordBatch(buf[p : p + rows[i + 1]])
+
+    def _runs(self, position: int, end: int | None, expected: int | None) -> Iterator[Run]:
+        """The checked walk of :meth:`batches`, as runs of batches handed out (see ``Run``), so that a
+        reader that wants positions (``locate``) builds no batch object for the headers it passes.
+
+        The headers are checked by the compiled walk (``kernels.walk_headers``, the same rules as
+        ``header_problem``) a chunk at a time; from the first batch it does not pass (damage, or a length
+        that runs past the segment) the walk goes on in Python, which says what is wrong."""
         size = self.size
         stop = size if end is None else min(end, size)
         bounds = self.bounds
+        base = self.base_offset
         known = expected is not None or position == 0
-        expected = self.base_offset if expected is None else expected
-        held: tuple[int, RecordBatch] | None = None
+        expected = base if expected is None else expected
+        held: Run | None = None  # the last batch passed, handed out once the next one agrees
         held_placed = False  # the held batch started exactly where the batch before it ended
+        out = memoryview(array("q", bytes(32 * WALK_ROWS)))
+        cap = FIRST_ROWS  # a reader that stops early (a fetch) pays for fewer rows; later calls take more
+        want, need = FIRST_READ, 0
+        while size - position >= HEADER_SIZE_UP_TO_MAGIC and expected <= INT64_MAX:
+            # The first read is small (a fetch walks a few index intervals); later ones grow to READ_CHUNK.
+            limit = min(READ_CHUNK, want, max(stop - position, 0) + 4096)
+            chunk = memoryview(self.read_bytes(position, min(size - position, max(need, limit))))
+            want *= 4
+            offset = 0  # where the walk is in the chunk
+            while True:
+                n = walk_headers(chunk, offset, base, expected, known, bounds.upper, bounds.gaps_below, out[: 4 * cap])
+                if not n:
+                    break
+                rows = out[: 4 * n]  # read by the consumer before the walk goes on and writes ``out`` again
+                offset = rows[-4] + rows[-3]
+                at_stop = n if rows[-4] < stop - position else bisect_left(rows[0::4], stop - position)
+                if at_stop < n:  # the batch there was checked as the look-ahead: the walk ends
+                    if held is not None:
+                        yield held
+                    if at_stop:
+                        yield chunk, position, rows[: 4 * at_stop], None
+                    return
+                if held is not None:
+                    yield held
+                if n > 1:
+                    yield chunk, position, rows[: 4 * n - 4], None
+                    known, expected = True, rows[-5] + 1
+                held_placed = known and rows[-2] == expected
+                held, expected, known = (chunk, position, rows[-4:].tolist(), None), rows[-1] + 1, True
+                if n < cap or expected > INT64_MAX:
+                    break
+                cap = WALK_ROWS
+            position += offset
+            left = len(chunk) - offset
+            if left >= LOG_OVERHEAD:  # a batch whole in the segment but not in this chunk: read on from it
+                need = batch_size_at(chunk, offset)
+                if HEADER_SIZE <= need <= size - position and need > left:
+                    continue
+            elif offset:
+                need = 0
+                continue
+            break
+        # From the first batch the compiled walk did not pass: the same rules, with their messages.
         walk = self._raw(position, size, stop)
         while True:
             try:
@@ -237,21 +308,22 @@ class LogSegment:
                 if held is not None:
                     yield held
                 raise
-            problem = header_problem(batch, self.base_offset, expected, bounds, known)
+            problem = header_problem(batch, base, expected, bounds, known)
             if problem is not None:
                 # Offsets that do not follow may be the held batch's fault, unless it sat exactly where
                 # the batch before it ended; any other problem is this batch's own.
                 relational = batch.base_offset != expected and batch.magic == MAGIC
                 if held is not None and (held_placed or not relational):
                     yield held
-                after = f", after the batch at position {held[0]}" if held is not None else ""
+                after = f", after the batch at position {held[1] + held[2][0]}" if held is not None else ""
                 raise self.damage(problem, pos, after)
             if held is not None:
                 yield held
             if pos >= stop:
                 return
             held_placed = known and batch.base_offset == expected
-            held, expected, known = (pos, batch), batch.next_offset, True
+            held = (batch.buffer, pos, [0, batch.size, batch.base_offset, batch.last_offset], batch)
+            expected, known = batch.next_offset, True
         if held is not None:
             yield held
 
@@ -278,14 +350,21 @@ class LogSegment:
         return found
 
     def _first_holding(self, offset: int, start: int, entry: tuple[int, int] | None) -> tuple[int, RecordBatch] | None:
-        for position, batch in self.batches(start):
-            if entry is not None and position >= entry[1]:
-                if position != entry[1] or batch.base_offset > entry[0]:
-                    raise self.damage(f"the offset index entry for offset {entry[0]} at position {entry[1]} does "
-                                      f"not match the log", position)
-                entry = None
-            if batch.last_offset >= offset:
-                return position, batch
+        for buf, at, rows, batch in self._runs(start, None, None):
+            n = len(rows) // 4
+            # a run's positions and last offsets both increase (each batch passed after the one before)
+            found = n if rows[-1] < offset else bisect_left(rows[3::4], offset)
+            if entry is not None and rows[-4] >= entry[1] - at:
+                i = bisect_left(rows[0::4], entry[1] - at)
+                if i <= found:  # the walk passes the entry before the batch it looks for
+                    position = at + rows[4 * i]
+                    if position != entry[1] or rows[4 * i + 2] > entry[0]:
+                        raise self.damage(f"the offset index entry for offset {entry[0]} at position {entry[1]} "
+                                          f"does not match the log", position)
+                    entry = None
+            if found < n:
+                p = rows[4 * found]
+                return at + p, batch if batch is not None else RecordBatch(buf[p : p + rows[4 * found + 1]])
         return None
 
     def locate(self, start_offset: int, max_size: int, max_position: int | None = None,
@@ -296,7 +375,8 @@ class LogSegment:
         the offset is past this segment. The caller reads the bytes (``read_bytes``) or sends the file
         range itself (sendfile), so every header in it is checked here: the answer ends before a batch
         that fails, and a fetch from that batch's offset raises CorruptRecordError, which the broker
-        answers as CORRUPT_MESSAGE. The checks read the headers the walk reads anyway."""
+        answers as CORRUPT_MESSAGE. The checks read the headers the walk reads anyway, compiled
+        (``kernels.walk_headers``), and no batch object is built for the batches it passes."""
         found = self.translate_offset(start_offset)
         if found is None:
             return None
@@ -306,10 +386,12 @@ class LogSegment:
             return position, max(min(max_size, limit - position), 0)
         end = position + first.size
         try:
-            for at, batch in self.batches(position, min(position + max(max_size, first.size), limit)):
-                if at + batch.size > limit or (at > position and at + batch.size - position > max_size):
-                    break
-                end = at + batch.size
+            for _, at, rows, _ in self._runs(position, min(position + max(max_size, first.size), limit), None):
+                for i in range(0, len(rows), 4):
+                    start, stop = at + rows[i], at + rows[i] + rows[i + 1]
+                    if stop > limit or (start > position and stop - position > max_size):
+                        return position, end - position
+                    end = stop
         except CorruptRecordError:
             pass  # the batches before the damage go out; a fetch from the damaged one gets the error
         return position, end - position
