@@ -17,14 +17,13 @@ Each method is one call into the storage layer; the CLI commands are thin shells
 from __future__ import annotations
 
 import os
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Iterator, Mapping, Sequence
 
 from .clock import SYSTEM, Time
 from .compaction.state import remove_unpublished
-from .errors import InvalidRecordError, InvalidRequestError, InvalidTimestampError, UnknownTopicOrPartitionError
+from .errors import InvalidRecordError, InvalidRequestError, UnknownTopicOrPartitionError
 from .reading import COMPACTED, LIVE, READ_UNCOMMITTED, check_read, earliest_offset, read_records
 from .records import kernels
 from .records.batch import NO_TIMESTAMP, Record, build_batch
@@ -266,7 +265,9 @@ class CompactLog:
         The batch is built in the codec the topic stores (see :mod:`compactlog.producer`); a record
         that cannot fit the topic's ``max.message.bytes`` or ``segment.bytes`` raises
         ``RecordTooLargeError`` or ``RecordBatchTooLargeError``."""
-        _check_record(key, value, headers, timestamp)
+        from .producer import check_record
+
+        check_record(key, value, headers, timestamp)
         if partition is not None:
             self._check_partition(topic, partition)
         plan = self._plan(topic, compression, level, DEFAULT_BATCH_BYTES)
@@ -301,8 +302,10 @@ class CompactLog:
         rows = list(records)
         if not rows:
             return []
+        from .producer import check_record, naming_bad_record, record_sizes_of
+
         if timestamp is not None:
-            _check_record(None, None, None, timestamp)
+            check_record(None, None, None, timestamp)
         if not _is_int(batch_bytes) or batch_bytes < 0:
             raise InvalidRequestError(f"batch_bytes must be an int >= 0, got {batch_bytes!r}")
         for i, r in enumerate(rows):
@@ -317,8 +320,8 @@ class CompactLog:
         values = [r[1] for r in rows]
         headers = [r[2] if len(r) > 2 else () for r in rows] if any(len(r) > 2 and r[2] for r in rows) else None
         ts = self.time.milliseconds() if timestamp is None else timestamp
-        with _naming(rows):
-            sizes = _record_sizes(keys, values, headers)
+        with naming_bad_record(rows):
+            sizes = record_sizes_of(keys, values, headers)
             if partition is not None:
                 parts = np.full(len(rows), partition, dtype=np.int64)
             else:
@@ -475,65 +478,12 @@ class CompactLog:
         self.close()
 
 
-_BYTES = (bytes, bytearray, memoryview)
-
-
 def _is_int(v) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-def _check_record(key, value, headers, timestamp, where: str = "") -> None:
-    """Refuse arguments of the wrong type with a typed error (a producer without a serializer takes
-    bytes, as kafka-python's does)."""
-    for name, v in (("key", key), ("value", value)):
-        if v is not None and not isinstance(v, _BYTES):
-            hint = " (encode it, e.g. .encode())" if isinstance(v, str) else ""
-            raise InvalidRecordError(f"{where}{name} must be bytes or None, got {type(v).__name__}{hint}")
-    if timestamp is not None and (not _is_int(timestamp) or not -1 <= timestamp < 2**63):
-        raise InvalidTimestampError(f"{where}timestamp must be an int of milliseconds >= -1, got {timestamp!r}")
-    for h in headers or ():
-        if (not isinstance(h, (tuple, list)) or len(h) != 2 or not isinstance(h[0], (str, bytes))
-                or (h[1] is not None and not isinstance(h[1], _BYTES))):
-            raise InvalidRecordError(f"{where}each header must be a (str key, bytes or None value) pair, got {h!r:.80}")
-        if isinstance(h[0], str):
-            try:
-                h[0].encode("utf-8")
-            except UnicodeEncodeError:
-                raise InvalidRecordError(f"{where}header key {h[0]!r:.40} cannot be encoded as UTF-8") from None
-
-
-@contextmanager
-def _naming(rows: list):
-    """Turn a TypeError from sizing or building batches into the typed error naming the first bad
-    record (only then: checking every record first costs)."""
-    try:
-        yield
-    except (TypeError, ValueError, UnicodeError):
-        for i, r in enumerate(rows):
-            _check_record(r[0], r[1], r[2] if len(r) > 2 else None, None, f"record {i}: ")
-        raise
-
-
 def _pick(items: list, idx: np.ndarray) -> list:
     return [items[i] for i in idx.tolist()]
-
-
-def _record_sizes(keys: list, values: list, headers: list | None) -> np.ndarray:
-    """The records' sizes in a batch, for the producer plan (headers sized only when there are some)."""
-    import numpy as np
-
-    from .producer import header_bytes, lengths, record_sizes
-
-    if headers is None:
-        return record_sizes(lengths(keys), lengths(values))
-    counts = np.fromiter(map(len, headers), dtype=np.int64, count=len(headers))
-    flat = [h for hs in headers for h in hs]
-    hkeys = lengths([k.encode("utf-8") if isinstance(k, str) else k for k, _ in flat])
-    per_header = header_bytes(hkeys, lengths([v for _, v in flat]))
-    total = np.zeros(len(flat) + 1, dtype=np.int64)
-    np.cumsum(per_header, out=total[1:])
-    ends = np.cumsum(counts)
-    return record_sizes(lengths(keys), lengths(values), total[ends] - total[ends - counts], counts)
 
 
 __all__ = ["AppendResult", "CleanReport", "CompactLog", "RecordMetadata", "open", "NO_TIMESTAMP",

@@ -26,12 +26,13 @@ Everything per record is numpy over arrays of lengths; Python runs once per batc
 from __future__ import annotations
 
 import random
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable, Iterator, Sequence
 
 import numpy as np
 
-from .errors import RecordBatchTooLargeError, RecordTooLargeError
+from .errors import InvalidRecordError, InvalidTimestampError, RecordBatchTooLargeError, RecordTooLargeError
 from .records import kernels
 from .records.batch import HEADER_SIZE
 from .records.codecs import Codec, check_level, codec_from_name
@@ -277,3 +278,55 @@ class ProducerPlan:
         return RecordBatchTooLargeError(
             f"Message batch size is {size} bytes in append to partition {self.topic}-{partition} which exceeds the "
             f"maximum configured segment size of {self.config.segment_bytes}.{named}")
+
+
+# The arguments of CompactLog.produce / produce_batch ---------------------------------------------------
+
+_BYTES = (bytes, bytearray, memoryview)
+
+
+def check_record(key, value, headers, timestamp, where: str = "") -> None:
+    """Refuse arguments of the wrong type with a typed error (a producer without a serializer takes
+    bytes, as kafka-python's does)."""
+    for name, v in (("key", key), ("value", value)):
+        if v is not None and not isinstance(v, _BYTES):
+            hint = " (encode it, e.g. .encode())" if isinstance(v, str) else ""
+            raise InvalidRecordError(f"{where}{name} must be bytes or None, got {type(v).__name__}{hint}")
+    if timestamp is not None and (not isinstance(timestamp, int) or isinstance(timestamp, bool)
+                                  or not -1 <= timestamp < 2**63):
+        raise InvalidTimestampError(f"{where}timestamp must be an int of milliseconds >= -1, got {timestamp!r}")
+    for h in headers or ():
+        if (not isinstance(h, (tuple, list)) or len(h) != 2 or not isinstance(h[0], (str, bytes))
+                or (h[1] is not None and not isinstance(h[1], _BYTES))):
+            raise InvalidRecordError(f"{where}each header must be a (str key, bytes or None value) pair, got {h!r:.80}")
+        if isinstance(h[0], str):
+            try:
+                h[0].encode("utf-8")
+            except UnicodeEncodeError:
+                raise InvalidRecordError(f"{where}header key {h[0]!r:.40} cannot be encoded as UTF-8") from None
+
+
+@contextmanager
+def naming_bad_record(rows: list):
+    """Turn a TypeError from sizing or building batches into the typed error naming the first bad
+    record (only then: checking every record first costs)."""
+    try:
+        yield
+    except (TypeError, ValueError, UnicodeError):
+        for i, r in enumerate(rows):
+            check_record(r[0], r[1], r[2] if len(r) > 2 else None, None, f"record {i}: ")
+        raise
+
+
+def record_sizes_of(keys: list, values: list, headers: list | None) -> np.ndarray:
+    """The records' sizes in a batch, for the producer plan (headers sized only when there are some)."""
+    if headers is None:
+        return record_sizes(lengths(keys), lengths(values))
+    counts = np.fromiter(map(len, headers), dtype=np.int64, count=len(headers))
+    flat = [h for hs in headers for h in hs]
+    hkeys = lengths([k.encode("utf-8") if isinstance(k, str) else k for k, _ in flat])
+    per_header = header_bytes(hkeys, lengths([v for _, v in flat]))
+    total = np.zeros(len(flat) + 1, dtype=np.int64)
+    np.cumsum(per_header, out=total[1:])
+    ends = np.cumsum(counts)
+    return record_sizes(lengths(keys), lengths(values), total[ends] - total[ends - counts], counts)

@@ -153,7 +153,7 @@ def test_the_producers_own_codec_and_level_are_checked_whatever_the_topic_stores
 ])
 def test_one_record_size_is_record_sizes_for_one_record(key, value, headers):
     """The per-record produce sizes a record without numpy; it must agree with the batch path."""
-    from compactlog.api import _record_sizes
+    from compactlog.producer import record_sizes_of
     from compactlog.producer import one_record_size
 
-    assert one_record_size(key, value, headers) == int(_record_sizes([key], [value], [headers] if headers else None)[0])
+    assert one_record_size(key, value, headers) == int(record_sizes_of([key], [value], [headers] if headers else None)[0])
