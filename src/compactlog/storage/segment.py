@@ -29,12 +29,23 @@ from ..records.batch import (
     batch_size_at,
     iter_batches,
 )
-from ..records.kernels import walk_headers
+from ..records import kernels
 from . import files
 from .files import write_fully
 from .handles import POOL
 from .index import CorruptIndexError, OffsetIndex, TimeIndex
 from .integrity import LENIENT, MAX_RELATIVE_OFFSET, Bounds, Damage, batch_problem, header_problem
+
+
+def _python_walk(*args) -> int:
+    """Passes no batch: every header goes to the Python walk of ``LogSegment._runs``."""
+    return 0
+
+
+# The compiled header walk where the kernels are compiled. With the Python twin, the walk in this module
+# (the rules' reference, ``header_problem``) is the faster of the two Python forms, and a reader thread
+# spending longer in Python holds up the other threads appending beside it.
+walk_headers = kernels.walk_headers if kernels.NATIVE else _python_walk
 
 READ_CHUNK = 1 << 20  # bytes read at a time when scanning batch headers
 FIRST_READ = 1 << 14  # the checked walk's first read; each next one is 4 times larger, up to READ_CHUNK
