@@ -14,7 +14,7 @@ import os
 from typing import Iterator
 
 from .errors import CorruptRecordError, InvalidRequestError, OffsetOutOfRangeError, UnknownTopicOrPartitionError
-from .reading import COMPACTED, LIVE, earliest_offset, lowest_readable, read_batches, records_of
+from .reading import COMPACTED, LIVE, earliest_offset, read_batches, records_of
 from .records.batch import Record
 from .storage import files
 from .storage.topics import read_topics
@@ -62,7 +62,7 @@ class SnapshotConsumer:
                 elif start == "latest":
                     self.positions[p] = snap.log_end_offset
                 else:
-                    lo, hi = lowest_readable(snap.log_start_offset, self.view), snap.log_end_offset
+                    lo, hi = earliest_offset(snap.log_start_offset, self.view), snap.log_end_offset
                     if not lo <= int(start) <= hi:
                         raise OffsetOutOfRangeError(
                             f"offset {start} is out of range for {topic}-{p} ({snap.log_start_offset}..{hi})")

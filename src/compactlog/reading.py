@@ -60,14 +60,9 @@ def check_read(isolation: str, view: str) -> None:
 
 
 def earliest_offset(log_start_offset: int, view: str) -> int:
-    """Where a reader starting from the beginning starts: offset 0 for the compacted view, which outlives
-    the live log's retention, else the live log start offset."""
+    """Where a reader starting from the beginning starts, and the lowest offset it may ask for: offset 0
+    for the compacted view, which outlives the live log's retention, else the live log start offset."""
     return 0 if view == COMPACTED else log_start_offset
-
-
-def lowest_readable(log_start_offset: int, view: str) -> int:
-    """The lowest offset a reader may ask for (an explicit offset below it is out of range)."""
-    return earliest_offset(log_start_offset, view)
 
 
 def read_batches(part: PartitionView, start: int, end: int | None = None, *, isolation: str = READ_UNCOMMITTED,
