@@ -149,6 +149,5 @@ class Partition:
     def describe(self) -> "PartitionInfo":
         from .storage.manager import PartitionInfo
 
-        lg = self._log
-        return PartitionInfo(self.index, lg.log_start_offset, lg.log_end_offset, lg.size, len(lg.segments))
+        return PartitionInfo.of(self.index, self._log)
 

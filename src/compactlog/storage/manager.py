@@ -57,6 +57,10 @@ class PartitionInfo:
     size_bytes: int
     segments: int
 
+    @classmethod
+    def of(cls, partition: int, lg: Log) -> "PartitionInfo":
+        return cls(partition, lg.log_start_offset, lg.log_end_offset, lg.size, len(lg.segments))
+
 
 @dataclass(frozen=True)
 class TopicDescription:
@@ -351,7 +355,7 @@ class LogManager:
         parts = []
         for p in range(meta["partitions"]):
             lg = self.get_log(name, p)  # Kafka's error, not a KeyError, when a delete wins the race
-            parts.append(PartitionInfo(p, lg.log_start_offset, lg.log_end_offset, lg.size, len(lg.segments)))
+            parts.append(PartitionInfo.of(p, lg))
         return TopicDescription(name, meta["topic_id"], parts, self.log_config(name))
 
     def alter_topic_config(self, name: str, set_configs: dict[str, str] | None = None,
