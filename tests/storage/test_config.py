@@ -132,6 +132,23 @@ def test_type_limits():
     assert rejects("segment.bytes", "abc") == "Invalid value abc for configuration segment.bytes: Not a number of type INT"
 
 
+@pytest.mark.parametrize("name, typ", [("retention.ms", "LONG"), ("segment.ms", "LONG"), ("segment.bytes", "INT")])
+@pytest.mark.parametrize("digits", ["9" * 5000, "-" + "1" * 4301, "1" * 20])
+def test_numbers_of_any_length_are_refused_with_kafkas_message(name, typ, digits):
+    """Python's int() raises on strings over 4,300 digits; the parse never gets there, and the message
+    shows the value's head and length instead of the whole value."""
+    message = rejects(name, digits)
+    assert message.endswith(f"for configuration {name}: Not a number of type {typ}")
+    assert len(message) < 300
+    if len(digits) > 200:
+        assert f"({len(digits)} characters)" in message
+
+
+def test_leading_zeros_of_any_length_parse_as_java_does():
+    assert parse_value("retention.ms", "long", "0" * 5000 + "42") == 42
+    assert parse_value("retention.ms", "long", "-" + "0" * 5000) == 0
+
+
 def test_dirty_ratio_bounds_print_as_java_does():
     assert validate_topic_overrides({"min.cleanable.dirty.ratio": "0"}) == {"min.cleanable.dirty.ratio": "0.0"}
     assert validate_topic_overrides({"min.cleanable.dirty.ratio": "1"}) == {"min.cleanable.dirty.ratio": "1.0"}

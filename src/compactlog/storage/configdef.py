@@ -36,11 +36,20 @@ _INTEGER = re.compile(r"[+-]?[0-9]+")
 # Java's Double.parseDouble without hex floats; NaN is left out on purpose (see parse_value).
 _DOUBLE = re.compile(r"[+-]?(Infinity|([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?[fFdD]?)")
 _INT_RANGES = {"int": (INT_MIN, INT_MAX), "long": (LONG_MIN, LONG_MAX)}
+MAX_INTEGER_DIGITS = len(str(LONG_MAX))  # 19: more significant digits than this fit no INT or LONG
+
+
+SHOWN_VALUE_CHARS = 200  # a refused value longer than this is shown by its head and its length
 
 
 def invalid(name: str, value: Any, reason: str) -> InvalidConfigError:
-    """Kafka's ConfigException text, so messages can be compared with a real broker's."""
-    return InvalidConfigError(f"Invalid value {java_str(value)} for configuration {name}: {reason}")
+    """Kafka's ConfigException text, so messages can be compared with a real broker's. A value of more
+    than ``SHOWN_VALUE_CHARS`` characters is cut to its first ones and its length (Kafka repeats any
+    value whole; a client may send megabytes, and the answer, the CLI's line and the logs stay short)."""
+    shown = java_str(value)
+    if len(shown) > SHOWN_VALUE_CHARS:
+        shown = f"{shown[:SHOWN_VALUE_CHARS // 4]}... ({len(shown)} characters)"
+    return InvalidConfigError(f"Invalid value {shown} for configuration {name}: {reason}")
 
 
 # --- printing values as Java does ------------------------------------------------------------------
@@ -282,10 +291,23 @@ def parse_value(name: str, typ: str, raw: Any) -> Any:
             raise invalid(name, raw, reason)
         return float(text.rstrip("fFdD"))
     lo, hi = _INT_RANGES[typ]
-    text = str(raw).strip()
-    if not _INTEGER.fullmatch(text) or not lo <= int(text) <= hi:
+    value = _bounded_int(str(raw).strip())
+    if value is None or not lo <= value <= hi:
         raise invalid(name, raw, reason)
-    return int(text)
+    return value
+
+
+def _bounded_int(text: str) -> int | None:
+    """The integer ``text`` writes (sign, ASCII digits, any number of leading zeros, as Java's
+    ``parseLong`` reads them), or None when it is not one or has more digits than any long: Python's
+    ``int()`` of a string over 4,300 digits raises instead of parsing, and a long has 19."""
+    if not _INTEGER.fullmatch(text):
+        return None
+    sign = "-" if text[0] == "-" else ""
+    digits = text.lstrip("+-").lstrip("0") or "0"
+    if len(digits) > MAX_INTEGER_DIGITS:
+        return None
+    return int(sign + digits)
 
 
 # --- server.properties ---------------------------------------------------------------------------------
