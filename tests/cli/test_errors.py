@@ -67,7 +67,7 @@ def refused(data: Path, *args: str, code: int, message: str, input: str | bytes 
     (["--partition", "-1"], 2, "Error: Invalid value for '--partition': -1 is not in the range x>=0."),
     (["--partition", "7"], 1, "Error: Partition 7 of topic 't' does not exist (the topic has 1)."),
     (["--timeout-ms", "-5"], 2, "Error: Invalid value for '--timeout-ms': -5 is not in the range x>=-1."),
-    (["--timeout-ms", "soon"], 2, "Error: Invalid value for '--timeout-ms': 'soon' is not a valid integer range."),
+    (["--timeout-ms", "soon"], 2, "Error: Invalid value for '--timeout-ms': 'soon' is not a valid integer."),
     (["--property", "print.key=yes"], 2, "Error: Invalid value for '--property': print.key must be true or false, got 'yes'"),
     (["--property", "print.keys=true"], 2, "Error: Invalid value for '--property': unknown consumer property print.keys (known: "),
     (["--property", "print.key"], 2, "Error: Invalid value for '--property': expected key=value, got 'print.key'"),
@@ -117,7 +117,7 @@ def test_consume_offset_takes_its_three_forms(data):
     (["--property", "parse.key=true", "--property", "key.separator=\\x"], "a\n", 2,
      "Error: Invalid value for '--property': key.separator=\\x: bad escape (truncated \\xXX escape)"),
     (["--batch-size", "-1"], "a\n", 2, "Error: Invalid value for '--batch-size': -1 is not in the range x>=0."),
-    (["--batch-size", "16k"], "a\n", 2, "Error: Invalid value for '--batch-size': '16k' is not a valid integer range."),
+    (["--batch-size", "16k"], "a\n", 2, "Error: Invalid value for '--batch-size': '16k' is not a valid integer."),
     ([], "x" * 2_000_000 + "\n", 1, "Error: The record batch size in the append to t-0 is"),
 ])
 def test_produce_refuses_and_stores_nothing(data, args, stdin, code, message):
@@ -157,12 +157,21 @@ def test_separators_keep_non_ascii_characters_and_take_escapes(data):
     (["--delete"], 2, "Error: --delete needs --topic"),
     (["--describe", "--topic", "t", "--partitions", "3"], 2, "Error: --partitions only goes with --create, not --describe"),
     (["--delete", "--topic", "t", "--config", "retention.ms=1"], 2, "Error: --config only goes with --create, not --delete"),
-    (["--create", "--topic", "u", "--partitions", "0"], 1, "Error: Number of partitions must be larger than 0, got 0."),
+    (["--create", "--topic", "u", "--partitions", "0"], 1, "Error: The partitions must be greater than 0"),
+    (["--create", "--topic", "u", "--partitions", "-3"], 1, "Error: The partitions must be greater than 0"),
+    (["--alter", "--topic", "t", "--partitions", "-3"], 1, "Error: The partitions must be greater than 0"),
+    (["--create", "--topic", "u", "--replication-factor", "0"], 1,
+     "Error: The replication factor must be between 1 and 32767 inclusive"),
+    (["--create", "--topic", "u", "--partitions", "9" * 5000], 2,
+     "Error: Invalid value for '--partitions': '999999999999999999999999'... (5000 characters) is not in the range"),
+    (["--create", "--topic", "u", "--partitions", "٣"], 2, "Error: Invalid value for '--partitions': '٣' is not a valid integer."),
     (["--create", "--topic", "u", "--partitions", "many"], 2, "Error: Invalid value for '--partitions': 'many' is not a valid integer."),
     (["--create", "--topic", "u", "--replication-factor", "3"], 2,
      "Error: --replication-factor 3: this is a single node, so only 1 is possible"),
     (["--create", "--topic", "u", "--config", "retention.ms"], 2,
-     "Error: Invalid value for '--config': expected key=value, got 'retention.ms'"),
+     "Error: Invalid value for '--config': 'retention.ms': Invalid topic config: all configs to be added must be in "
+     "the format \"key=val\"."),
+    (["--create", "--topic", "u", "--config", "a=b=c"], 2, "Invalid topic config"),
     (["--create", "--topic", "u", "--config", "cleanup.policy=compacted"], 1,
      "Error: Invalid value compacted for configuration cleanup.policy: String must be one of: compact, delete"),
     (["--create", "--topic", "t"], 1, "Error: Topic 't' already exists."),
@@ -170,11 +179,36 @@ def test_separators_keep_non_ascii_characters_and_take_escapes(data):
      "Error: Topic name \"prices€\" is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-'"),
     (["--create", "--topic", "a" * 250], 1, "Error: Topic name is illegal, it can't be longer than 249 characters"),
     (["--create", "--topic", ".."], 1, "Error: Topic name cannot be \".\" or \"..\""),
-    (["--describe", "--topic", "nope"], 1, "Error: Topic 'nope' does not exist."),
-    (["--delete", "--topic", "nope"], 1, "Error: Topic 'nope' does not exist."),
+    (["--describe", "--topic", "nope"], 1, "Error: Topic 'nope' does not exist as expected"),
+    (["--delete", "--topic", "nope"], 1, "Error: Topic 'nope' does not exist as expected"),
+    (["--alter", "--topic", "nope", "--partitions", "2"], 1, "Error: Topic 'nope' does not exist as expected"),
+    (["--list", "--if-exists"], 2, "Error: --if-exists only goes with --alter, --delete or --describe"),
 ])
 def test_topics_refuses(data, args, code, message):
     refused(data, "topics", "--data-dir", "DATA", *args, code=code, message=message)
+
+
+def test_if_exists_makes_a_missing_topic_no_error(data):
+    for action in (["--delete"], ["--describe"], ["--alter", "--partitions", "2"]):
+        res = cli("topics", "--data-dir", str(data), *action, "--topic", "nope", "--if-exists")
+        assert res.exit_code == 0 and res.output == "", (action, res.output)
+
+
+def test_each_config_flag_is_one_name_and_value_commas_included(data):
+    """kafka-topics' --config takes the value whole; kafka-configs' --add-config splits on commas, except
+    inside [...], whose brackets are dropped."""
+    assert cli("topics", "--data-dir", str(data), "--create", "--topic", "both",
+               "--config", "cleanup.policy=compact,delete", "--config", "retention.ms=5000").exit_code == 0
+    with compactlog.open(data) as cl:
+        assert cl.describe_topic("both").config.overrides == {"cleanup.policy": "compact,delete", "retention.ms": "5000"}
+    res = cli("configs", "--data-dir", str(data), "--alter", "--topic", "t",
+              "--add-config", "cleanup.policy=[compact,delete],retention.ms=7000")
+    assert res.exit_code == 0, res.output
+    with compactlog.open(data) as cl:
+        assert cl.describe_topic("t").config.overrides == {"cleanup.policy": "compact,delete", "retention.ms": "7000"}
+    refused(data, "configs", "--data-dir", "DATA", "--alter", "--topic", "t", "--add-config",
+            "cleanup.policy=compact,delete", code=2,
+            message="Error: Invalid value for '--add-config': expected key=value, got 'delete'")
 
 
 def test_topics_refuses_a_name_that_collides_after_dots_become_underscores(data):

@@ -166,9 +166,10 @@ def _not_empty(ctx: click.Context, param: click.Parameter, value: str | None) ->
     return value
 
 
-def data_dir_option(f: Callable | None = None, *, may_create: bool = False, wire: bool = False) -> Callable:
-    """``--data-dir`` and ``--server-properties``. The directory must exist unless ``may_create`` (only
-    ``topics --create`` makes one), so that a mistyped path is an error, not a new empty directory.
+def data_dir_option(f: Callable | None = None, *, may_create: str = "", wire: bool = False) -> Callable:
+    """``--data-dir`` and ``--server-properties``. The directory must exist unless ``may_create`` says
+    who makes a missing one (``topics --create``; ``serve``, as a Kafka broker makes its log.dirs), so
+    that a mistyped path given to any other command is an error, not a new empty directory.
 
     ``wire``: the command also takes ``--bootstrap-server HOST:PORT`` instead, for a data directory a
     running broker owns (``compactlog serve``), as Kafka's tools do; exactly one of the two is given,
@@ -181,7 +182,7 @@ def data_dir_option(f: Callable | None = None, *, may_create: bool = False, wire
                              help="A running broker (compactlog serve) to work through, instead of --data-dir.")(f)
         f = click.option("--server-properties", "server_properties", type=click.Path(exists=True, dir_okay=False),
                          help="Broker defaults in server.properties format (log.retention.ms=..., num.partitions=...).")(f)
-        where = "; --create makes it if missing." if may_create else "; it must exist."
+        where = f"; {may_create} makes it if missing." if may_create else "; it must exist."
         return click.option("--data-dir", required=not wire, type=click.Path(file_okay=False, exists=not may_create),
                             callback=_not_empty, help="The data directory (Kafka's log.dirs)" + where)(f)
 
@@ -223,16 +224,111 @@ def open_target(data_dir: str | None, server_properties: str | None, bootstrap_s
     return open_data_dir(data_dir, server_properties)
 
 
-def parse_key_values(items: tuple[str, ...] | list[str], what: str) -> dict[str, str]:
-    """``k=v`` pairs from repeated flags or comma lists (``--add-config a=1,b=2``)."""
+INT_MAX = (1 << 31) - 1  # Java's Integer.MAX_VALUE: partitions, levels, sizes Kafka keeps in an int
+LONG_MIN, LONG_MAX = -(1 << 63), (1 << 63) - 1  # Java's long: offsets, timestamps, milliseconds
+_SHOWN = 24  # characters of a refused value repeated in its message
+
+
+def shown(text: str) -> str:
+    """A user's value as an error message repeats it: quoted, and cut short when long (a 5,000-digit
+    number is named by its length, not printed whole)."""
+    if len(text) <= _SHOWN:
+        return repr(text)
+    return f"{text[:_SHOWN]!r}... ({len(text)} characters)"
+
+
+def parse_number(text: str, low: int = LONG_MIN, high: int = LONG_MAX) -> int:
+    """An integer as Java's ``Long.parseLong`` reads one: ASCII digits after an optional sign, nothing
+    else (no spaces, no ``_``, no other scripts' digits, which Python's int() would take), within
+    [low, high]. The length is checked before any conversion, so a number of thousands of digits is
+    refused at once and never reaches int()'s digit limit. ValueError says what was wrong, in the words
+    click uses for its own numbers."""
+    body = text[1:] if text[:1] in "+-" else text
+    if not body or not (body.isascii() and body.isdigit()):
+        raise ValueError(f"{shown(text)} is not a valid integer.")
+    if len(body.lstrip("0")) > len(str(max(abs(low), abs(high)))):
+        raise ValueError(f"{shown(text)} is not in the range {range_text(low, high)}.")
+    value = int(text)
+    if not low <= value <= high:
+        raise ValueError(f"{value} is not in the range {range_text(low, high)}.")
+    return value
+
+
+def range_text(low: int | float, high: int | float) -> str:
+    """click's way of writing a range: ``x>=0``, ``0<=x<=9``."""
+    if high in (LONG_MAX, INT_MAX):
+        return f"x>={low}"
+    return f"{low}<=x<={high}"
+
+
+class Number(click.ParamType):
+    """A flag's whole number, parsed by :func:`parse_number` within [low, high]: one line naming the
+    flag for anything else (click's own int type hands the text to int(), which takes '٣', '1_0' and
+    ' 7 ', and answers a 5,000-digit value with Python's advice about its digit limit)."""
+
+    name = "integer"
+
+    def __init__(self, low: int = LONG_MIN, high: int = LONG_MAX) -> None:
+        self.low, self.high = low, high
+
+    def convert(self, value, param, ctx):
+        try:  # a default comes as an int: it is held to the same bounds
+            return parse_number(str(value), self.low, self.high)
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+
+    def get_metavar(self, param, ctx=None) -> str:
+        return "N"
+
+    def __repr__(self) -> str:
+        return f"Number({self.low}, {self.high})"
+
+
+class Decimal(click.ParamType):
+    """A flag's decimal number (``50``, ``12.5``, ``1e3``) in ASCII, finite, at least ``low``: Python's
+    float() also takes other scripts' digits, ``nan``, ``inf`` and ``1e999``, which is infinite."""
+
+    name = "number"
+    _FORM = None
+
+    def __init__(self, low: float = 0.0) -> None:
+        self.low = low
+
+    def convert(self, value, param, ctx):
+        import math
+        import re
+
+        text = str(value)
+        if len(text) > 40 or not re.fullmatch(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d{1,3})?", text, re.ASCII):
+            self.fail(f"{shown(text)} is not a valid float.", param, ctx)
+        number = float(text)
+        if not math.isfinite(number) or number < self.low:
+            self.fail(f"{number} is not in the range x>={self.low}.", param, ctx)
+        return number
+
+
+class OneOf(click.Choice):
+    """click's Choice, whose refusal repeats a long value cut short (:func:`shown`) instead of whole."""
+
+    def get_invalid_choice_message(self, value, ctx) -> str:
+        choices = ", ".join(map(repr, self.choices))
+        return f"{shown(str(value))} is not one of {choices}."
+
+
+def parse_key_values(items: tuple[str, ...] | list[str], what: str, *, commas: bool = False) -> dict[str, str]:
+    """``k=v`` pairs from repeated flags. Each flag holds one ``k=v`` whose value may hold commas
+    (``--config cleanup.policy=compact,delete``, ``--property key.separator=,``), as kafka-topics and
+    the console tools take them. ``commas``: kafka-configs' ``--add-config`` rule instead, several pairs
+    in one flag split on commas, except inside [...] (``a=1,b=[x,y]``: the brackets keep a list value
+    whole and are dropped)."""
     out: dict[str, str] = {}
     for item in items:
-        for part in _split_top_level(item):
-            if not part:
+        for part in (_split_top_level(item) if commas else [item]):
+            if commas and not part:
                 continue
             key, sep, value = part.partition("=")
             if not sep or not key.strip():
-                raise click.BadParameter(f"expected key=value, got {part!r}", param_hint=f"'{what}'")
+                raise click.BadParameter(f"expected key=value, got {shown(part)}", param_hint=f"'{what}'")
             out[key.strip()] = value.strip()
     return out
 

@@ -6,7 +6,7 @@ import datetime
 
 import click
 
-from .common import data_dir_option, kafka_errors, open_data_dir
+from .common import INT_MAX, Number, data_dir_option, kafka_errors, open_data_dir
 from .progress import io_progress
 
 
@@ -38,7 +38,7 @@ def _figures(st) -> list[str]:
 @click.command("compact-topic")
 @data_dir_option
 @click.option("--topic", required=True, help="The topic whose compacted view to build.")
-@click.option("--partition", type=click.IntRange(min=0), default=None, help="Only this partition.")
+@click.option("--partition", type=Number(0, INT_MAX), default=None, help="Only this partition.")
 @kafka_errors
 def compact_topic(data_dir, server_properties, topic, partition):
     """Build the compacted view of a topic now, beside its untouched log (Pulsar's topics compact).

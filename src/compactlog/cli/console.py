@@ -15,12 +15,18 @@ from ..records.levels import levels_text
 from .common import (
     bool_property,
     check_compression_level,
+    INT_MAX,
+    LONG_MAX,
+    Number,
+    OneOf,
     check_property_names,
     data_dir_option,
     kafka_errors,
     open_data_dir,
     open_target,
     parse_key_values,
+    parse_number,
+    shown,
     unescape_property,
 )
 
@@ -96,10 +102,10 @@ class LineReaderProps:
 @click.option("--topic", required=True, help="The topic to produce to.")
 @click.option("--property", "properties", multiple=True,
               help="parse.key, key.separator, null.marker, parse.headers, headers.delimiter, headers.separator, headers.key.separator.")
-@click.option("--compression-codec", type=click.Choice(CODECS), default="none", help="Producer-side codec.")
-@click.option("--compression-level", type=int, default=None,
+@click.option("--compression-codec", type=OneOf(CODECS), default="none", help="Producer-side codec.")
+@click.option("--compression-level", type=Number(-INT_MAX - 1, INT_MAX), default=None,
               help=f"Producer-side codec level: {levels_text()}.")
-@click.option("--batch-size", type=click.IntRange(min=0), default=DEFAULT_BATCH_BYTES, show_default=True,
+@click.option("--batch-size", type=Number(0, INT_MAX), default=DEFAULT_BATCH_BYTES, show_default=True,
               help="Bytes per batch (Kafka's batch.size; 0: one record per batch). Batches also fit the topic's "
                    "max.message.bytes and segment.bytes.")
 @kafka_errors
@@ -136,10 +142,10 @@ class OffsetType(click.ParamType):
     def convert(self, value, param, ctx):
         if isinstance(value, int) or value in ("earliest", "latest"):
             return value
-        text = str(value).strip()
-        if text.isascii() and text.isdigit():
-            return int(text)
-        self.fail(f"{value!r} is not an offset: give a number (0 or more), earliest or latest", param, ctx)
+        try:
+            return parse_number(str(value), 0, LONG_MAX)
+        except ValueError:
+            self.fail(f"{shown(str(value))} is not an offset: give a number (0 or more), earliest or latest", param, ctx)
 
 
 OFFSET = OffsetType()
@@ -181,10 +187,10 @@ class RecordFormatter:
 @data_dir_option(wire=True)
 @click.option("--topic", required=True, help="The topic to read.")
 @click.option("--from-beginning", is_flag=True, help="Start at the log start offset (default: the end).")
-@click.option("--partition", type=click.IntRange(min=0), help="Read only this partition.")
+@click.option("--partition", type=Number(0, INT_MAX), help="Read only this partition.")
 @click.option("--offset", type=OFFSET, help="Start offset for --partition: a number, 'earliest' or 'latest'.")
-@click.option("--max-messages", type=click.IntRange(min=0), help="Stop after this many records.")
-@click.option("--timeout-ms", type=click.IntRange(min=-1),
+@click.option("--max-messages", type=Number(0, INT_MAX), help="Stop after this many records.")
+@click.option("--timeout-ms", type=Number(-1, INT_MAX),
               help="Follow the topic as another process appends, and exit once no record arrived for this long "
                    "(-1: never). Without it, stop at the current end of the log.")
 @click.option("--read-compacted", is_flag=True,

@@ -22,7 +22,7 @@ def _overrides(items) -> dict[str, str]:
 
 
 @click.command("serve")
-@data_dir_option(may_create=True)
+@data_dir_option(may_create="serve")
 @click.option("--override", "overrides", multiple=True, metavar="NAME=VALUE",
               help="A broker setting over server.properties, as kafka-server-start.sh --override takes it "
                    "(listeners=PLAINTEXT://127.0.0.1:0, auto.create.topics.enable=false, ...). Repeatable.")

@@ -8,7 +8,16 @@ import click
 
 from ..log_dir import overwrites_data_dir
 from ..records.levels import LEVEL_RANGES
-from .common import CompactLogGroup, check_compression_level, kafka_errors
+from .common import (
+    INT_MAX,
+    LONG_MAX,
+    CompactLogGroup,
+    Decimal,
+    Number,
+    OneOf,
+    check_compression_level,
+    kafka_errors,
+)
 
 
 def master_option(f):
@@ -24,7 +33,7 @@ def spark() -> None:
 @spark.command("export")
 @click.option("--data-dir", required=True, type=click.Path(file_okay=False, exists=True), help="The data directory.")
 @click.option("--topic", required=True, help="The topic to export.")
-@click.option("--format", "fmt", type=click.Choice(["parquet", "orc", "json", "csv", "table"]), default="parquet",
+@click.option("--format", "fmt", type=OneOf(["parquet", "orc", "json", "csv", "table"]), default="parquet",
               show_default=True, help="Output format, or 'table' to save as a Spark table.")
 @click.option("--output", required=True, help="Output directory (or table name with --format table).")
 @master_option
@@ -94,10 +103,10 @@ def compact(data_dir, topic, master):
 @click.option("--data-dir", required=True, type=click.Path(file_okay=False, exists=True), help="The data directory.")
 @click.option("--topic", required=True, help="The topic whose stored history to rewrite.")
 @click.option("--compression.type", "compression", required=True,
-              type=click.Choice(["uncompressed", "none", "gzip", "snappy", "lz4", "zstd"]), help="The target codec.")
-@click.option("--compression.gzip.level", "gzip_level", type=int, default=None, help=f"gzip level ({LEVEL_RANGES['gzip'].text}).")
-@click.option("--compression.lz4.level", "lz4_level", type=int, default=None, help=f"lz4 level ({LEVEL_RANGES['lz4'].text}).")
-@click.option("--compression.zstd.level", "zstd_level", type=int, default=None, help=f"zstd level ({LEVEL_RANGES['zstd'].text}).")
+              type=OneOf(["uncompressed", "none", "gzip", "snappy", "lz4", "zstd"]), help="The target codec.")
+@click.option("--compression.gzip.level", "gzip_level", type=Number(-INT_MAX - 1, INT_MAX), default=None, help=f"gzip level ({LEVEL_RANGES['gzip'].text}).")
+@click.option("--compression.lz4.level", "lz4_level", type=Number(-INT_MAX - 1, INT_MAX), default=None, help=f"lz4 level ({LEVEL_RANGES['lz4'].text}).")
+@click.option("--compression.zstd.level", "zstd_level", type=Number(-INT_MAX - 1, INT_MAX), default=None, help=f"zstd level ({LEVEL_RANGES['zstd'].text}).")
 @master_option
 @kafka_errors
 def recompress(data_dir, topic, compression, gzip_level, lz4_level, zstd_level, master):
@@ -139,9 +148,9 @@ def recompress(data_dir, topic, compression, gzip_level, lz4_level, zstd_level, 
 @spark.command("advise")
 @click.option("--data-dir", required=True, type=click.Path(file_okay=False, exists=True), help="The data directory.")
 @click.option("--topic", required=True, help="The topic whose stored batches to sample.")
-@click.option("--sample-bytes", type=click.IntRange(min=1 << 16), default=16 << 20, show_default=True,
+@click.option("--sample-bytes", type=Number(1 << 16, LONG_MAX), default=16 << 20, show_default=True,
               help="How many stored bytes to sample, spread over partitions and segments.")
-@click.option("--min-compress-mbps", type=click.FloatRange(min=0), default=50.0, show_default=True,
+@click.option("--min-compress-mbps", type=Decimal(0.0), default=50.0, show_default=True,
               help="Only codecs compressing at least this fast per core are recommended.")
 @click.option("--chart", default="compression-advice.png", show_default=True, help="Where to write the chart (PNG).")
 @master_option

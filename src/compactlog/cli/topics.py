@@ -7,7 +7,8 @@ import os
 
 import click
 
-from .common import data_dir_option, kafka_errors, open_target, parse_key_values
+from ..errors import InvalidPartitionsError, InvalidReplicationFactorError, UnknownTopicOrPartitionError
+from .common import INT_MAX, Number, OneOf, data_dir_option, kafka_errors, open_target, parse_key_values, shown
 from .users import configure_users
 
 
@@ -31,6 +32,27 @@ def describe_lines(d, leader: int = 0) -> list[str]:
     return lines
 
 
+def check_counts(partitions: int | None, replication_factor: int | None) -> None:
+    """kafka-topics' own checks of the two counts, in its words, before anything is asked of the broker
+    (librdkafka refuses a negative count with an exception of its own, the API with another message)."""
+    if replication_factor is not None and not 1 <= replication_factor <= 32767:
+        raise InvalidReplicationFactorError("The replication factor must be between 1 and 32767 inclusive")
+    if partitions is not None and partitions < 1:
+        raise InvalidPartitionsError("The partitions must be greater than 0")
+    if replication_factor not in (None, 1):
+        raise click.UsageError(f"--replication-factor {replication_factor}: this is a single node, so only 1 is possible")
+
+
+def topic_configs(items: tuple[str, ...]) -> dict[str, str]:
+    """``--config`` as kafka-topics reads it: each one name=value, the value taken whole, commas and all
+    (``cleanup.policy=compact,delete``), and exactly one '=' in it."""
+    for item in items:
+        if item.count("=") != 1:
+            raise click.BadParameter(f"{shown(item)}: Invalid topic config: all configs to be added must be in "
+                                     'the format "key=val".', param_hint="'--config'")
+    return parse_key_values(items, "--config")
+
+
 def one_action(actions: dict[str, bool]) -> str:
     """The one action flag given, as kafka-topics and kafka-configs insist."""
     given = [name for name, on in actions.items() if on]
@@ -42,21 +64,22 @@ def one_action(actions: dict[str, bool]) -> str:
 
 
 @click.command("topics")
-@data_dir_option(may_create=True, wire=True)
+@data_dir_option(may_create="--create", wire=True)
 @click.option("--create", is_flag=True, help="Create a topic.")
 @click.option("--delete", is_flag=True, help="Delete a topic and all its data.")
 @click.option("--list", "list_", is_flag=True, help="List topic names.")
 @click.option("--describe", is_flag=True, help="Describe one topic or all.")
 @click.option("--alter", is_flag=True, help="Add partitions to a topic: --alter --topic T --partitions N (only growth).")
 @click.option("--topic", help="The topic name.")
-@click.option("--partitions", type=int,
+@click.option("--partitions", type=Number(-INT_MAX - 1, INT_MAX),
               help="Partition count for --create (default num.partitions), or the new, larger count for --alter.")
-@click.option("--replication-factor", type=int, help="Accepted for compatibility; must be 1 (one node).")
+@click.option("--replication-factor", type=Number(-INT_MAX - 1, INT_MAX), help="Accepted for compatibility; must be 1 (one node).")
 @click.option("--config", "configs", multiple=True, help="Topic config override k=v; repeatable.")
 @click.option("--if-not-exists", is_flag=True, help="With --create, do nothing if the topic exists.")
+@click.option("--if-exists", is_flag=True, help="With --alter, --delete or --describe, do nothing if the topic is missing.")
 @kafka_errors
 def topics(data_dir, server_properties, bootstrap_server, create, delete, list_, describe, alter, topic, partitions,
-           replication_factor, configs, if_not_exists):
+           replication_factor, configs, if_not_exists, if_exists):
     """Create, delete, list, describe and grow topics (kafka-topics), in a data directory or through a
     running broker.
 
@@ -73,15 +96,22 @@ def topics(data_dir, server_properties, bootstrap_server, create, delete, list_,
         given = {"--partitions": partitions is not None and action != "alter",
                  "--replication-factor": replication_factor is not None, "--config": bool(configs),
                  "--if-not-exists": if_not_exists}
+        if action == "list" and if_exists:
+            raise click.UsageError("--if-exists only goes with --alter, --delete or --describe")
         for flag, on in given.items():
             if on:
                 raise click.UsageError(f"{flag} only goes with --create, not --{action}")
         if data_dir is not None and not os.path.isdir(data_dir):
             raise click.BadParameter(f"Directory {data_dir!r} does not exist.", param_hint="'--data-dir'")
-    if replication_factor not in (None, 1, -1):
-        raise click.UsageError(f"--replication-factor {replication_factor}: this is a single node, so only 1 is possible")
-    overrides = parse_key_values(configs, "--config")
+    elif if_exists:
+        raise click.UsageError("--if-exists only goes with --alter, --delete or --describe")
+    check_counts(partitions, replication_factor)
+    overrides = topic_configs(configs)
     with open_target(data_dir, server_properties, bootstrap_server) as cl:
+        if action in ("delete", "alter", "describe") and topic and topic not in cl.list_topics():
+            if if_exists:
+                return
+            raise UnknownTopicOrPartitionError(f"Topic '{topic}' does not exist as expected")
         if action == "create":
             if if_not_exists and topic in cl.list_topics():
                 return
@@ -104,7 +134,7 @@ def topics(data_dir, server_properties, bootstrap_server, create, delete, list_,
 
 @click.command("configs")
 @data_dir_option(wire=True)
-@click.option("--entity-type", type=click.Choice(["topics", "users"]), default="topics",
+@click.option("--entity-type", type=OneOf(["topics", "users"]), default="topics",
               help="topics, or users for their SCRAM credentials.")
 @click.option("--topic", "--entity-name", "topic", help="The topic (the user with --entity-type users).")
 @click.option("--alter", is_flag=True, help="Change configs.")
@@ -133,7 +163,7 @@ def configs(data_dir, server_properties, bootstrap_server, entity_type, topic, a
             raise click.UsageError("--alter needs --add-config or --delete-config")
         if show_all:
             raise click.UsageError("--all only goes with --describe")
-        changes = parse_key_values(add, "--add-config")
+        changes = parse_key_values(add, "--add-config", commas=True)
         names = [n.strip() for item in delete for n in item.split(",") if n.strip()]
     elif add or delete:
         raise click.UsageError("--add-config and --delete-config only go with --alter")

@@ -16,6 +16,7 @@ import click
 
 from ..security.credentials import CredentialStore, NewCredential
 from ..security.scram import DEFAULT_ITERATIONS
+from .common import INT_MAX, parse_number
 
 
 def _split(text: str) -> list[str]:
@@ -53,10 +54,9 @@ def parse_credentials(items: tuple[str, ...] | list[str]) -> list[NewCredential]
             if "password" not in fields:
                 raise click.BadParameter(f"{mechanism}: a password is required", param_hint="'--add-config'")
             try:
-                iterations = int(fields.get("iterations", DEFAULT_ITERATIONS))
-            except ValueError:
-                raise click.BadParameter(f"{mechanism}: iterations must be a number",
-                                         param_hint="'--add-config'") from None
+                iterations = parse_number(fields.get("iterations", str(DEFAULT_ITERATIONS)), 1, INT_MAX)
+            except ValueError as exc:
+                raise click.BadParameter(f"{mechanism}: iterations: {exc}", param_hint="'--add-config'") from None
             out.append(NewCredential(mechanism.strip(), fields["password"], iterations))
     return out
 

@@ -25,7 +25,9 @@ from ..api import PartitionInfo, TopicDescription
 from ..errors import (
     CompactLogError,
     InvalidConfigError,
+    InvalidRecordError,
     OffsetOutOfRangeError,
+    RecordTooLargeError,
     UnknownTopicOrPartitionError,
     error_for,
 )
@@ -38,6 +40,9 @@ log = logging.getLogger("compactlog.wire")
 TIMEOUT_S = 30.0  # the longest one call to the broker may take before the command gives up
 CONNECT_TIMEOUT_S = 10.0  # the first answer: a broker that is not there is reported this soon
 POLL_S = 0.2  # a consumer's poll; bounds how late --timeout-ms and the end of a log are noticed
+
+MAX_REQUEST_SIZE = 1048576  # Kafka's producer's max.request.size default: the largest record it sends
+BATCH_OVERHEAD = 61  # a record batch's header, which a record sent alone carries
 
 TopicPartitionKey = tuple[str, int]
 
@@ -217,7 +222,8 @@ class WireClient:
 
         conf = client_config(self.bootstrap, **{
             "acks": "all", "compression.type": compression, "partitioner": "murmur2_random",
-            "batch.size": max(batch_bytes, 1), "message.timeout.ms": int(TIMEOUT_S * 1000)})
+            "batch.size": max(batch_bytes, 1), "message.timeout.ms": int(TIMEOUT_S * 1000),
+            "message.max.bytes": MAX_REQUEST_SIZE})
         if batch_bytes == 0:
             conf["batch.num.messages"] = 1  # Kafka's batch.size=0: one record per batch
         if level is not None:
@@ -230,7 +236,7 @@ class WireClient:
 
         def delivered(err, msg) -> None:
             if err is not None and not failures:
-                failures.append(err)
+                failures.append((err, msg))
 
         sent = 0
         for row in records:
@@ -243,16 +249,44 @@ class WireClient:
                     break
                 except BufferError:  # the local queue is full: let deliveries drain it
                     producer.poll(POLL_S)
+                except KafkaException as exc:
+                    raise self._refused_at_send(exc, key, value, headers) from None
             if failures:
                 break
             sent += 1
             producer.poll(0)
         left = producer.flush(TIMEOUT_S)
         if failures:
-            raise as_error(failures[0])
+            raise self._delivery_error(topic, *failures[0])
         if left:
             raise CompactLogError(f"{left} records were not acknowledged by {self.bootstrap} within {TIMEOUT_S:.0f} s")
         return sent
+
+    @staticmethod
+    def _refused_at_send(exc, key, value, headers) -> CompactLogError:
+        """A record the producer refuses before sending; one too large in the words of Kafka's producer
+        (its ensureValidRecordSize), with the size a batch of it alone would have."""
+        err = exc.args[0] if exc.args and hasattr(exc.args[0], "code") else None
+        from confluent_kafka import KafkaError
+
+        if err is not None and err.code() == KafkaError.MSG_SIZE_TOO_LARGE:
+            from ..producer import one_record_size
+
+            size = BATCH_OVERHEAD + one_record_size(key, value, headers)
+            return RecordTooLargeError(f"RecordTooLargeException: The message is {size} bytes when serialized which "
+                                       f"is larger than {MAX_REQUEST_SIZE}, which is the value of the "
+                                       "max.request.size configuration.")
+        return as_error(exc)
+
+    def _delivery_error(self, topic: str, err, msg) -> CompactLogError:
+        """A refused delivery as our typed error. librdkafka reports the broker's error code without the
+        broker's message; a keyless record refused by a compacted topic gets the broker's words back."""
+        if err.code() == InvalidRecordError.code and msg is not None and msg.key() is None:
+            policy = next((r.value for r in self.topic_config(topic).rows if r.name == "cleanup.policy"), "")
+            if "compact" in (policy or ""):
+                return InvalidRecordError("Compacted topic cannot accept message without key in topic partition "
+                                          f"{topic}-{msg.partition()}.")
+        return as_error(err)
 
     def consume(self, topic: str, partition: int | None = None, *, from_beginning: bool = False,
                 offset: int | None = None, max_records: int | None = None, group: str | None = None,
