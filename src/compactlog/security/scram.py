@@ -229,21 +229,32 @@ class ScramServer:
         return server_first
 
     def _final(self, text: str) -> str:
+        """Check ``c=<binding>,r=<nonce>[,ext...],p=<proof>`` as Kafka's SCRAM server does.
+
+        The nonce must *end with* the combined nonce sent in server-first (Kafka's rule since 3.8.1):
+        librdkafka before 2.6.1 (Debian 12's 2.0.2, for one) repeats its own nonce in front of it. The
+        proof is checked over the messages as exchanged, with that nonce as the client sent it; as in
+        Kafka, extensions in this message are not part of the signed text.
+        """
         without_proof, sep, proof_b64 = text.rpartition(",p=")
         if not sep:
             raise SaslAuthenticationFailedError("Invalid SCRAM client-final message: no proof")
-        attrs = dict(_attributes(without_proof))
-        if attrs.get("c") != _b64(self._gs2_header.encode("utf-8")):
+        attrs = _attributes(without_proof)
+        if len(attrs) < 2 or attrs[0][0] != "c" or attrs[1][0] != "r":
+            raise SaslAuthenticationFailedError("Invalid SCRAM client-final message: expected c=...,r=...,p=...")
+        binding, nonce = attrs[0][1], attrs[1][1]
+        if binding != _b64(self._gs2_header.encode("utf-8")):
             raise SaslAuthenticationFailedError("Invalid SCRAM client-final message: channel binding differs")
-        if attrs.get("r") != self._nonce:
-            raise SaslAuthenticationFailedError("Invalid SCRAM client-final message: the nonce differs")
+        if not nonce.endswith(self._nonce):
+            raise SaslAuthenticationFailedError("Invalid SCRAM client-final message: the nonce does not end "
+                                                "with the server's nonce")
         self._state = "done"
         try:
             proof = _unb64(proof_b64)
         except ValueError:
             raise _failed(self.mechanism) from None
         cred = self._credential
-        auth_message = ",".join([*self._messages, without_proof]).encode("utf-8")
+        auth_message = ",".join([*self._messages, f"c={binding},r={nonce}"]).encode("utf-8")
         signature = _hmac(self.hash, cred.stored_key, auth_message)
         if len(proof) != len(signature):
             raise _failed(self.mechanism)
