@@ -153,9 +153,9 @@ def test_consumer_groups(run, broker):
                 "--property", "print.key=true", "--property", "key.separator=:").stdout
     assert sorted(first.split()) == sorted(PRICES.split())
     assert "cache" in run("consumer-groups", "--bootstrap-server", "BROKER", "--list").stdout.split()
-    described = run("consumer-groups", "--bootstrap-server", "BROKER", "--describe", "--group", "cache").stdout
-    assert "Consumer group 'cache' has no active members." in described
-    table = _offsets(described)
+    described = run("consumer-groups", "--bootstrap-server", "BROKER", "--describe", "--group", "cache")
+    assert described.stderr == "Consumer group 'cache' has no active members.\n"  # the table alone on stdout
+    table = _offsets(described.stdout)
     assert sum(int(cols[0]) for cols in table.values()) == 7  # committed = log end: everything read, lag 0
     assert all(cols[0] == cols[1] and cols[2] == "0" for cols in table.values())
 
@@ -174,8 +174,10 @@ def test_consumer_groups(run, broker):
 
     res = run("consumer-groups", "--bootstrap-server", "BROKER", "--describe", "--group", "nobody", code=1)
     assert "Error: Consumer group 'nobody' does not exist." in res.output
+    res = run("consumer-groups", "--bootstrap-server", "BROKER", "--delete", "--group", "nobody", code=1)
+    assert res.stderr == "Error: Consumer group 'nobody' does not exist.\n"  # as --describe names it
     out = run("consumer-groups", "--bootstrap-server", "BROKER", "--delete", "--group", "cache").stdout
-    assert out == "Deleted consumer group 'cache'.\n"
+    assert out == "Deletion of requested consumer groups ('cache') was successful.\n"
     assert "cache" not in run("consumer-groups", "--bootstrap-server", "BROKER", "--list").stdout.split()
 
 
@@ -230,8 +232,97 @@ def test_an_active_group_is_described_with_its_member_and_not_reset(run, broker)
         assert row[-1] == "cache-loader" and row[-3].startswith("cache-loader-")
         res = run("consumer-groups", "--bootstrap-server", "BROKER", "--reset-offsets", "--group", "busy",
                   "--topic", "live", "--to-latest", "--execute", code=1)
-        assert "Error: Offsets of group 'busy' can only be reset while it has no members" in res.output
+        assert res.stderr == ("Error: Assignments can only be reset if the group 'busy' is inactive, but the current "
+                              "state is Stable.\n")
+        members = run("consumer-groups", "--bootstrap-server", "BROKER", "--describe", "--group", "busy", "--members",
+                      "--verbose").stdout.splitlines()
+        assert members[0].split() == ["GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS", "ASSIGNMENT"]
+        assert members[1].split()[0] == "busy" and members[1].split()[3:] == ["cache-loader", "1", "live(0)"]
+        state = run("consumer-groups", "--bootstrap-server", "BROKER", "--describe", "--group", "busy",
+                    "--state").stdout.splitlines()
+        assert [c.strip() for c in state[0].split("  ") if c.strip()] == [
+            "GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"]
+        assert state[1].split()[0] == "busy" and state[1].split()[-2:] == ["Stable", "1"]
+        assert f"{broker.bootstrap}  (" in state[1]
         res = run("consumer-groups", "--bootstrap-server", "BROKER", "--delete", "--group", "busy", code=1)
         assert "Error:" in res.output
     finally:
         member.close()
+
+
+def test_user_errors_over_the_wire_are_one_line(run):
+    """kafka-topics' and the console producer's refusals, not tracebacks (librdkafka raises its own
+    exceptions for a negative partition count and an oversized record)."""
+    res = run("topics", "--bootstrap-server", "BROKER", "--create", "--topic", "neg", "--partitions", "-3", code=1)
+    assert res.stderr == "Error: The partitions must be greater than 0\n"
+    for action in (["--delete"], ["--describe"], ["--alter", "--partitions", "3"]):
+        res = run("topics", "--bootstrap-server", "BROKER", *action, "--topic", "nope", code=1)
+        assert res.stderr == "Error: Topic 'nope' does not exist as expected\n", action
+    run("topics", "--bootstrap-server", "BROKER", "--create", "--topic", "both", "--config", "cleanup.policy=compact,delete")
+    assert "Configs: cleanup.policy=compact,delete" in run("topics", "--bootstrap-server", "BROKER", "--describe",
+                                                           "--topic", "both").stdout
+    res = run("produce", "--bootstrap-server", "BROKER", "--topic", "both", input="x" * (2 << 20) + "\n", code=1)
+    assert res.stderr.startswith("Error: RecordTooLargeException: The message is 2097") and res.stderr.count("\n") == 1
+    assert "bytes when serialized which is larger than 1048576" in res.stderr
+    res = run("produce", "--bootstrap-server", "BROKER", "--topic", "both", input="keyless\n", code=1)
+    assert res.stderr == "Error: Compacted topic cannot accept message without key in topic partition both-0.\n"
+
+
+def test_consumer_groups_reset_scenarios_export_and_from_file(run, tmp_path):
+    run("topics", "--bootstrap-server", "BROKER", "--create", "--topic", "shift", "--partitions", "2")
+    run("produce", "--bootstrap-server", "BROKER", "--topic", "shift", *KEYED, input=PRICES)
+    for group in ("s1", "s2"):
+        run("consume", "--bootstrap-server", "BROKER", "--topic", "shift", "--group", group, "--from-beginning")
+    ends = {k: int(v[0]) for k, v in _offsets(run("consumer-groups", "--bootstrap-server", "BROKER", "--describe",
+                                                  "--group", "s1").stdout).items()}
+    reset = ("consumer-groups", "--bootstrap-server", "BROKER", "--reset-offsets")
+    shifted = _offsets(run(*reset, "--group", "s1", "--all-topics", "--shift-by", "-2").stdout)
+    assert shifted == {k: (str(max(0, e - 2)),) for k, e in ends.items()}
+    assert _offsets(run(*reset, "--group", "s1", "--topic", "shift", "--shift-by", "99").stdout) == \
+        {k: (str(e),) for k, e in ends.items()}  # kept within the log
+    assert _offsets(run(*reset, "--group", "s1", "--topic", "shift", "--to-current").stdout) == \
+        {k: (str(e),) for k, e in ends.items()}
+    assert set(_offsets(run(*reset, "--group", "s1", "--topic", "shift", "--by-duration", "P1D").stdout).values()) == \
+        {("0",)}  # every record is younger than a day
+    exported = run(*reset, "--group", "s1", "--topic", "shift:0", "--to-offset", "1", "--export").stdout
+    assert exported == "shift,0,1\n"
+    both = run(*reset, "--group", "s1", "--group", "s2", "--all-topics", "--to-earliest", "--export").stdout
+    assert both.splitlines() == ["s1,shift,0,0", "s1,shift,1,0", "s2,shift,0,0", "s2,shift,1,0"]
+    plan = tmp_path / "plan.csv"
+    plan.write_text(exported)
+    run(*reset, "--group", "s1", "--from-file", str(plan), "--execute")
+    assert _offsets(run("consumer-groups", "--bootstrap-server", "BROKER", "--describe", "--group", "s1").stdout)[
+        ("shift", "0")][0] == "1"
+    plan.write_text("shift,0,x\n")
+    res = run(*reset, "--group", "s1", "--from-file", str(plan), code=2)
+    assert f"Error: Invalid value for '--from-file': {plan} line 1: 'x' is not a valid integer." in res.stderr
+
+    run("consumer-groups", "--bootstrap-server", "BROKER", "--delete-offsets", "--group", "s2", "--topic", "shift:1")
+    left = _offsets(run("consumer-groups", "--bootstrap-server", "BROKER", "--describe", "--group", "s2").stdout)
+    assert list(left) == [("shift", "0")]
+    listed = run("consumer-groups", "--bootstrap-server", "BROKER", "--list", "--state", "Empty").stdout.splitlines()
+    assert listed[0].split() == ["GROUP", "STATE"] and {"s1 Empty", "s2 Empty"} <= {" ".join(r.split()) for r in listed}
+    everything = run("consumer-groups", "--bootstrap-server", "BROKER", "--describe", "--all-groups").stdout
+    assert {"s1", "s2"} <= {line.split()[0] for line in everything.splitlines()[1:]}
+    out = run("consumer-groups", "--bootstrap-server", "BROKER", "--delete", "--group", "s1", "--group", "s2").stdout
+    assert out == "Deletion of requested consumer groups ('s1, s2') was successful.\n"
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--describe"], "Option --describe takes one of these options: --group, --all-groups"),
+    (["--describe", "--group", "g", "--all-groups"], "--group and --all-groups cannot be given together"),
+    (["--describe", "--group", "g", "--members", "--state"], "takes at most one of these options"),
+    (["--describe", "--group", "g", "--state", "stable"], "Option --describe does not take a value for --state"),
+    (["--delete", "--group", "g", "--topic", "t"], "does not support topic-specific offset deletion"),
+    (["--delete-offsets", "--group", "g"], "Option --delete-offsets takes the following options"),
+    (["--reset-offsets", "--group", "g", "--to-earliest"], "One of the reset scopes should be defined"),
+    (["--reset-offsets", "--group", "g", "--topic", "t", "--to-earliest", "--dry-run", "--execute"],
+     "only accepts one of --execute and --dry-run"),
+    (["--reset-offsets", "--group", "g", "--topic", "t", "--by-duration", "PT"], "is not a duration like PnDTnHnMnS"),
+    (["--reset-offsets", "--group", "g", "--topic", "t:x", "--to-earliest"], "'t:x': 'x' is not a valid integer."),
+    (["--list", "--state", "sleepy"], "Invalid state list 'sleepy'. Valid states are: PreparingRebalance"),
+    (["--list", "--members"], "--members only goes with --describe"),
+])
+def test_consumer_groups_flag_rules(run, args, message):
+    res = run("consumer-groups", "--bootstrap-server", "BROKER", *args, code=2)
+    assert message in res.stderr and "Traceback" not in res.output

@@ -12,13 +12,14 @@ from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
 from ..errors import CompactLogError, GroupIdNotFoundError, InvalidRequestError
-from ..offset_reset import DATETIME, EARLIEST, LATEST, new_offset
+from ..offset_reset import DATETIME, EARLIEST, LATEST, OFFSET, RESET_TARGETS, new_offset
 from .wire import TIMEOUT_S, TopicPartitionKey, WireClient, as_error, result
 
 GROUP_ID_NOT_FOUND = GroupIdNotFoundError.code
 # Kafka's names of group states (ConsumerGroupState's enum names are librdkafka's spelling).
 STATE_NAMES = {"UNKNOWN": "Unknown", "PREPARING_REBALANCING": "PreparingRebalance",
                "COMPLETING_REBALANCING": "CompletingRebalance", "STABLE": "Stable", "DEAD": "Dead", "EMPTY": "Empty"}
+SHIFT, CURRENT, FILE = "shift", "current", "file"  # the tool's targets beyond the reset rule's four
 INACTIVE = frozenset({"Empty", "Dead"})  # states in which offsets may be reset (no member would overwrite them)
 
 
@@ -28,6 +29,7 @@ class Member:
     client_id: str
     host: str
     assignment: tuple[TopicPartitionKey, ...]
+    group_instance_id: str = ""  # a static member's id (group.instance.id), "" for a dynamic one
 
 
 @dataclass(frozen=True)
@@ -38,6 +40,8 @@ class GroupView:
     state: str
     members: tuple[Member, ...]
     committed: Mapping[TopicPartitionKey, int] = field(default_factory=dict)
+    coordinator: str = ""  # "host:port  (id)", as kafka-consumer-groups --describe --state prints it
+    assignor: str = ""  # the partition assignment strategy the members agreed on
 
     def owner(self, tp: TopicPartitionKey) -> Member | None:
         return next((m for m in self.members if tp in m.assignment), None)
@@ -50,6 +54,18 @@ class GroupAdmin(WireClient):
         listed = result(self.admin.list_consumer_groups(request_timeout=TIMEOUT_S))
         return sorted(g.group_id for g in listed.valid)
 
+    def list_group_states(self) -> dict[str, str]:
+        """Every group with its state (Kafka's names). A broker that lists groups without their states
+        (ListGroups before v4) is asked with DescribeGroups for the groups it left unknown."""
+        listed = result(self.admin.list_consumer_groups(request_timeout=TIMEOUT_S))
+        states = {g.group_id: _state_name(g.state) for g in listed.valid}
+        unknown = [g for g, state in states.items() if state == "Unknown"]
+        if unknown:
+            described = self.admin.describe_consumer_groups(unknown, request_timeout=TIMEOUT_S)
+            for group, future in described.items():
+                states[group] = _state_name(result(future).state)
+        return dict(sorted(states.items()))
+
     def describe_group(self, group: str) -> GroupView:
         """The group, or GROUP_ID_NOT_FOUND when the broker knows neither members nor offsets of it."""
         from confluent_kafka import ConsumerGroupTopicPartitions
@@ -58,14 +74,17 @@ class GroupAdmin(WireClient):
         asked = ConsumerGroupTopicPartitions(group)
         fetched = result(self.admin.list_consumer_group_offsets([asked], request_timeout=TIMEOUT_S)[group])
         committed = {(tp.topic, tp.partition): tp.offset for tp in fetched.topic_partitions or () if tp.offset >= 0}
-        state = STATE_NAMES.get(getattr(desc.state, "name", str(desc.state)), str(desc.state))
+        state = _state_name(desc.state)
         members = tuple(
             Member(m.member_id, m.client_id, m.host,
-                   tuple((tp.topic, tp.partition) for tp in (m.assignment.topic_partitions if m.assignment else ())))
+                   tuple((tp.topic, tp.partition) for tp in (m.assignment.topic_partitions if m.assignment else ())),
+                   m.group_instance_id or "")
             for m in desc.members or ())
         if state in ("Dead", "Unknown") and not members and not committed:
             raise GroupIdNotFoundError(f"Consumer group '{group}' does not exist.")
-        return GroupView(group, state, members, committed)
+        node = desc.coordinator
+        coordinator = f"{node.host}:{node.port}  ({node.id})" if node is not None else ""
+        return GroupView(group, state, members, committed, coordinator, desc.partition_assignor or "")
 
     def describe_group_or_new(self, group: str) -> GroupView:
         """The group, or an empty one: offsets may be stored for a group nobody has joined yet, as Kafka
@@ -101,18 +120,37 @@ class GroupAdmin(WireClient):
         return out
 
     def reset_plan(self, group: GroupView, partitions: list[TopicPartitionKey], to: str,
-                   value: int | None = None) -> dict[TopicPartitionKey, int]:
+                   value: int | None = None, requested: Mapping[TopicPartitionKey, int] | None = None,
+                   ) -> dict[TopicPartitionKey, int]:
         """New committed offsets for ``partitions``: ``to`` is earliest, latest, offset (``value``) or datetime
-        (``value`` in ms), by the reset rule (``offset_reset.new_offset``) over what ListOffsets answers."""
-        if group.state not in INACTIVE:
-            raise InvalidRequestError(
-                f"Offsets of group '{group.group_id}' can only be reset while it has no members (Empty); it is "
-                f"{group.state}. Stop its consumers first.")
+        (``value`` in ms), by the reset rule (``offset_reset.new_offset``) over what ListOffsets answers;
+        or one of kafka-consumer-groups' own: shift (the committed offset moved by ``value``), current (the
+        committed offset, else the log end) and file (``requested``, an offset per partition); a shifted
+        or requested offset is kept within the log, as an offset is."""
+        check_inactive(group)
         earliest = self._offsets(partitions, EARLIEST)
         latest = self._offsets(partitions, LATEST)
         found = self._offsets(partitions, value) if to == DATETIME else {}  # -1: no record that recent
-        return {tp: new_offset(to, value, earliest[tp], latest[tp], found[tp] if found.get(tp, -1) >= 0 else None)
-                for tp in partitions}
+        if to in RESET_TARGETS:
+            return {tp: new_offset(to, value, earliest[tp], latest[tp], found[tp] if found.get(tp, -1) >= 0 else None)
+                    for tp in partitions}
+        plan = {}
+        for tp in partitions:
+            current = group.committed.get(tp)
+            if to == CURRENT:
+                plan[tp] = latest[tp] if current is None else current
+                continue
+            if to == SHIFT:
+                if current is None:
+                    raise InvalidRequestError(f"Cannot shift offset for partition {tp[0]}-{tp[1]} since there is no "
+                                              "current committed offset")
+                wanted = current + value
+            elif to == FILE:
+                wanted = requested[tp]
+            else:
+                raise ValueError(f"unknown reset target {to!r}")
+            plan[tp] = new_offset(OFFSET, wanted, earliest[tp], latest[tp], None)
+        return plan
 
     def commit(self, group: str, offsets: Mapping[TopicPartitionKey, int]) -> None:
         """Store ``offsets`` as the group's committed offsets (OffsetCommit outside any generation)."""
@@ -126,7 +164,25 @@ class GroupAdmin(WireClient):
                 raise as_error(tp.error, f"{tp.topic}-{tp.partition}: ")
 
     def delete_group(self, group: str) -> None:
-        result(self.admin.delete_consumer_groups([group], request_timeout=TIMEOUT_S)[group])
+        """DeleteGroups; a group the broker does not know is named as --describe names it."""
+        try:
+            result(self.admin.delete_consumer_groups([group], request_timeout=TIMEOUT_S)[group])
+        except CompactLogError as exc:
+            if exc.code == GROUP_ID_NOT_FOUND:
+                raise GroupIdNotFoundError(f"Consumer group '{group}' does not exist.") from None
+            raise
+
+
+def check_inactive(group: GroupView) -> None:
+    """Offsets are reset only while no member could overwrite them, in kafka-consumer-groups' words."""
+    if group.state not in INACTIVE:
+        raise InvalidRequestError(f"Assignments can only be reset if the group '{group.group_id}' is inactive, but "
+                                  f"the current state is {group.state}.")
+
+
+def _state_name(state) -> str:
+    """Kafka's name of a librdkafka ConsumerGroupState."""
+    return STATE_NAMES.get(getattr(state, "name", str(state)), str(state))
 
 
 __all__ = ["GroupAdmin", "GroupView", "Member"]
