@@ -87,3 +87,22 @@ class CredentialStore:
                 del users[user]
 
         self.file.update(change)
+
+    def has(self, user: str, mechanism: str) -> bool:
+        return mechanism in self.file.read().get("users", {}).get(user, {})
+
+    def replace(self, deletions: list[tuple[str, str]], upsertions: list[tuple[str, str, ScramCredential]]) -> None:
+        """Remove (user, mechanism) credentials and set (user, mechanism, credential) ones in one write
+        (AlterUserScramCredentials applies a request's accepted changes together); a missing one to
+        delete is skipped, a user left with none is removed. The caller has checked names and mechanisms."""
+        def change(data: dict) -> None:
+            users = data.setdefault("users", {})
+            for user, mechanism in deletions:
+                users.get(user, {}).pop(mechanism, None)
+            for user, mechanism, cred in upsertions:
+                users.setdefault(user, {})[mechanism] = cred.to_json()
+            for user in {u for u, *_ in [*deletions, *upsertions]}:
+                if user in users and not users[user]:
+                    del users[user]
+
+        self.file.update(change)

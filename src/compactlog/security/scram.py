@@ -88,6 +88,15 @@ def make_credential(mechanism: str, password: str, iterations: int = DEFAULT_ITE
     return ScramCredential(salt, stored, server, iterations)
 
 
+def credential_from_salted(mechanism: str, salt: bytes, salted_password: bytes, iterations: int) -> ScramCredential:
+    """The credential of a password a client salted itself (AlterUserScramCredentials sends
+    ``SaltedPassword``, so the password never reaches the broker): the keys derive from it as in RFC 5802."""
+    hash_name = SCRAM_MECHANISMS[mechanism]
+    client_key = _hmac(hash_name, salted_password, b"Client Key")
+    return ScramCredential(salt, hashlib.new(hash_name, client_key).digest(),
+                           _hmac(hash_name, salted_password, b"Server Key"), iterations)
+
+
 def password_matches(mechanism: str, credential: ScramCredential, password: str) -> bool:
     """Whether ``password`` is the one ``credential`` was made from (for PLAIN logins). Slow on purpose:
     it runs PBKDF2 with the credential's iterations."""

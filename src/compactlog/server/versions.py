@@ -61,6 +61,9 @@ SERVED: Mapping[int, ApiRange] = _table(
     (42, "delete_groups", 0, 1),
     (44, "incremental_alter_configs", 0, 0),
     (47, "offset_delete", 0, 0),
+    # SCRAM credentials over the wire (KIP-554), from the store the SASL logins use
+    (50, "describe_user_scram_credentials", 0, 0),
+    (51, "alter_user_scram_credentials", 0, 0),
     (60, "describe_cluster", 0, 0),
 )
 
