@@ -20,8 +20,20 @@ from ..security.acls import (
     ResourceType,
     parse_enum,
 )
-from .common import data_dir_option, kafka_errors
+from .common import data_dir_option, kafka_errors, shown
 from .topics import one_action
+
+
+def _named(kind, text: str, flag: str):
+    """``kind``'s member for a flag's text (any case, with or without underscores); a click refusal
+    naming the flag, with a long value cut short, for anything else."""
+    from ..errors import InvalidRequestError
+
+    try:
+        return parse_enum(kind, text)
+    except InvalidRequestError:
+        names = ", ".join(m.name for m in kind if m.value > 1)
+        raise click.BadParameter(f"Unknown {kind.__name__} {shown(text)} (one of {names})", param_hint=f"'{flag}'") from None
 
 
 def _resources(topics, groups, cluster: bool) -> list[tuple[ResourceType, str]]:
@@ -72,9 +84,9 @@ def acls(data_dir, server_properties, add, remove, list_, allow_principal, deny_
     """
     action = one_action({"add": add, "list": list_, "remove": remove})
     store = AclStore(data_dir)
-    pattern_type = parse_enum(PatternType, pattern)
+    pattern_type = _named(PatternType, pattern, "--resource-pattern-type")
     resources = _resources(topics, groups, cluster)
-    ops = [parse_enum(Operation, o) for o in operations]
+    ops = [_named(Operation, o, "--operation") for o in operations]
     if action == "add":
         if not (allow_principal or deny_principal):
             raise click.UsageError("--add needs --allow-principal or --deny-principal")

@@ -33,8 +33,11 @@ def parse_datetime(text: str) -> int:
     """``--to-datetime`` in epoch milliseconds, read by the reset rule's parser (``offset_reset``: UTC
     unless the text names a zone, as kafka-consumer-groups reads it); a usage error when it is not one."""
     from ..errors import InvalidRequestError
-    from ..offset_reset import parse_datetime as parse
+    from ..offset_reset import DATETIME_EXAMPLE, parse_datetime as parse
 
+    if len(text) > 40:  # longer than any date-time with a zone: said without repeating it whole
+        raise click.BadParameter(f"{shown(text)} is not a date and time like {DATETIME_EXAMPLE}",
+                                 param_hint="'--to-datetime'")
     try:
         return parse(text)
     except InvalidRequestError as exc:
@@ -104,12 +107,13 @@ def consumer_groups(bootstrap_server, list_, describe, reset_offsets, delete, de
     _check_flags(action, groups, all_groups, topics, all_topics, chosen, dry_run, execute, export, offsets, members,
                  state, verbose)
     target = _target(chosen, to_offset, shift_by, to_datetime, by_duration) if action == "reset-offsets" else None
+    wanted = parse_states(state) if action == "list" and state not in (None, ANY_STATE) else None
     from .wire_groups import GroupAdmin
 
     with GroupAdmin(bootstrap_server) as admin:
         names = list(dict.fromkeys(groups)) if not all_groups else admin.list_groups()
         if action == "list":
-            _list(admin, state)
+            _list(admin, state is not None, wanted)
         elif action == "describe":
             _describe(admin, names, "members" if members else "state" if state else "offsets", verbose)
         elif action == "delete":
@@ -188,12 +192,12 @@ def _target(chosen: list[str], to_offset, shift_by, to_datetime, by_duration) ->
             "--from-file": ("file", None)}[flag]
 
 
-def _list(admin, state: str | None) -> None:
-    if state is None:
+def _list(admin, with_state: bool, wanted: set[str] | None) -> None:
+    """The group names; ``with_state``, a table with their states, only those in ``wanted`` if given."""
+    if not with_state:
         for name in admin.list_groups():
             click.echo(name)
         return
-    wanted = None if state == ANY_STATE else parse_states(state)
     listed = [(g, s) for g, s in admin.list_group_states().items() if wanted is None or s in wanted]
     echo_table(("GROUP", "STATE"), listed)
 
