@@ -97,6 +97,20 @@ class Partition:
         log's tail to rebuild it, which is not cheap)."""
         return self._log.producer_state.loaded
 
+    def active_producers(self) -> list[tuple[int, int, int, int]]:
+        """(producer id, epoch, last sequence, timestamp of its last batch) of each idempotent producer
+        with batches in the log's last two segments, the span the producer state is rebuilt from, by
+        producer id: what Kafka's DescribeProducers lists. Read through the one read path."""
+        segs = list(self._log.segments)
+        if not segs:
+            return []
+        last: dict[int, tuple[int, int, int, int]] = {}
+        for b in self.batches(max(segs[-2:][0].base_offset, self.log_start_offset)):
+            if b.producer_id >= 0:
+                last[b.producer_id] = (b.producer_id, b.producer_epoch,
+                                       (b.base_sequence + b.last_offset_delta) % 2**31, b.max_timestamp)
+        return [last[k] for k in sorted(last)]
+
     # reading ------------------------------------------------------------------------------------
     def locate(self, offset: int, max_bytes: int = 1 << 20, min_one_message: bool = True) -> StoredRange | None:
         """The stored bytes of the whole, checked batches from the one holding ``offset``, at most

@@ -9,6 +9,7 @@ the API for it.
 
 from __future__ import annotations
 
+from .storage.files import validate_topic_name
 from .storage.topics import INTERNAL_TOPICS
 
 
@@ -17,4 +18,11 @@ def is_internal(topic: str) -> bool:
     return topic in INTERNAL_TOPICS
 
 
-__all__ = ["INTERNAL_TOPICS", "is_internal"]
+def check_topic_name(topic: str) -> None:
+    """Kafka's rules for a topic name (length, characters, not "." or ".."); InvalidTopicError, with
+    Kafka's message, when ``topic`` breaks one. For answers about names no topic has (Kafka tells an
+    illegal name from an unknown one)."""
+    validate_topic_name(topic)
+
+
+__all__ = ["INTERNAL_TOPICS", "check_topic_name", "is_internal"]

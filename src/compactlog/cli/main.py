@@ -32,6 +32,8 @@ def _module(name: str) -> ModuleType:
         from . import groups as module
     elif name == "housekeeping":
         from . import housekeeping as module
+    elif name == "log_dirs":
+        from . import log_dirs as module
     elif name == "serve":
         from . import serve as module
     elif name == "spark":
@@ -60,6 +62,7 @@ COMMANDS = {
     "consumer-groups": _command("groups", "consumer_groups"),
     "demo": _command("demo", "demo"),
     "dump-log": _command("dumplog", "dump_log"),
+    "log-dirs": _command("log_dirs", "log_dirs"),
     "produce": _command("console", "produce"),
     "serve": _command("serve", "serve"),
     "spark": _command("spark", "spark"),

@@ -123,6 +123,10 @@ class WireClient:
         except KafkaException as exc:
             raise as_error(exc, f"no broker answered at {self.bootstrap}: ") from None
 
+    def brokers(self) -> list:
+        """The cluster's brokers (id, host, port), as Metadata lists them."""
+        return sorted(self._metadata().brokers.values(), key=lambda b: b.id)
+
     def partitions_for(self, topic: str) -> int:
         meta = self._metadata().topics.get(topic)
         if meta is None or meta.error is not None and meta.error.code() == 3:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, NamedTuple, Sequence
 
 from ..errors import (
     CompactLogError,
@@ -32,17 +32,28 @@ from ..errors import (
     InvalidRequestError,
     UnknownTopicOrPartitionError,
 )
+from ..storage.log_config import LogConfig
 from ..topics import INTERNAL_TOPICS
 from .broker import NO_THROTTLE, Broker, Session, error_code
+from .configs import SOURCE_NUMBERS
 from .entities import make, response, schema
 from .protocol import Request
+from .topic_ids import ZERO_UUID, id_of, topic_named, topic_uuid
 
 log = logging.getLogger(__name__)
 
 DEFAULT = -1  # num_partitions / replication_factor: the broker's default (CreateTopics v4+)
 
 Outcome = tuple[int, str | None]  # (Kafka error code, message); (0, None) when done
-TOPIC_AUTHORIZATION_FAILED = 29
+TOPIC_AUTHORIZATION_FAILED, INVALID_REQUEST, UNKNOWN_TOPIC_ID = 29, 42, 100
+
+
+class Created(NamedTuple):
+    """A topic CreateTopics made (or, validating only, would make)."""
+
+    partitions: int
+    topic_id: str | None  # None: validated only
+    config: LogConfig
 
 
 def _refused(broker: Broker, session: Session, operation: str, names: Iterable[str], cluster_too: bool = False) -> set[str]:
@@ -116,9 +127,9 @@ def _topic_configs(topic: str, configs) -> dict[str, str]:
     return out
 
 
-def create_one(broker: Broker, t, validate_only: bool) -> None:
+def create_one(broker: Broker, t, validate_only: bool) -> Created:
     """Check one CreatableTopic in Kafka's order (name and existence first) and create it unless
-    ``validate_only``."""
+    ``validate_only``; what CreateTopics v5+ answers of it (a topic only validated has no id yet)."""
     cl = broker.cl
     cl.check_name_free(t.name)
     if t.assignments:
@@ -136,9 +147,10 @@ def create_one(broker: Broker, t, validate_only: bool) -> None:
         count = None if t.num_partitions == DEFAULT else t.num_partitions
     configs = _topic_configs(t.name, t.configs)
     if validate_only:
-        cl.check_new_topic(t.name, count, configs)
-    else:
-        cl.create_topic(t.name, count, configs)
+        n = cl.check_new_topic(t.name, count, configs)
+        return Created(n, None, LogConfig(configs, broker.config))
+    made = cl.create_topic(t.name, count, configs)
+    return Created(len(made.partitions), made.topic_id, made.config)
 
 
 def _name(topic) -> str:
@@ -146,38 +158,56 @@ def _name(topic) -> str:
 
 
 def _for_each(items, name_of: Callable[[Any], str], operation: str, denied: set[str],
-              action: Callable[[Any], None], *, unique: bool = True) -> list[Outcome]:
+              action: Callable[[Any], Any], *, unique: bool = True, done: list | None = None) -> list[Outcome]:
     """Run ``action`` on every item of a request: a name the principal may not touch, a name given twice
-    (when ``unique``) and our typed errors become that item's outcome, and the others go on."""
+    (when ``unique``) and our typed errors become that item's outcome, and the others go on. What each
+    action returns is appended to ``done`` (None for an item that failed)."""
     twice = _repeated(name_of(i) for i in items) if unique else set()
     out = []
     for item in items:
         name = name_of(item)
+        result = None
         if name in denied:
             out.append(_not_allowed(operation, name))
-            continue
-        try:
-            if name in twice:
-                raise _twice("topic", name)
-            action(item)
-            out.append(_outcome(None))
-        except CompactLogError as exc:
-            out.append(_outcome(exc))
+        else:
+            try:
+                if name in twice:
+                    raise _twice("topic", name)
+                result = action(item)
+                out.append(_outcome(None))
+            except CompactLogError as exc:
+                out.append(_outcome(exc))
+        if done is not None:
+            done.append(result)
     return out
 
 
-def _create_all(broker: Broker, topics, validate_only: bool, denied: set[str]) -> list[Outcome]:
-    return _for_each(topics, _name, "CREATE", denied, lambda t: create_one(broker, t, validate_only))
+def _create_all(broker: Broker, topics, validate_only: bool, denied: set[str]) -> tuple[list[Outcome], list]:
+    done: list[Created | None] = []
+    outcomes = _for_each(topics, _name, "CREATE", denied, lambda t: create_one(broker, t, validate_only), done=done)
+    return outcomes, done
+
+
+def _created_configs(s, config: LogConfig) -> tuple:
+    """CreateTopics v5+: every config of the new topic, with its value and source, as Kafka lists them."""
+    if not hasattr(s, "CreatableTopicConfigs"):  # before v5
+        return ()
+    return tuple(make(s.CreatableTopicConfigs, name=row.name, value=row.value, read_only=row.read_only,
+                      config_source=SOURCE_NUMBERS[row.source], is_sensitive=False)
+                 for row in config.describe())
 
 
 async def create_topics(broker: Broker, req: Request, session: Session):
     s = schema(req)
     body = req.body
     denied = _refused(broker, session, "CREATE", (t.name for t in body.topics), cluster_too=True)
-    outcomes = await broker.blocking(_create_all, broker, body.topics, body.validate_only, denied)
+    outcomes, done = await broker.blocking(_create_all, broker, body.topics, body.validate_only, denied)
     return response(req, throttle_time=NO_THROTTLE, topics=tuple(
-        make(s.CreatableTopicResult, name=t.name, error_code=error_code(code), error_message=message)
-        for t, (code, message) in zip(body.topics, outcomes)))
+        make(s.CreatableTopicResult, name=t.name, error_code=error_code(code), error_message=message,
+             topic_id=topic_uuid(made.topic_id if made else None),
+             num_partitions=made.partitions if made else -1, replication_factor=1 if made else -1,
+             configs=_created_configs(s, made.config) if made else (), topic_config_error_code=0)
+        for t, (code, message), made in zip(body.topics, outcomes, done)))
 
 
 # DeleteTopics -------------------------------------------------------------------------------------
@@ -193,19 +223,40 @@ def _delete_all(broker: Broker, names: Sequence[str], denied: set[str]) -> list[
     return _for_each(names, str, "DELETE", denied, lambda n: delete_one(broker, n), unique=False)
 
 
+def _named(broker: Broker, state) -> tuple[str | None, Outcome | None]:
+    """DeleteTopics v6 names a topic by name or by id, not both (Kafka's rules and messages): the topic's
+    name, or why the entry is refused."""
+    by_id = state.topic_id is not None and state.topic_id != ZERO_UUID
+    if state.name is not None and by_id:
+        return None, (INVALID_REQUEST, "You may not specify both topic name and topic id.")
+    if by_id:
+        name = topic_named(broker.cl, state.topic_id)
+        return (name, None) if name else (None, (UNKNOWN_TOPIC_ID, "This server does not host this topic ID."))
+    if state.name is None:
+        return None, (INVALID_REQUEST, "Neither topic name nor id were specified.")
+    return state.name, None
+
+
 async def delete_topics(broker: Broker, req: Request, session: Session):
     s = schema(req)
-    names = list(req.body.topic_names)
-    outcomes = await broker.blocking(_delete_all, broker, names, _refused(broker, session, "DELETE", names))
+    if req.api_version >= 6:
+        resolved = [_named(broker, t) for t in req.body.topics]
+    else:
+        resolved = [(n, None) for n in req.body.topic_names]
+    names = [n for n, refused in resolved if refused is None]
+    ids = {n: id_of(broker.cl, n) for n in names}  # before they go
+    done = iter(await broker.blocking(_delete_all, broker, names, _refused(broker, session, "DELETE", names)))
+    outcomes = [refused or next(done) for _n, refused in resolved]
     coordinator = broker.extras.get("group_coordinator")
     if coordinator is not None:
-        for name, (code, _message) in zip(names, outcomes):
+        for (name, _refused_), (code, _message) in zip(resolved, outcomes):
             if code == 0:
                 await coordinator.offsets.delete_topic_offsets(name)
     broker.data_arrived()  # fetches parked on a deleted partition answer UNKNOWN_TOPIC_OR_PARTITION now
     return response(req, throttle_time=NO_THROTTLE, responses=tuple(
-        make(s.DeletableTopicResult, name=name, error_code=error_code(code), error_message=message)
-        for name, (code, message) in zip(names, outcomes)))
+        make(s.DeletableTopicResult, name=name, topic_id=ids.get(name, ZERO_UUID), error_code=error_code(code),
+             error_message=message)
+        for (name, _refused_), (code, message) in zip(resolved, outcomes)))
 
 
 # CreatePartitions ---------------------------------------------------------------------------------

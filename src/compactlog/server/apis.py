@@ -9,11 +9,14 @@ something that is not served.
 
 from __future__ import annotations
 
-from . import acls, admin, configs, fetch, list_offsets, metadata, produce, producer_ids, sasl
+from . import (acls, admin, configs, delegation_tokens, fetch, list_offsets, log_dirs, metadata, produce, producer_ids,
+               producers, quotas, reassignments, sasl, topic_partitions)
 from .broker import Broker
 from .coordinator import handlers as groups  # the group coordinator, __consumer_offsets
 
 MODULES = [metadata, produce, fetch, list_offsets, producer_ids, admin, configs,
+           topic_partitions, log_dirs, producers, reassignments, quotas,  # the rest of Kafka's admin APIs
+           delegation_tokens,
            sasl, acls,  # security: logins on SASL listeners; the ACL APIs and the authorizer
            groups]
 

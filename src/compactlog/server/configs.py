@@ -59,13 +59,19 @@ def _sensitive(key: ConfigKey) -> bool:
     return key.name in SENSITIVE_CONFIGS or key.type == "password"
 
 
-def broker_rows(config: ServerConfig) -> list[DescribeRow]:
+SERVED_DIR_CONFIGS = ("log.dir", "log.dirs")
+
+
+def broker_rows(config: ServerConfig, data_dir: str) -> list[DescribeRow]:
     """The broker's settings as describe rows: set ones from ``server.properties``/``--override``, the
     rest at Kafka's (or our) defaults; secrets are never shown. Read-only: nothing changes them while
-    the broker runs."""
+    the broker runs. ``log.dir`` and ``log.dirs`` are the directory served (``--data-dir``), whatever
+    the file says: it is the one setting of them the broker uses, as a static setting."""
     rows = []
     for name, key in config.TABLE.items():
-        if config.is_set(name):
+        if name in SERVED_DIR_CONFIGS:
+            value, source = data_dir, STATIC_BROKER_CONFIG
+        elif config.is_set(name):
             value, source = config.originals[name], STATIC_BROKER_CONFIG
         else:
             value, source = _shown(key, key.default), DEFAULT_CONFIG
@@ -113,7 +119,7 @@ def _describe_one(broker: Broker, res, s, synonyms: bool, docs: bool) -> tuple:
             return 0, None, _entries(s, rows, res.configuration_keys, synonyms, docs, TOPIC_CONFIGS)
         if res.resource_type == BROKER:
             _check_broker_name(broker, res.resource_name)
-            rows = broker_rows(broker.config) if res.resource_name else []
+            rows = broker_rows(broker.config, str(broker.cl.data_dir.resolve())) if res.resource_name else []
             return 0, None, _entries(s, rows, res.configuration_keys, synonyms, docs, broker.config.TABLE)
         raise _unsupported(res.resource_type)
     except CompactLogError as exc:

@@ -79,11 +79,25 @@ async def metadata(broker: Broker, req: Request, session: Session):
                     controller_id=broker.node_id, topics=tuple(topics), cluster_authorized_operations=NOT_COMPUTED)
 
 
+BROKER_ENDPOINT, CONTROLLER_ENDPOINT = 1, 2  # DescribeCluster v1's endpoint types (KIP-919)
+
+
 async def describe_cluster(broker: Broker, req: Request, session: Session):
+    """v1 asks which kind of endpoint it reached: this is a broker's; a client asking for a controller's
+    (or an unknown kind) is told so, with Kafka's codes (INVALID_REQUEST at v0)."""
     s = schema(req)
+    wanted = getattr(req.body, "endpoint_type", BROKER_ENDPOINT)
+    if wanted != BROKER_ENDPOINT:
+        known = wanted == CONTROLLER_ENDPOINT
+        code = 42 if req.api_version == 0 else (114 if known else 115)  # MISMATCHED / UNSUPPORTED_ENDPOINT_TYPE
+        message = ("The request was sent to an endpoint of type BROKER, but we wanted an endpoint of type CONTROLLER"
+                   if known else f"Unsupported endpoint type {wanted}")
+        return response(req, throttle_time=NO_THROTTLE, error_code=error_code(code), error_message=message,
+                        endpoint_type=BROKER_ENDPOINT, cluster_id="", controller_id=-1, brokers=(),
+                        cluster_authorized_operations=NOT_COMPUTED)
     host, port = broker.address(session)
     return response(req, throttle_time=NO_THROTTLE, error_code=error_code(0), error_message=None,
-                    cluster_id=broker.cluster_id, controller_id=broker.node_id,
+                    endpoint_type=BROKER_ENDPOINT, cluster_id=broker.cluster_id, controller_id=broker.node_id,
                     brokers=(make(s.DescribeClusterBroker, broker_id=broker.node_id, host=host, port=port,
                                   rack=None),),
                     cluster_authorized_operations=NOT_COMPUTED)

@@ -42,6 +42,8 @@ SERVER_CONFIGS: Mapping[str, ConfigKey] = MappingProxyType({k.name: k for k in [
     setting("max.connections.per.ip", "int", INT_MAX, at_least(0),
             "Most open connections from one address; more are closed at once."),
     setting("connections.max.idle.ms", "long", 600000, None, "Close connections idle this long."),
+    setting("max.request.partition.size.limit", "int", 2000, at_least(1),
+            "Most partitions in one DescribeTopicPartitions answer; the client pages through the rest."),
     setting("queued.max.requests", "int", 500, at_least(1),
             "Requests read ahead on one connection before the broker stops reading from it."),
     setting("group.initial.rebalance.delay.ms", "int", 3000, at_least(0),

@@ -44,27 +44,41 @@ SERVED: Mapping[int, ApiRange] = _table(
     # (bare tokens after it, before KIP-152) is served for older clients (kafka-python 2.0).
     (17, "sasl_handshake", 0, 1),
     (18, "api_versions", 0, 4),
-    (19, "create_topics", 2, 4),
-    (20, "delete_topics", 1, 3),
-    (21, "delete_records", 0, 1),
+    (19, "create_topics", 2, 7),
+    (20, "delete_topics", 1, 6),
+    (21, "delete_records", 0, 2),
     (22, "init_producer_id", 0, 1),
     (23, "offset_for_leader_epoch", 2, 3),
-    # ACLs at v1 only: librdkafka sends 0-2 and kafka-python 1-3, so v1 serves both; and kafka-python
-    # takes DescribeAcls v2 for a Kafka 2.5 broker and v3 for 3.3, which would turn on features we lack.
-    (29, "describe_acls", 1, 1),
-    (30, "create_acls", 1, 1),
-    (31, "delete_acls", 1, 1),
-    (32, "describe_configs", 1, 3),
-    (33, "alter_configs", 0, 1),
+    # ACLs at v1-3, as Kafka 3.7 (v2 is v1 made flexible; v3 adds the USER resource type, kept like the
+    # others). kafka-python reads DescribeAcls v3 as "a Kafka 3.3 broker"; what that turns on in it
+    # (KIP-735's 45 s session timeout by default) is served.
+    (29, "describe_acls", 1, 3),
+    (30, "create_acls", 1, 3),
+    (31, "delete_acls", 1, 3),
+    (32, "describe_configs", 1, 4),
+    (33, "alter_configs", 0, 2),
+    (34, "alter_replica_log_dirs", 1, 2),
+    (35, "describe_log_dirs", 1, 4),
     (36, "sasl_authenticate", 0, 1),
-    (37, "create_partitions", 0, 1),
+    (37, "create_partitions", 0, 3),
+    (38, "create_delegation_token", 1, 3),
+    (39, "renew_delegation_token", 1, 2),
+    (40, "expire_delegation_token", 1, 2),
+    (41, "describe_delegation_token", 1, 3),
     (42, "delete_groups", 0, 1),
-    (44, "incremental_alter_configs", 0, 0),
+    (43, "elect_leaders", 0, 2),
+    (44, "incremental_alter_configs", 0, 1),
+    (45, "alter_partition_reassignments", 0, 0),
+    (46, "list_partition_reassignments", 0, 0),
     (47, "offset_delete", 0, 0),
+    (48, "describe_client_quotas", 0, 1),
+    (49, "alter_client_quotas", 0, 1),
     # SCRAM credentials over the wire (KIP-554), from the store the SASL logins use
     (50, "describe_user_scram_credentials", 0, 0),
     (51, "alter_user_scram_credentials", 0, 0),
-    (60, "describe_cluster", 0, 0),
+    (60, "describe_cluster", 0, 1),
+    (61, "describe_producers", 0, 0),
+    (75, "describe_topic_partitions", 0, 0),
 )
 
 API_VERSIONS = 18

@@ -1,0 +1,72 @@
+"""DescribeProducers: the idempotent producers writing to each partition (``kafka-transactions
+describe-producers``).
+
+Per partition, each producer with batches in the log's last two segments (the span the broker rebuilds
+producer state from after a start): its id, epoch, last sequence and the timestamp of its last batch.
+There are no transactions here, so the coordinator epoch and the open transaction's start offset are
+always -1, as Kafka shows for a producer outside a transaction.
+
+As in Kafka: READ on the topic is needed (refused: TOPIC_AUTHORIZATION_FAILED for each partition asked);
+an illegal topic name is INVALID_TOPIC_EXCEPTION with the rule it breaks; a topic or partition that does
+not exist is UNKNOWN_TOPIC_OR_PARTITION.
+"""
+
+from __future__ import annotations
+
+from ..errors import CompactLogError
+from ..topics import check_topic_name
+from .broker import NO_THROTTLE, Broker, Session, error_code
+from .entities import make, response, schema
+from .protocol import Request
+
+UNKNOWN_TOPIC_OR_PARTITION, TOPIC_AUTHORIZATION_FAILED = 3, 29
+NO_EPOCH = -1  # coordinator epoch and transaction start offset: no transaction
+
+
+def _topic_problem(broker: Broker, session: Session, name: str) -> tuple[int, str | None] | None:
+    try:
+        check_topic_name(name)
+    except CompactLogError as exc:
+        return int(error_code(exc)), str(exc)
+    if not broker.authorize(session, "READ", "TOPIC", name):
+        return TOPIC_AUTHORIZATION_FAILED, None
+    if not broker.cl.has_topic(name):
+        return UNKNOWN_TOPIC_OR_PARTITION, None
+    return None
+
+
+def _partition_states(broker: Broker, topics, problems) -> list[list[tuple[int, int, str | None, list]]]:
+    """Per topic, per partition asked: (partition, error code, message, producers)."""
+    out = []
+    for t, problem in zip(topics, problems):
+        rows = []
+        for index in t.partition_indexes:
+            if problem is not None:
+                rows.append((index, problem[0], problem[1], []))
+                continue
+            part = broker.cl.find_partition(t.name, index)
+            if part is None:
+                rows.append((index, UNKNOWN_TOPIC_OR_PARTITION, None, []))
+            else:
+                rows.append((index, 0, None, part.active_producers()))
+        out.append(rows)
+    return out
+
+
+async def describe_producers(broker: Broker, req: Request, session: Session):
+    s = schema(req)
+    topics = req.body.topics
+    problems = [_topic_problem(broker, session, t.name) for t in topics]
+    states = await broker.blocking(_partition_states, broker, topics, problems)
+    return response(req, throttle_time=NO_THROTTLE, topics=tuple(
+        make(s.TopicResponse, name=t.name, partitions=tuple(
+            make(s.PartitionResponse, partition_index=index, error_code=error_code(code), error_message=message,
+                 active_producers=tuple(
+                     make(s.ProducerState, producer_id=pid, producer_epoch=epoch, last_sequence=seq,
+                          last_timestamp=ts, coordinator_epoch=NO_EPOCH, current_txn_start_offset=NO_EPOCH)
+                     for pid, epoch, seq, ts in producers))
+            for index, code, message, producers in rows))
+        for t, rows in zip(topics, states)))
+
+
+HANDLERS = {61: describe_producers}
