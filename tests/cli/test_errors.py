@@ -227,6 +227,36 @@ def test_a_mistyped_data_dir_is_an_error_not_a_new_directory(tmp_path):
     assert cli("topics", "--data-dir", str(missing), "--create", "--topic", "t").exit_code == 0  # --create makes it
 
 
+def test_help_says_which_commands_make_a_missing_data_dir():
+    """serve and topics --create make it; no command's help points at a --create it does not have."""
+    ctx = click.Context(main)
+    for name in main.list_commands(ctx):
+        cmd = main.get_command(ctx, name)
+        flags = {o for p in getattr(cmd, "params", ()) for o in getattr(p, "opts", ())}
+        for p in getattr(cmd, "params", ()):
+            if "--data-dir" in getattr(p, "opts", ()):
+                text = " ".join((p.help or "").split())
+                assert "--create" not in text or "--create" in flags, (name, text)
+                if name in ("serve", "topics"):
+                    assert text.endswith(f"{'serve' if name == 'serve' else '--create'} makes it if missing."), text
+
+
+def test_serve_makes_a_missing_data_dir_as_its_help_says(tmp_path):
+    missing = tmp_path / "new" / "data"
+    proc = subprocess.Popen([sys.executable, "-m", "compactlog", "serve", "--data-dir", str(missing), "--override",
+                             "listeners=PLAINTEXT://127.0.0.1:0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        import select
+
+        ready, _, _ = select.select([proc.stdout], [], [], 60)  # the line comes once it accepts connections
+        line = proc.stdout.readline().decode() if ready else ""
+        assert "listening on PLAINTEXT://127.0.0.1:" in line, proc.stderr.read1().decode() if not line else line
+        assert missing.is_dir()
+    finally:
+        proc.terminate()
+        assert proc.wait(60) == 0
+
+
 def test_data_dir_must_be_a_directory(tmp_path):
     (tmp_path / "file").write_text("x")
     res = cli("topics", "--data-dir", str(tmp_path / "file"), "--list")

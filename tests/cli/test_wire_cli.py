@@ -258,7 +258,11 @@ def test_user_errors_over_the_wire_are_one_line(run):
     for action in (["--delete"], ["--describe"], ["--alter", "--partitions", "3"]):
         res = run("topics", "--bootstrap-server", "BROKER", *action, "--topic", "nope", code=1)
         assert res.stderr == "Error: Topic 'nope' does not exist as expected\n", action
+    res = run("topics", "--bootstrap-server", "BROKER", "--create", "--topic", "huge", "--partitions", "2147483647", code=1)
+    assert res.stderr.startswith("Error: Invalid NewTopic(huge): num_partitions out of expected range 1..100000")
     run("topics", "--bootstrap-server", "BROKER", "--create", "--topic", "both", "--config", "cleanup.policy=compact,delete")
+    res = run("topics", "--bootstrap-server", "BROKER", "--alter", "--topic", "both", "--partitions", "2147483647", code=1)
+    assert res.stderr.startswith("Error: Invalid NewPartitions(both): new_total_cnt out of expected range 1..100000")
     assert "Configs: cleanup.policy=compact,delete" in run("topics", "--bootstrap-server", "BROKER", "--describe",
                                                            "--topic", "both").stdout
     res = run("produce", "--bootstrap-server", "BROKER", "--topic", "both", input="x" * (2 << 20) + "\n", code=1)

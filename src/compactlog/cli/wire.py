@@ -25,6 +25,7 @@ from ..api import PartitionInfo, TopicDescription
 from ..errors import (
     CompactLogError,
     InvalidConfigError,
+    InvalidPartitionsError,
     InvalidRecordError,
     OffsetOutOfRangeError,
     RecordTooLargeError,
@@ -149,8 +150,12 @@ class WireClient:
     def create_topic(self, name: str, partitions: int | None = None, config: Mapping[str, str] | None = None) -> None:
         from confluent_kafka.admin import NewTopic
 
-        new = NewTopic(name, -1 if partitions is None else partitions, -1, config=dict(config or {}))
-        result(self.admin.create_topics([new], request_timeout=TIMEOUT_S)[name])
+        try:  # librdkafka refuses counts beyond its own range with a ValueError, before asking
+            new = NewTopic(name, -1 if partitions is None else partitions, -1, config=dict(config or {}))
+            future = self.admin.create_topics([new], request_timeout=TIMEOUT_S)[name]
+        except ValueError as exc:
+            raise InvalidPartitionsError(str(exc)) from None
+        result(future)
 
     def delete_topic(self, name: str) -> None:
         result(self.admin.delete_topics([name], request_timeout=TIMEOUT_S)[name])
@@ -161,7 +166,11 @@ class WireClient:
     def create_partitions(self, name: str, count: int) -> None:
         from confluent_kafka.admin import NewPartitions
 
-        result(self.admin.create_partitions([NewPartitions(name, count)], request_timeout=TIMEOUT_S)[name])
+        try:
+            future = self.admin.create_partitions([NewPartitions(name, count)], request_timeout=TIMEOUT_S)[name]
+        except ValueError as exc:
+            raise InvalidPartitionsError(str(exc)) from None
+        result(future)
 
     def describe_topic(self, name: str) -> TopicDescription:
         """Partitions from Metadata, offsets from ListOffsets, the config from DescribeConfigs. Sizes and
