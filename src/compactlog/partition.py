@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
 
-from .reading import LIVE, READ_UNCOMMITTED, read_batches, read_records
+from .reading import LIVE, READ_UNCOMMITTED, read_batches, read_records, records_below
 from .records.batch import Record, RecordBatch
 from .storage.validator import LEADER_EPOCH  # noqa: F401 - the epoch every stored batch carries (one node: never a new leader)
 
@@ -133,6 +133,15 @@ class Partition:
         last = self.log_end_offset if end is None else end
         return read_records(self._log, self.topic, self.index, first, last, isolation=isolation, view=view,
                             check_crcs=check_crcs)
+
+    def records_below_start(self) -> int:
+        """Records still stored below the log start offset, which no reader sees (``reading.records_below``):
+        what a count of the stored records subtracts to agree with consumers."""
+        lg = self._log
+        start, first = lg.log_start_offset, lg.segments[0].base_offset
+        if start <= first:
+            return 0
+        return records_below(lg.batches(first, start, check_crcs=False), self.topic, self.index, start)
 
     # description --------------------------------------------------------------------------------
     @property

@@ -87,6 +87,22 @@ def records_of(batches: Iterator[RecordBatch], topic: str, partition: int, start
                 yield rec
 
 
+def records_below(batches: Iterator[RecordBatch], topic: str, partition: int, start: int) -> int:
+    """How many of the records stored in ``batches`` lie below ``start``, where ``records_of`` hides them.
+
+    Retention and DeleteRecords move the log start offset inside a segment, even inside a batch, and
+    the files keep what lies below it until the whole segment goes: a count of the stored records
+    minus these is the count a consumer can read. Stored counts include control batches' records, so
+    these do too. Only a batch holding ``start`` is decoded."""
+    n = 0
+    for batch in batches:
+        if batch.last_offset < start:
+            n += batch.record_count
+        else:
+            n += sum(1 for rec in batch.records(topic, partition) if rec.offset < start)
+    return n
+
+
 def read_records(part: PartitionView, topic: str, partition: int, start: int, end: int | None = None, *,
                  isolation: str = READ_UNCOMMITTED, view: str = LIVE, check_crcs: bool = True) -> Iterator[Record]:
     """Records of [start, end) as a consumer sees them (see the module's rules)."""

@@ -30,7 +30,7 @@ class PartitionFacts:
     log_start_offset: int
     log_end_offset: int
     size: int
-    records: int
+    records: int  # readable ones: at or above the log start offset (the segments may hold more)
     checkpoint: int | None  # the cleaner's checkpoint (first dirty offset it recorded), None if none
     first_dirty_offset: int | None  # compacted topics only
     first_uncleanable_offset: int | None
@@ -75,8 +75,9 @@ def partition_facts(cl, topic: str, partition: int, with_segments: bool = True) 
     start, end = part.log_start_offset, part.log_end_offset
     cleaning = partition_cleaning(cl, topic, partition)
     summaries = [SegmentSummary(**vars(s), kind=segment_kind(s, cleaning)) for s in part.segment_summaries()]
+    readable = sum(s.records for s in summaries) - part.records_below_start()  # as consumers count them
     return PartitionFacts(
-        topic, partition, start, end, sum(s.size for s in summaries), sum(s.records for s in summaries),
+        topic, partition, start, end, sum(s.size for s in summaries), readable,
         cleaning.checkpoint, cleaning.first_dirty_offset, cleaning.first_uncleanable_offset, cleaning.dirty_ratio,
         cleaning.state, cleaning.uncleanable_reason, summaries if with_segments else [],
     )
