@@ -105,7 +105,9 @@ def recommend(trials: Sequence[Trial], min_compress_mbps: float) -> Trial:
 
 
 def sample_places(segments: Sequence[tuple[int, int, int]], sample_bytes: int) -> list[tuple[int, int, int]]:
-    """(partition, segment base, offset) places to start reading, spread evenly by size.
+    """(partition, segment base, offset) places to start reading, spread evenly by size, and at least one
+    in every partition that holds records (a small sample of a topic would otherwise measure one
+    partition's batches only, whatever the others hold).
 
     ``segments`` are (partition, base offset, next offset) of non-empty segments, weighted by offsets;
     each place starts a window of :data:`WINDOW_BYTES`."""
@@ -121,6 +123,11 @@ def sample_places(segments: Sequence[tuple[int, int, int]], sample_bytes: int) -
                 places.append((p, base, base + int(target)))
                 break
             target -= nxt - base
+    sampled = {p for p, _, _ in places}
+    for p, base, nxt in segments:
+        if p not in sampled:
+            sampled.add(p)
+            places.append((p, base, base + (nxt - base) // 2))
     return sorted(set(places))
 
 

@@ -135,7 +135,7 @@ def test_a_client_that_only_stores_offsets_commits_with_generation_minus_one(tmp
     async def scenario(broker, c):
         assert await c.commit_offsets("solo", -1, "", None, {("t", 0): offset(3), ("t", 1): offset(4)}) == {
             ("t", 0): 0, ("t", 1): 0}
-        assert c.list_groups() == (0, [("solo", "")])
+        assert c.list_groups() == (0, [("solo", "", "Empty")])
         assert await c.delete_offsets("solo", [("t", 1)]) == (0, {("t", 1): 0})
         assert c.fetch_offsets("solo", None) == (0, [(("t", 0), offset(3))])
         assert await c.delete_groups(["solo"]) == {"solo": 0}
@@ -377,3 +377,42 @@ def test_a_static_member_comes_back_after_a_broker_restart_without_a_rebalance(t
 
     run(data, first)
     run(data, second)
+
+
+def test_a_restarted_static_leader_on_join_group_v9_is_told_it_leads_and_to_skip_the_assignment(tmp_path):
+    async def scenario(broker, c):
+        s = await join(c, instance="lead")
+        await c.sync_group("g", 1, s.member_id, "lead", {s.member_id: b"S"})
+        f_task = asyncio.create_task(join(c, instance="follow"))
+        await eventually(lambda: c.groups["g"].state is PREPARING_REBALANCE)
+        assert (await join(c, member_id=s.member_id, instance="lead")).generation_id == 2
+        f = await f_task
+        await c.sync_group("g", 2, s.member_id, "lead", {s.member_id: b"S", f.member_id: b"F"})
+        # v9: the leader's new id is named leader, with the members, and skips the assignment (Kafka 3.7)
+        lead = await c.join_group("g", "", "lead", "client", "/127.0.0.1", 10_000, 5_000, "consumer",
+                                  (("range", SUB),), True, reason="restarted", may_skip_assignment=True)
+        assert (lead.error, lead.generation_id, lead.leader_id, lead.skip_assignment) == (0, 2, lead.member_id, True)
+        assert {m for m, _, _ in lead.members} == {lead.member_id, f.member_id}
+        # a follower restarting on v9 is not the leader: nothing to skip, no members
+        follow = await c.join_group("g", "", "follow", "client", "/127.0.0.1", 10_000, 5_000, "consumer",
+                                    (("range", SUB),), True, may_skip_assignment=True)
+        assert (follow.leader_id, follow.skip_assignment, follow.members) == (lead.member_id, False, ())
+        assert c.groups["g"].state is STABLE  # no rebalance: the assignment stands
+        assert (await c.sync_group("g", 2, lead.member_id, "lead", {})).assignment == b"S"
+        assert (await c.sync_group("g", 2, follow.member_id, "follow", {})).assignment == b"F"
+    run(tmp_path / "d", scenario)
+
+
+def test_sync_group_v5_names_the_protocol_and_refuses_another(tmp_path):
+    async def scenario(broker, c):
+        a = await join_with_id(c)
+        synced = await c.sync_group("g", 1, a.member_id, None, {a.member_id: b"A"}, "consumer", "range")
+        assert (synced.error, synced.protocol_type, synced.protocol_name, synced.assignment) == (
+            0, "consumer", "range", b"A")
+        assert (await c.sync_group("g", 1, a.member_id, None, {}, "connect", None)).error == 23
+        assert (await c.sync_group("g", 1, a.member_id, None, {}, None, "roundrobin")).error == 23
+        stable = await c.sync_group("g", 1, a.member_id, None, {})  # v0-4 name neither: no check
+        assert (stable.error, stable.protocol_type, stable.protocol_name) == (0, "consumer", "range")
+        assert (await c.sync_group("g", 7, a.member_id, None, {}, "connect", None)).error == 22  # generation first
+        assert c.list_groups() == (0, [("g", "consumer", "Stable")])
+    run(tmp_path / "d", scenario)

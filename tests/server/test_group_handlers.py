@@ -180,8 +180,104 @@ def test_access_to_groups_and_their_topics_is_checked_as_in_kafka(tmp_path):
                    retention_time=ms(-1), topics=topics(3, "t"))
         assert [g.group_id for g in (await call(16, 2, alice)).groups] == ["g"]  # READ implies DESCRIBE
         d = await call(15, 3, alice, groups=("g", "other"), include_authorized_operations=True)
-        assert [(x.error_code, x.authorized_operations) for x in d.groups] == [(0, (1 << 3) | (1 << 8)), (30, 0)]
+        # Kafka computes the operations only for groups described without error
+        assert [(x.error_code, x.authorized_operations) for x in d.groups] == [(0, (1 << 3) | (1 << 8)),
+                                                                              (30, -(2**31))]
         assert [r.error_code for r in (await call(42, 1, alice, groups_names=("g",))).results] == [30]
         allow(broker, "GROUP", "g", "DELETE")
         assert [r.error_code for r in (await call(42, 1, alice, groups_names=("g",))).results] == [0]
+    scenario(tmp_path, body)
+
+
+def test_the_flexible_versions_of_kafka_3_7(tmp_path):
+    alice = Session("127.0.0.1", 5555, principal="User:alice")
+
+    async def body(broker, call):
+        proto = (nested(11, 9, "JoinGroupRequestProtocol", name="range", metadata=SUB),)
+        join = dict(group_id="g", session_timeout=ms(6000), rebalance_timeout=ms(6000), group_instance_id=None,
+                    protocol_type="consumer", protocols=proto, reason="starting")
+        first = await call(11, 9, member_id="", **join)
+        # v7+: no protocol yet is null, not an empty string
+        assert (first.error_code, first.protocol_type, first.protocol_name, first.skip_assignment) == (
+            79, None, None, False)
+        j = await call(11, 9, member_id=first.member_id, **join)
+        assert (j.error_code, j.generation_id, j.protocol_type, j.protocol_name, j.leader) == (
+            0, 1, "consumer", "range", j.member_id)
+        pending = await call(11, 6, member_id="", **{k: v for k, v in join.items() if k != "reason"})
+        assert (pending.error_code, pending.protocol_name) == (79, "")  # before v7: an empty string
+        sync = dict(group_id="g", generation_id=1, member_id=j.member_id, group_instance_id=None, assignments=(
+            nested(14, 5, "SyncGroupRequestAssignment", member_id=j.member_id, assignment=b"A"),))
+        wrong = await call(14, 5, protocol_type="consumer", protocol_name="roundrobin", **sync)
+        assert (wrong.error_code, wrong.protocol_name, wrong.assignment) == (23, None, b"")
+        s = await call(14, 5, protocol_type="consumer", protocol_name="range", **sync)
+        assert (s.error_code, s.protocol_type, s.protocol_name, s.assignment) == (0, "consumer", "range", b"A")
+        assert (await call(12, 4, group_id="g", generation_id=1, member_id=j.member_id,
+                           group_instance_id=None)).error_code == 0
+        c = await call(8, 9, group_id="g", generation_id_or_member_epoch=1, member_id=j.member_id,
+                       group_instance_id=None, topics=(nested(8, 9, "OffsetCommitRequestTopic", name="t", partitions=(
+                           nested(8, 9, "OffsetCommitRequestPartition", partition_index=1, committed_offset=5,
+                                  committed_leader_epoch=-1, committed_metadata=None),)),))
+        assert c.topics[0].partitions[0].error_code == 0
+        await call(8, 9, group_id="solo", generation_id_or_member_epoch=-1, member_id="", group_instance_id=None,
+                   topics=(nested(8, 9, "OffsetCommitRequestTopic", name="u", partitions=(
+                       nested(8, 9, "OffsetCommitRequestPartition", partition_index=0, committed_offset=9,
+                              committed_leader_epoch=-1, committed_metadata="m"),)),))
+
+        # ListGroups v4: states, and a states filter that ignores case; v5: every group is classic
+        listed = await call(16, 4, states_filter=())
+        assert sorted((g.group_id, g.protocol_type, g.group_state) for g in listed.groups) == [
+            ("g", "consumer", "Stable"), ("solo", "", "Empty")]
+        assert [g.group_id for g in (await call(16, 4, states_filter=("stable", "Dead"))).groups] == ["g"]
+        assert [g.group_id for g in (await call(16, 4, states_filter=("Empty",))).groups] == ["solo"]
+        assert (await call(16, 4, states_filter=("PreparingRebalance",))).groups == ()
+        v5 = await call(16, 5, states_filter=("EMPTY",), types_filter=())
+        assert [(g.group_id, g.group_type) for g in v5.groups] == [("solo", "classic")]
+        assert len((await call(16, 5, states_filter=(), types_filter=("Classic",))).groups) == 2
+        assert (await call(16, 5, states_filter=(), types_filter=("consumer",))).groups == ()
+
+        # OffsetFetch v8-9: several groups in one request, each with its own error
+        def group(version, group_id, topics, **extra):
+            return nested(9, version, "OffsetFetchRequestGroup", group_id=group_id, topics=None if topics is None
+                          else tuple(nested(9, version, "OffsetFetchRequestTopics", name=n, partition_indexes=p)
+                                     for n, p in topics), **extra)
+        f = await call(9, 8, require_stable=True, groups=(
+            group(8, "g", [("t", (0, 1))]), group(8, "solo", None), group(8, "never", [("t", (0,))])))
+        assert [(x.group_id, x.error_code) for x in f.groups] == [("g", 0), ("solo", 0), ("never", 0)]
+        assert [(p.partition_index, p.committed_offset) for p in f.groups[0].topics[0].partitions] == [(0, -1), (1, 5)]
+        assert [(t.name, t.partitions[0].committed_offset, t.partitions[0].metadata) for t in f.groups[1].topics] == [
+            ("u", 9, "m")]
+        assert f.groups[2].topics[0].partitions[0].committed_offset == -1
+        f9 = await call(9, 9, require_stable=False, groups=(
+            group(9, "g", [("t", (1,))], member_id=j.member_id, member_epoch=1),  # a classic group ignores these
+            group(9, "g", [("t", (1,))], member_id="someone-else", member_epoch=42)))
+        assert [x.topics[0].partitions[0].committed_offset for x in f9.groups] == [5, 5]
+
+        # DescribeGroups v5: operations only when asked
+        d = await call(15, 5, groups=("g", "never"), include_authorized_operations=False)
+        assert [(x.group_state, x.authorized_operations) for x in d.groups] == [("Stable", -(2**31)), ("Dead", -(2**31))]
+        assert d.groups[0].members[0].group_instance_id is None
+        d = await call(15, 5, groups=("g",), include_authorized_operations=True)
+        assert d.groups[0].authorized_operations == (1 << 3) | (1 << 6) | (1 << 8)  # READ, DELETE, DESCRIBE
+
+        # FindCoordinator v4: an answer per key
+        fc = await call(10, 4, key_type=0, coordinator_keys=("g", "", "other"))
+        assert [(x.key, x.error_code, x.node_id) for x in fc.coordinators] == [("g", 0, 1), ("", 24, -1), ("other", 0, 1)]
+        assert (await call(10, 4, key_type=1, coordinator_keys=("tx",))).coordinators[0].error_code == 15
+        assert (await call(10, 4, key_type=7, coordinator_keys=("g",))).coordinators[0].error_code == 42
+
+        # LeaveGroup v5 with a reason; DeleteGroups v2
+        left = await call(13, 5, group_id="g", members=(
+            nested(13, 5, "MemberIdentity", member_id=j.member_id, group_instance_id=None, reason="shutting down"),
+            nested(13, 5, "MemberIdentity", member_id=pending.member_id, group_instance_id=None, reason=None)))
+        assert (left.error_code, [m.error_code for m in left.members]) == (0, [0, 0])
+        assert [r.error_code for r in (await call(42, 2, groups_names=("g", "never"))).results] == [0, 69]
+
+        # with ACLs: a group the client may not describe is refused by itself, the others answered
+        allow(broker, "GROUP", "solo", "DESCRIBE")
+        allow(broker, "TOPIC", "u", "DESCRIBE")
+        f = await call(9, 8, alice, require_stable=False, groups=(group(8, "solo", None), group(8, "g", None)))
+        assert [(x.group_id, x.error_code, len(x.topics)) for x in f.groups] == [("solo", 0, 1), ("g", 30, 0)]
+        fc = await call(10, 4, alice, key_type=0, coordinator_keys=("solo", "g"))
+        assert [x.error_code for x in fc.coordinators] == [0, 30]
+        assert [g.group_id for g in (await call(16, 4, alice, states_filter=())).groups] == ["solo"]
     scenario(tmp_path, body)

@@ -1,6 +1,6 @@
 """Consumer groups with aiokafka against a real ``compactlog serve``: reading and committing, sharing
-partitions, losing a member that left or died, resuming after broker restarts (SIGTERM and SIGKILL), and
-nothing committed for a group that never existed."""
+partitions, losing a member that left or died, resuming after broker restarts (SIGTERM and SIGKILL),
+nothing committed for a group that never existed, and the admin client's group calls."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import pytest
 
 aiokafka = pytest.importorskip("aiokafka")
 from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka.admin import AIOKafkaAdminClient
 from groups_support import (
     SESSION_MS,
     MemberProcess,
@@ -108,3 +109,34 @@ def test_a_group_that_never_committed_has_no_offsets(server):
             await c.stop()
 
     asyncio.run(asyncio.wait_for(scenario(), 30))
+
+
+def test_the_admin_client_sees_each_group_in_its_real_state(server):
+    create_topic(server.bootstrap, "shelf", 2)
+
+    async def described(admin: AIOKafkaAdminClient, group: str) -> tuple:
+        # aiokafka reads even a DescribeGroups v3 answer with the v2 layout: no authorized operations
+        (response,) = await admin.describe_consumer_groups([group])
+        ((error, group_id, state, protocol_type, protocol, members),) = response.groups
+        return error, state, protocol_type, protocol, len(members)
+
+    async def scenario() -> None:
+        admin = AIOKafkaAdminClient(bootstrap_servers=server.bootstrap)
+        await admin.start()
+        c = consumer(server.bootstrap, "stockers", "shelf")
+        try:
+            await c.start()
+            await until(lambda: partitions(c) == [0, 1], 30, "the member has both partitions", c)
+            await c.commit({TopicPartition("shelf", 0): 4})
+            assert await described(admin, "stockers") == (0, "Stable", "consumer", "roundrobin", 1)
+            assert ("stockers", "consumer") in await admin.list_consumer_groups()
+            assert (await admin.list_consumer_group_offsets("stockers"))[TopicPartition("shelf", 0)].offset == 4
+            await c.stop()
+            assert await described(admin, "stockers") == (0, "Empty", "consumer", "", 0)
+            assert await described(admin, "never") == (0, "Dead", "", "", 0)
+            assert ("stockers", "consumer") in await admin.list_consumer_groups()
+        finally:
+            await c.stop()
+            await admin.close()
+
+    asyncio.run(asyncio.wait_for(scenario(), 60))

@@ -9,7 +9,7 @@ import time
 import pytest
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
-from confluent_kafka import Consumer, ConsumerGroupState, TopicPartition
+from confluent_kafka import Consumer, ConsumerGroupState, ConsumerGroupType, TopicPartition
 from confluent_kafka.admin import AdminClient
 from groups_support import (
     SESSION_MS,
@@ -86,6 +86,10 @@ def test_members_share_partitions_and_take_over_from_one_that_leaves_or_dies(ser
     a.close()
 
 
+def listed_ids(admin, **filters) -> set[str]:
+    return {g.group_id for g in admin.list_consumer_groups(**filters).result(10).valid}
+
+
 def test_admin_lists_describes_and_deletes_groups(server):
     create_topic(server.bootstrap, "stock", 2)
     produce(server.bootstrap, "stock", values("s", 10))
@@ -97,7 +101,12 @@ def test_admin_lists_describes_and_deletes_groups(server):
 
     listed = {g.group_id: g for g in admin.list_consumer_groups().result(10).valid}
     assert not listed["warehouse"].is_simple_consumer_group  # protocol type "consumer"
-    assert listed["warehouse"].state == ConsumerGroupState.UNKNOWN  # states come with ListGroups v4+, not served
+    assert listed["warehouse"].state == ConsumerGroupState.STABLE  # ListGroups v4+ answers each group's state
+    assert listed["warehouse"].type == ConsumerGroupType.CLASSIC  # and v5+ its type
+    assert listed_ids(admin, states={ConsumerGroupState.STABLE}) == {"warehouse"}
+    assert listed_ids(admin, states={ConsumerGroupState.EMPTY, ConsumerGroupState.PREPARING_REBALANCING}) == set()
+    assert listed_ids(admin, types={ConsumerGroupType.CLASSIC}) == {"warehouse"}
+    assert listed_ids(admin, types={ConsumerGroupType.CONSUMER}) == set()  # no KIP-848 groups here
     desc = admin.describe_consumer_groups(["warehouse"])["warehouse"].result(10)
     assert desc.state == ConsumerGroupState.STABLE and desc.partition_assignor == "range"
     assert [m.client_id for m in desc.members] == ["picker"] and desc.members[0].host == "/127.0.0.1"
@@ -108,6 +117,8 @@ def test_admin_lists_describes_and_deletes_groups(server):
     c.close()
     wait_until(lambda: admin.describe_consumer_groups(["warehouse"])["warehouse"].result(10).state
                == ConsumerGroupState.EMPTY, 10, what="the group is empty")
+    assert listed_ids(admin, states={ConsumerGroupState.EMPTY}) == {"warehouse"}
+    assert listed_ids(admin, states={ConsumerGroupState.STABLE}) == set()
     admin.delete_consumer_groups(["warehouse"])["warehouse"].result(10)
     assert "warehouse" not in {g.group_id for g in admin.list_consumer_groups().result(10).valid}
 

@@ -21,7 +21,9 @@ from groups_support import (
     wait_until,
 )
 from kafka import KafkaConsumer, TopicPartition
-from kafka.admin import KafkaAdminClient, MemberToRemove
+from kafka.admin import GroupState, KafkaAdminClient, MemberToRemove
+from kafka.protocol.consumer import OffsetFetchRequest
+from kafka.protocol.metadata import FindCoordinatorRequest
 
 # kafka-python 3.0.12 loses a rejoin (no heartbeats, no assignment) when a poll() times out while the
 # JoinGroup/SyncGroup of a rejoin its leader started for changed metadata is in flight. Two habits keep
@@ -97,6 +99,10 @@ def test_members_share_partitions_and_take_over_from_one_that_leaves_or_dies(ser
     a.close()
 
 
+def listed_ids(admin: KafkaAdminClient, **filters) -> set[str]:
+    return {g["group_id"] for g in admin.list_groups(**filters)}
+
+
 def test_admin_client_group_calls(server):
     create_topic(server.bootstrap, "stock", 2)
     create_topic(server.bootstrap, "old", 1)
@@ -112,8 +118,13 @@ def test_admin_client_group_calls(server):
             standalone.commit({TopicPartition("old", 0): kafka.structs.OffsetAndMetadata(5, "", -1)})
         standalone.close()
 
-        assert {"group_id": "warehouse", "protocol_type": "consumer"}.items() <= {
-            g["group_id"]: g for g in admin.list_groups()}["warehouse"].items()
+        # ListGroups v5: each group with its state and type, filtered by state and type on the broker
+        assert {"group_id": "warehouse", "protocol_type": "consumer", "group_state": "Stable",
+                "group_type": "classic"}.items() <= {g["group_id"]: g for g in admin.list_groups()}["warehouse"].items()
+        assert listed_ids(admin, states_filter=["Stable"]) == {"warehouse"}
+        assert listed_ids(admin, states_filter=["Empty", GroupState.COMPLETING_REBALANCE]) == set()
+        assert listed_ids(admin, types_filter=["classic"]) == {"warehouse"}
+        assert listed_ids(admin, types_filter=["consumer"]) == set()
         desc = admin.describe_groups(["warehouse"])["warehouse"]
         assert (desc["error"], desc["group_state"], desc["protocol_type"], desc["protocol_data"]) == (
             None, "Stable", "consumer", "range")
@@ -123,8 +134,13 @@ def test_admin_client_group_calls(server):
         assert member["member_metadata"]["topics"] == ["stock"]  # decoded by the client: our bytes are its own
         assignment = member["member_assignment"]["assigned_partitions"]
         assert [(a["topic"], sorted(a["partitions"])) for a in assignment] == [("stock", [0, 1])]
-        offsets = admin.list_group_offsets({"warehouse": None})["warehouse"]
+        # FindCoordinator v4 with both keys in one request, then OffsetFetch v8 with both groups in one
+        assert admin._manager.broker_version_data.api_version(OffsetFetchRequest) >= 8
+        assert admin._manager.broker_version_data.api_version(FindCoordinatorRequest) >= 4
+        both = admin.list_group_offsets({"warehouse": None, "nobody": [TopicPartition("stock", 1)]})
+        offsets = both["warehouse"]
         assert sorted(offsets) == [TopicPartition("stock", 0), TopicPartition("stock", 1)]
+        assert both["nobody"][TopicPartition("stock", 1)].offset == -1
         assert sum(om.offset for om in offsets.values()) == 10
         assert admin.delete_group_offsets("warehouse", [TopicPartition("stock", 0)]) == {
             TopicPartition("stock", 0): kafka.errors.GroupSubscribedToTopicError}
@@ -145,6 +161,7 @@ def test_admin_client_group_calls(server):
         removed = admin.remove_group_members("warehouse", [MemberToRemove(group_instance_id="picker-1")])
         assert list(removed.values()) == [kafka.errors.NoError]
         assert admin.describe_groups(["warehouse"])["warehouse"]["group_state"] == "Empty"
+        assert listed_ids(admin, states_filter=["Empty"]) == {"warehouse"}
         assert admin.delete_group_offsets("warehouse", [TopicPartition("stock", 0)]) == {
             TopicPartition("stock", 0): kafka.errors.NoError}
         assert list(admin.list_group_offsets({"warehouse": None})["warehouse"]) == [TopicPartition("stock", 1)]

@@ -17,16 +17,17 @@ from aiohttp import web
 
 from ..errors import CompactLogError, UnknownTopicOrPartitionError
 from . import auth
+from .fields import FieldError
 from .handlers import VIEWER, Refused, console, page
 from .listeners import HttpListener
 from .pages import cleaner, compression, groups, jobs, login, messages, overview, topics
 from .render import render
-from .runtime import MAX_FORM_BYTES, Console
+from .runtime import FAVICON, MAX_FORM_BYTES, Console
 
 log = logging.getLogger(__name__)
 CONTENT_SECURITY_POLICY = ("default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; "
                            "connect-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'")
-OPEN_PATHS = ("/login", "/static/")  # reachable before a login
+OPEN_PATHS = ("/login", "/static/", FAVICON)  # reachable before a login
 PAGES = [login, overview, topics, messages, groups, cleaner, compression, jobs]
 
 
@@ -48,6 +49,8 @@ async def _errors(request: web.Request, handler):
         return _error_page(request, 404, "Unknown topic", str(exc))
     except CompactLogError as exc:
         return _error_page(request, 400, type(exc).__name__, str(exc))
+    except FieldError as exc:  # a form or query value a page could not take, named by the message
+        return _error_page(request, 400, f"Bad value for {exc.field}", str(exc))
     except web.HTTPNotFound:
         return _error_page(request, 404, "Not found", f"There is no page at {request.path}.")
     except web.HTTPRequestEntityTooLarge:
@@ -82,7 +85,7 @@ async def _headers(request: web.Request, handler):
 @web.middleware
 async def _session(request: web.Request, handler):
     c = console(request)
-    if request.path.startswith("/static/"):
+    if request.path.startswith("/static/") or request.path == FAVICON:
         return await handler(request)
     s = c.sessions.get(request.cookies.get(auth.COOKIE))
     fresh = s is None

@@ -61,13 +61,13 @@ class Scale:
         return self.p0 + (v - lo) / (hi - lo) * (self.p1 - self.p0)
 
 
-def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
-    """Round tick values (1, 2, 2.5 or 5 times a power of ten) covering [lo, hi]."""
+def nice_ticks(lo: float, hi: float, count: int = 5, min_step: float = 0.0) -> list[float]:
+    """Round tick values (1, 2, 2.5 or 5 times a power of ten, at least ``min_step`` apart) covering [lo, hi]."""
     if not (math.isfinite(lo) and math.isfinite(hi)):
         return []
     if hi <= lo:
         return [lo]
-    raw = (hi - lo) / max(count, 1)
+    raw = max((hi - lo) / max(count, 1), min_step)
     mag = 10 ** math.floor(math.log10(raw))
     step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
     first = math.ceil(lo / step - 1e-9) * step
@@ -76,6 +76,11 @@ def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
         ticks.append(round(v, 12))
         v += step
     return ticks
+
+
+def whole_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
+    """Ticks for counted things (bytes, records): whole numbers, never closer than 1 apart."""
+    return nice_ticks(lo, hi, count, min_step=1.0)
 
 
 TIME_STEPS = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400)
@@ -101,6 +106,53 @@ def log_ticks(lo: float, hi: float) -> list[float]:
             v = m * 10 ** e
             if lo <= v <= hi:
                 out.append(v)
+    return out
+
+
+# label boxes, for laying labels out: generous for an 11 px sans-serif (bold for the marked point)
+CHAR_WIDTH, BOLD_CHAR_WIDTH = 6.6, 7.4
+LABEL_ASCENT, LABEL_DESCENT = 11.0, 4.0
+Box = tuple[float, float, float, float]  # left, top, right, bottom
+
+
+def _overlaps(a: Box, b: Box) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+def label_width(label: str, bold: bool = False) -> float:
+    return len(label) * (BOLD_CHAR_WIDTH if bold else CHAR_WIDTH) + 2
+
+
+def place_labels(dots: Sequence[tuple[float, float, float, float]], area: Box,
+                 obstacles: Sequence[Box] = ()) -> list[tuple[float, float, bool]]:
+    """Where each dot's label goes so that no two labels overlap each other, a dot or an obstacle.
+
+    ``dots`` are (x, y, radius, label width) in pixels, in the order to place them (the most important
+    first); the answer is (left x, baseline y, leader) for each, ``leader`` when the label was moved
+    away from its dot and needs a line to it. Beside the dot first (right, then left; above, level,
+    below), then further up and down in rows; a label never leaves ``area``."""
+    taken: list[Box] = [(x - r - 1, y - r - 1, x + r + 1, y + r + 1) for x, y, r, _ in dots] + list(obstacles)
+    out = []
+    row = LABEL_ASCENT + LABEL_DESCENT + 1
+    for x, y, r, w in dots:
+        gap = r + 3
+        near = [(x + gap, y - gap), (x + gap, y + LABEL_ASCENT / 2 - 1), (x + gap, y + gap + LABEL_ASCENT),
+                (x - gap - w, y - gap), (x - gap - w, y + LABEL_ASCENT / 2 - 1), (x - gap - w, y + gap + LABEL_ASCENT)]
+        far = [(lx, y + sign * k * row) for k in range(1, 40) for sign in (-1, 1) for lx in (x + gap, x - gap - w)]
+        chosen = None
+        for i, (lx, base) in enumerate(near + far):
+            lx = min(max(lx, area[0]), area[2] - w)
+            box = (lx, base - LABEL_ASCENT, lx + w, base + LABEL_DESCENT)
+            if box[1] < area[1] or box[3] > area[3]:
+                continue
+            if not any(_overlaps(box, t) for t in taken):
+                chosen = (lx, base, i >= len(near), box)
+                break
+        if chosen is None:  # a crowded chart: beside the dot, on top of what is there
+            lx = min(max(x + gap, area[0]), area[2] - w)
+            chosen = (lx, y - gap, False, (lx, y - gap - LABEL_ASCENT, lx + w, y - gap + LABEL_DESCENT))
+        taken.append(chosen[3])
+        out.append(chosen[:3])
     return out
 
 
@@ -143,6 +195,8 @@ def _frame(svg: _Svg, xs: Scale, ys: Scale, xticks: list[float], yticks: list[fl
            y_format: Format, x_label: str, y_label: str) -> None:
     """Grid lines, axes, tick labels and axis titles."""
     left, right, top, bottom = xs.p0, xs.p1, ys.p1, ys.p0
+    yticks = _distinct(yticks, y_format)
+    xticks = _distinct(xticks, x_format)
     for t in yticks:
         y = ys(t)
         svg.add(f'<line class="gridline" x1="{_num(left)}" x2="{_num(right)}" y1="{_num(y)}" y2="{_num(y)}"/>')
@@ -157,6 +211,17 @@ def _frame(svg: _Svg, xs: Scale, ys: Scale, xticks: list[float], yticks: list[fl
         svg.text((left + right) / 2, bottom + 31, x_label, "middle", "axis-label")
     if y_label:
         svg.text(left, top - 10, y_label, "start", "axis-label")
+
+
+def _distinct(ticks: list[float], fmt: Format) -> list[float]:
+    """The ticks whose labels differ from the one before: an axis never reads "0 B, 0 B, 1 B"."""
+    out, last = [], None
+    for t in ticks:
+        label = fmt(t)
+        if label != last:
+            out.append(t)
+        last = label
+    return out
 
 
 def _legend(svg: _Svg, entries: Sequence[tuple[str, str]], left: float, top: float, width: float) -> None:
@@ -184,8 +249,11 @@ def _legend_rows(labels: Sequence[str], width: float) -> int:
 def line_chart(series: Sequence[Series], *, title: str, width: int = 620, height: int = 240,
                x_format: Format = _general, y_format: Format = _general, x_label: str = "", y_label: str = "",
                y_min: float | None = 0.0, y_max: float | None = None, empty: str = "No samples yet",
-               x_ticks: Callable[[float, float], list[float]] = nice_ticks, css_class: str = "") -> Markup:
-    """Lines over a shared x axis (time, usually), one legend entry per series; a single point shows as a dot."""
+               x_ticks: Callable[[float, float], list[float]] = nice_ticks,
+               y_ticks: Callable[[float, float], list[float]] = nice_ticks, all_zero: str | None = None,
+               css_class: str = "") -> Markup:
+    """Lines over a shared x axis (time, usually), one legend entry per series; a single point shows as a dot.
+    ``all_zero``: what to say instead of a flat line at 0 when every point is 0 (nothing happened yet)."""
     labels = [s.label for s in series]
     plot_w = width - MARGIN_LEFT - MARGIN_RIGHT
     rows = _legend_rows(labels, plot_w)
@@ -196,12 +264,15 @@ def line_chart(series: Sequence[Series], *, title: str, width: int = 620, height
     if not pts:
         svg.text(width / 2, height / 2, empty, "middle", "empty")
         return svg.markup()
+    if all_zero is not None and all(p[1] == 0 for p in pts):
+        svg.text(width / 2, height / 2, all_zero, "middle", "empty")
+        return svg.markup()
     x_lo, x_hi = min(p[0] for p in pts), max(p[0] for p in pts)
     y_lo = min(p[1] for p in pts) if y_min is None else min(y_min, min(p[1] for p in pts))
     y_hi = max(p[1] for p in pts) if y_max is None else max(y_max, max(p[1] for p in pts))
     if y_hi <= y_lo:
         y_hi = y_lo + 1
-    yticks = nice_ticks(y_lo, y_hi)
+    yticks = y_ticks(y_lo, y_hi)
     y_hi = max(y_hi, yticks[-1]) if yticks else y_hi
     bottom = height - MARGIN_BOTTOM
     xs = Scale(x_lo, x_hi, MARGIN_LEFT, width - MARGIN_RIGHT)
@@ -264,6 +335,16 @@ def scatter_chart(points: Sequence[Point], *, title: str, width: int = 620, heig
         svg.add(f'<line class="threshold" x1="{_num(MARGIN_LEFT)}" x2="{_num(width - MARGIN_RIGHT)}" '
                 f'y1="{_num(y)}" y2="{_num(y)}" stroke="#9aa3af" stroke-dasharray="2 3"/>')
         svg.text(width - MARGIN_RIGHT - 4, y - 4, hline[1], "end", "threshold-label")
+    obstacles = []
+    if vline is not None and (vline[0] > 0 or not log_x):
+        left = xs(vline[0]) + 4
+        obstacles.append((left, MARGIN_TOP + 18 - LABEL_ASCENT, left + label_width(vline[1]), MARGIN_TOP + 18 + LABEL_DESCENT))
+    if hline is not None:
+        right, base = width - MARGIN_RIGHT - 4, ys(hline[0]) - 4
+        obstacles.append((right - label_width(hline[1]), base - LABEL_ASCENT, right, base + LABEL_DESCENT))
+    order = sorted(usable, key=lambda p: (not p.marked, p.x))  # the recommendation's label first, beside its dot
+    places = place_labels([(xs(p.x), ys(p.y), 9 if p.marked else 5, label_width(p.label, p.marked)) for p in order],
+                          (MARGIN_LEFT + 2, MARGIN_TOP + 8, width - MARGIN_RIGHT, bottom - 2), obstacles)
     for p in sorted(usable, key=lambda p: p.marked):  # the marked one on top
         x, y = xs(p.x), ys(p.y)
         fill = colour.get(p.group, PALETTE[0])
@@ -272,6 +353,12 @@ def scatter_chart(points: Sequence[Point], *, title: str, width: int = 620, heig
                     f'stroke-width="2"/>')
         svg.add(f'<circle class="dot{" marked-dot" if p.marked else ""}" cx="{_num(x)}" cy="{_num(y)}" r="5" '
                 f'fill="{fill}"><title>{escape(p.label)}</title></circle>')
-        svg.text(x + 8, y - 7, p.label, "start", "point-label marked" if p.marked else "point-label")
+    for p, (lx, base, leader) in zip(order, places):
+        if leader:
+            x, y = xs(p.x), ys(p.y)
+            end = lx if lx > x else lx + label_width(p.label, p.marked)
+            svg.add(f'<line class="leader" x1="{_num(x)}" y1="{_num(y)}" x2="{_num(end)}" y2="{_num(base - 4)}" '
+                    f'stroke="#9aa3af" stroke-width="1"/>')
+        svg.text(lx, base, p.label, "start", "point-label marked" if p.marked else "point-label")
     _legend(svg, [(g, colour[g]) for g in groups], MARGIN_LEFT, height + 6, plot_w)
     return svg.markup()

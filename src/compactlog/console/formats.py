@@ -14,6 +14,8 @@ import json
 import re
 from dataclasses import dataclass
 
+from .fields import LONG_MAX, FieldError, shown, whole_number
+
 TEXT, JSON, HEX = "text", "json", "hex"
 FORMATS = (TEXT, JSON, HEX)
 SHOW_BYTES = 4096  # of a value shown as text (or of its pretty-printed JSON, in characters)
@@ -116,18 +118,22 @@ def timestamp_type(code: int, timestamp: int) -> str:
 
 
 def parse_timestamp(text: str) -> int:
-    """Milliseconds since the epoch, from ms or an ISO 8601 date-time (UTC unless it says otherwise)."""
+    """Milliseconds since the epoch, from ms (0 up to a long, read with a bound: ``fields``) or an ISO
+    8601 date-time (UTC unless it says otherwise; one before 1970 is 0, the first record's time at the
+    earliest). Raises ``fields.FieldError`` (a ValueError) naming the timestamp field."""
     s = text.strip()
-    if re.fullmatch(r"-?\d+", s):
-        return int(s)
+    if re.fullmatch(r"[+-]?[0-9]+", s):
+        return whole_number(s, "timestamp", 0, LONG_MAX, "timestamp (milliseconds since the epoch)")
     try:
-        t = datetime.datetime.fromisoformat(s)
+        t = datetime.datetime.fromisoformat(s) if s.isascii() else None
     except ValueError:
-        raise ValueError(f"'{text}' is neither milliseconds since the epoch nor an ISO date-time "
-                         f"(such as 2024-05-01T12:00:00Z)") from None
+        t = None
+    if t is None:
+        raise FieldError("timestamp", f"The timestamp {shown(text.strip())} is neither milliseconds since the "
+                         "epoch nor an ISO date-time (such as 2024-05-01T12:00:00Z).")
     if t.tzinfo is None:
         t = t.replace(tzinfo=datetime.timezone.utc)
-    return int(t.timestamp() * 1000)
+    return max(0, int(t.timestamp() * 1000))
 
 
 def parse_key(text: str, key_format: str) -> bytes:
@@ -137,8 +143,11 @@ def parse_key(text: str, key_format: str) -> bytes:
         try:
             return bytes.fromhex(digits)
         except ValueError:
-            raise ValueError(f"'{text}' is not hex: give pairs of hex digits, such as 6b 65 79") from None
-    return text.encode("utf-8")
+            raise FieldError("key", f"The key {shown(text)} is not hex: give pairs of hex digits, such as 6b 65 79.") from None
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: no UTF-8 for it
+        raise FieldError("key", f"The key {shown(text)} is not valid text: give it in hex instead.") from None
 
 
 def _with_note(shown: Shown, note: str) -> Shown:

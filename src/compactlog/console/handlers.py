@@ -10,11 +10,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import quote
-
 from aiohttp import web
 
-from . import auth
+from . import auth, paths
 from .render import render
 from .runtime import CONSOLE, Console
 
@@ -87,7 +85,16 @@ async def start_job(request: web.Request, title: str, template: str, action: Cal
 
 
 def topic_url(topic: str, *rest: str) -> str:
-    return "/".join(["/topics", quote(topic, safe=""), *rest])
+    return paths.path("/topics", topic, *rest)
+
+
+def group_url(group_id: str, *rest: str) -> str:
+    return paths.path("/groups", group_id, *rest)
+
+
+def path_name(request: web.Request, key: str) -> str:
+    """The topic or group a route's ``{key}`` names (``paths.py``: how names become segments)."""
+    return paths.name(request.match_info[key])
 
 
 class Refused(Exception):

@@ -11,9 +11,9 @@ import functools
 import hashlib
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
-
 import jinja2
+
+from .paths import segment
 
 _env: jinja2.Environment | None = None
 
@@ -60,6 +60,11 @@ def number(n: float | None) -> str:
     return "-" if n is None else f"{n:,}"
 
 
+def plural(n: int, one: str, many: str) -> str:
+    """``1 batch``, ``3 batches``: a count with its noun."""
+    return f"{number(n)} {one if n == 1 else many}"
+
+
 def percent(x: float | None) -> str:
     return "-" if x is None else f"{100 * x:,.1f}%"
 
@@ -71,18 +76,14 @@ def static(name: str) -> str:
     return f"/static/{name}?v={digest}"
 
 
-def segment(text: str) -> str:
-    """``text`` as one URL path segment: a group id may hold '/', '?' or '#'."""
-    return quote(str(text), safe="")
-
-
 def environment() -> jinja2.Environment:
     global _env
     if _env is None:
         env = jinja2.Environment(loader=jinja2.PackageLoader("compactlog.console", "templates"),
                                  autoescape=True, undefined=jinja2.StrictUndefined,
                                  trim_blocks=True, lstrip_blocks=True)
-        env.filters.update(size=size, when=when, duration=duration, number=number, percent=percent, segment=segment)
+        env.filters.update(size=size, when=when, duration=duration, number=number, percent=percent, segment=segment,
+                           plural=plural)
         env.globals.update(static=static)
         _env = env
     return _env

@@ -24,11 +24,13 @@ from aiohttp import web
 from . import auth
 from .jobs import Jobs
 from .listeners import HttpListener
+from .protocol import ConsoleRunner
 
 log = logging.getLogger(__name__)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 Middleware = Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]  # aiohttp's new-style middleware
 STATIC = Path(__file__).parent / "static"
+FAVICON = "/favicon.ico"
 MAX_FORM_BYTES = 64 * 1024  # the largest form a page sends (a config value, a key to look up)
 PAGE_THREADS = 1  # the thread that reads the disk and renders for pages; one, so pages contend with the broker for one core at most
 STOP_SECONDS = 30.0  # what a stop waits for a running job and page reads before the broker closes its logs
@@ -66,6 +68,7 @@ class Console:
         app = web.Application(middlewares=list(middlewares), client_max_size=MAX_FORM_BYTES)
         app[CONSOLE] = self
         app.router.add_static("/static", STATIC)
+        app.router.add_get(FAVICON, _favicon)  # browsers ask for it at the root, whatever the page links
         for page in pages:
             app.add_routes(page.routes)
             if hasattr(page, "setup"):
@@ -85,7 +88,7 @@ class Console:
 
     async def start(self) -> None:
         sys.setswitchinterval(min(sys.getswitchinterval(), GIL_SWITCH_SECONDS))
-        self._runner = web.AppRunner(self.app, access_log=None, handle_signals=False)
+        self._runner = ConsoleRunner(self.app, access_log=None, handle_signals=False)
         await self._runner.setup()
         for x in self.listeners:
             ssl_context = None
@@ -113,6 +116,10 @@ class Console:
         self._pool.shutdown(wait=False, cancel_futures=True)
         if self._reads:  # a read still under way (a sampler's look, a page's) ends before the logs close
             await asyncio.wait(set(self._reads), timeout=STOP_SECONDS)
+
+
+async def _favicon(request: web.Request) -> web.FileResponse:
+    return web.FileResponse(STATIC / "favicon.ico", headers={"Cache-Control": "max-age=86400"})
 
 
 CONSOLE = web.AppKey("console", Console)

@@ -104,20 +104,33 @@ async def describe_cluster(broker: Broker, req: Request, session: Session):
 
 
 async def find_coordinator(broker: Broker, req: Request, session: Session):
-    """This node coordinates every group; transactions are not served (COORDINATOR_NOT_AVAILABLE)."""
-    if getattr(req.body, "key_type", 0) == 1:
-        return response(req, throttle_time=NO_THROTTLE, error_code=error_code(15),
-                        error_message="compactlog has no transaction coordinator", node_id=-1, host="", port=-1)
-    if not req.body.key:
-        return response(req, throttle_time=NO_THROTTLE, error_code=error_code(24),
-                        error_message="the group id is empty", node_id=-1, host="", port=-1)
-    if not broker.authorize(session, "DESCRIBE", "GROUP", req.body.key):  # GROUP_AUTHORIZATION_FAILED
-        return response(req, throttle_time=NO_THROTTLE, error_code=error_code(30),
-                        error_message=f"Not authorized to describe group '{req.body.key}'", node_id=-1, host="",
-                        port=-1)
+    """This node coordinates every group; transactions are not served (COORDINATOR_NOT_AVAILABLE).
+    v4+ ask for several keys at once and get an answer (and an error) for each."""
+    b = req.body
+    key_type = getattr(b, "key_type", 0)
+    if req.api_version >= 4:
+        s = schema(req)
+        found = [(key, *_coordinator_of(broker, session, key_type, key)) for key in b.coordinator_keys]
+        return response(req, throttle_time=NO_THROTTLE, coordinators=tuple(
+            make(s.Coordinator, key=key, node_id=node, host=host, port=port, error_code=error_code(code),
+                 error_message=message) for key, code, message, node, host, port in found))
+    code, message, node, host, port = _coordinator_of(broker, session, key_type, b.key)
+    return response(req, throttle_time=NO_THROTTLE, error_code=error_code(code), error_message=message,
+                    node_id=node, host=host, port=port)
+
+
+def _coordinator_of(broker: Broker, session: Session, key_type: int, key: str) -> tuple:
+    """(error, message, node id, host, port) of the coordinator of ``key``."""
+    if key_type == 1:
+        return 15, "compactlog has no transaction coordinator", -1, "", -1
+    if key_type != 0:  # INVALID_REQUEST, as Kafka answers a key type it does not know
+        return 42, f"unknown coordinator key type {key_type} (0 is a group, 1 a transactional id)", -1, "", -1
+    if not key:
+        return 24, "the group id is empty", -1, "", -1
+    if not broker.authorize(session, "DESCRIBE", "GROUP", key):  # GROUP_AUTHORIZATION_FAILED
+        return 30, f"Not authorized to describe group '{key}'", -1, "", -1
     host, port = broker.address(session)
-    return response(req, throttle_time=NO_THROTTLE, error_code=error_code(0), error_message=None,
-                    node_id=broker.node_id, host=host, port=port)
+    return 0, None, broker.node_id, host, port
 
 
 HANDLERS = {18: api_versions, 3: metadata, 60: describe_cluster, 10: find_coordinator}

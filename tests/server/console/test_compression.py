@@ -74,7 +74,7 @@ def test_a_bad_sample_size_is_refused_in_the_page(console_server, page):
     page.locator("input[name=sample_mb]").evaluate("e => e.removeAttribute('min')")
     page.fill("input[name=sample_mb]", "0")
     page.click("#run-advisor")
-    expect(page.locator(".error")).to_have_text("Sample size (MB) must be between 0.0656 and 64.")
+    expect(page.locator(".error")).to_have_text("The sample size (MB) must be between 0.0656 and 64, got '0'.")
 
 
 def test_an_empty_topic_gets_no_advice(console_server, page):

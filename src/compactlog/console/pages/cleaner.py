@@ -31,7 +31,7 @@ from ...cleaning import CleanResult, CompactionStatus, ThreadState
 from ...errors import CompactLogError
 from ...topics import is_internal
 from .. import charts, inventory
-from ..handlers import console, page, require, start_job, viewer
+from ..handlers import console, page, path_name, require, start_job, viewer
 from ..jobs import Job
 from ..render import size
 from ..runtime import Console
@@ -148,8 +148,8 @@ def cleaner_charts(samples: list[Sample], visible) -> tuple:
                               x_ticks=charts.time_ticks, css_class="dirty-ratio")
     cleaned = charts.line_chart(bytes_cleaned_series(samples), title=f"Bytes cleaned between looks ({SAMPLE_SECONDS:g} s apart)",
                                 x_format=clock, y_format=size, x_label="time (UTC)", x_ticks=charts.time_ticks,
-                                css_class="bytes-cleaned",
-                                empty="Two looks are needed")
+                                y_ticks=charts.whole_ticks, css_class="bytes-cleaned",
+                                empty="Two looks are needed", all_zero="Nothing cleaned yet")
     return ratio, cleaned
 
 
@@ -271,7 +271,7 @@ async def run_now(request: web.Request) -> web.Response:
 
 @routes.post("/cleaner/compact/{topic}")
 async def compact_now(request: web.Request) -> web.Response:
-    topic = request.match_info["topic"]
+    topic = path_name(request, "topic")
     require(request, "ALTER", "TOPIC", topic)
     c = console(request)
     raise await start_job(request, f"Compaction of {topic}", "cleaner_compaction_job.html",

@@ -24,7 +24,8 @@ from ...errors import CompactLogError
 from ...records.codecs import Codec, check_level, codec_from_name
 from ...recompression import recompress_local
 from .. import charts
-from ..handlers import console, page, require, see_other, start_job, topic_url, viewer
+from ..fields import INT_MAX, FieldError, decimal, optional_whole_number
+from ..handlers import console, page, path_name, require, see_other, start_job, topic_url, viewer
 from ..jobs import Job
 
 routes = web.RouteTableDef()
@@ -92,15 +93,6 @@ def run_recompression(cl, topic: str, codec: str, level: int | None, job: Job) -
                             sum(r.bytes_after for r in results))
 
 
-def parse_number(text: str, name: str, lo: float, hi: float) -> float:
-    """A form's number within [lo, hi], or a message saying what is wrong."""
-    try:
-        v = float(text.strip())
-    except ValueError:
-        raise ValueError(f"{name} must be a number, not {text!r}.") from None
-    if not lo <= v <= hi:
-        raise ValueError(f"{name} must be between {lo:g} and {hi:g}.")
-    return v
 
 
 def latest_advice(request: web.Request, topic: str) -> Job | None:
@@ -131,21 +123,21 @@ def _describe(cl, topic: str):
 
 @routes.get("/topics/{topic}/compression")
 async def compression_page(request: web.Request) -> web.Response:
-    topic = request.match_info["topic"]
+    topic = path_name(request, "topic")
     require(request, "DESCRIBE", "TOPIC", topic)
     return await _page(request, topic, applied="applied" in request.query)
 
 
 @routes.post("/topics/{topic}/compression")
 async def start_advisor(request: web.Request) -> web.Response:
-    topic = request.match_info["topic"]
+    topic = path_name(request, "topic")
     require(request, "ALTER", "TOPIC", topic)  # minutes of CPU on the broker's machine
     c = console(request)
     form = {k: str(v) for k, v in (await request.post()).items() if k != "csrf"}
     try:
-        sample_mb = parse_number(form.get("sample_mb", ""), "Sample size (MB)", MIN_SAMPLE_MB, MAX_SAMPLE_MB)
-        min_mbps = parse_number(form.get("min_mbps", ""), "Minimum compression speed (MB/s)", 0, 1e6)
-    except ValueError as exc:
+        sample_mb = decimal(form.get("sample_mb"), "sample_mb", MIN_SAMPLE_MB, MAX_SAMPLE_MB, "sample size (MB)")
+        min_mbps = decimal(form.get("min_mbps"), "min_mbps", 0, 1e6, "minimum compression speed (MB/s)")
+    except FieldError as exc:
         return await _page(request, topic, 400, str(exc), form)
     raise await start_job(request, f"Compression advice for {topic}", JOB_TEMPLATE,
                           lambda job: run_advisor(c.cl, topic, int(sample_mb * MB), min_mbps, job), topic=topic)
@@ -154,7 +146,7 @@ async def start_advisor(request: web.Request) -> web.Response:
 @routes.post("/topics/{topic}/compression/apply")
 async def apply_advice(request: web.Request) -> web.Response:
     """Set compression.type (and a level) as the advice says; the topic's config rules check the values."""
-    topic = request.match_info["topic"]
+    topic = path_name(request, "topic")
     require(request, "ALTER_CONFIGS", "TOPIC", topic)
     c = console(request)
     form = await request.post()
@@ -173,19 +165,16 @@ async def apply_advice(request: web.Request) -> web.Response:
 @routes.post("/topics/{topic}/compression/recompress")
 async def start_recompression(request: web.Request) -> web.Response:
     """Rewrite the topic's closed segments with a codec (the active one keeps taking appends)."""
-    topic = request.match_info["topic"]
+    topic = path_name(request, "topic")
     require(request, "ALTER", "TOPIC", topic)
     c = console(request)
     form = await request.post()
     codec_name = str(form.get("codec", ""))
     level_text = str(form.get("level", "")).strip()
     try:
-        level = int(level_text) if level_text else None
-    except ValueError:
-        return await _page(request, topic, 400, f"The level must be a whole number, not {level_text!r}.")
-    try:
+        level = optional_whole_number(level_text, "level", -INT_MAX - 1, INT_MAX, "compression level")
         check_level(codec_from_name(codec_name), level)
-    except CompactLogError as exc:
+    except (CompactLogError, FieldError) as exc:
         return await _page(request, topic, 400, str(exc))
     raise await start_job(request, f"Recompression of {topic} to {codec_name}", RECOMPRESS_TEMPLATE,
                           lambda job: run_recompression(c.cl, topic, codec_name, level, job), topic=topic)

@@ -18,7 +18,6 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from urllib.parse import quote
 
 from aiohttp import web
 
@@ -28,7 +27,8 @@ from ...server.coordinator.group import CONSUMER_PROTOCOL_TYPE, GroupMetadata
 from ...server.coordinator.records import OffsetCommitValue
 from ...server.coordinator.state import DEAD, EMPTY, STABLE
 from ...topics import is_internal
-from ..handlers import console, page, require, see_other, topic_url, viewer
+from ..fields import FieldError, shown, whole_number
+from ..handlers import console, group_url, page, path_name, require, see_other, topic_url, viewer
 
 routes = web.RouteTableDef()
 COORDINATOR = "group_coordinator"  # the broker's extras key of the group coordinator
@@ -36,6 +36,7 @@ TopicPartition = tuple[str, int]
 INACTIVE = (EMPTY.value, DEAD.value)  # states whose offsets may be reset: no member would overwrite them
 FORM_FIELDS = ("topic", "to", "offset", "datetime")  # the reset form's fields
 NOT_CONSUMER = "not a consumer assignment"
+MAX_DATETIME_CHARS = 64  # longer than any date-time the reset reads (its message quotes what was typed)
 
 
 @dataclass(frozen=True)
@@ -51,10 +52,6 @@ class GroupSummary:
 
 def coordinator(broker):
     return broker.extras.get(COORDINATOR)
-
-
-def group_url(group_id: str, *rest: str) -> str:
-    return "/".join(["/groups", quote(group_id, safe=""), *rest])
 
 
 def log_end(broker, tp: TopicPartition) -> int | None:
@@ -269,16 +266,15 @@ def parse_reset(form) -> ResetSpec:
     """The reset form's fields, checked; errors say what to type instead."""
     to = form.get("to", "")
     if to not in RESET_TARGETS:
-        raise InvalidRequestError("Choose where to reset to: earliest, latest, an offset or a date-time.")
+        raise FieldError("to", "Choose where to reset to: earliest, latest, an offset or a date-time.")
     value = None
-    if to == "offset":
-        text = form.get("offset", "").strip()
-        try:
-            value = int(text)
-        except ValueError:
-            raise InvalidRequestError(f"'{text}' is not an offset: give a whole number.") from None
+    if to == "offset":  # any long, as --to-offset takes it; the reset rule keeps it within the log
+        value = whole_number(form.get("offset", ""), "offset")
     elif to == "datetime":
-        value = parse_datetime(form.get("datetime", ""))
+        text = form.get("datetime", "")
+        if len(text) > MAX_DATETIME_CHARS:
+            raise FieldError("datetime", f"The date-time {shown(text)} is not a date and time like 2026-01-01T00:00:00.000.")
+        value = parse_datetime(text)
     return ResetSpec(form.get("topic") or None, to, value)
 
 
@@ -339,7 +335,7 @@ async def describe_group_live(request: web.Request) -> web.Response:
 
 async def _describe(request: web.Request, template: str) -> web.Response:
     c = console(request)
-    group_id = request.match_info["group"]
+    group_id = path_name(request, "group")
     require(request, "DESCRIBE", "GROUP", group_id)
     group = find_group(c.broker, group_id)
     if group is None:
@@ -357,35 +353,37 @@ def _count(text: str | None) -> int | None:
 @routes.get("/groups/{group}/reset")
 async def reset_form(request: web.Request) -> web.Response:
     """The reset form; with a target in the query, the dry run: the planned offsets and an Execute button."""
-    group_id = request.match_info["group"]
+    group_id = path_name(request, "group")
     require(request, "READ", "GROUP", group_id)
     form = {k: request.query.get(k, "") for k in FORM_FIELDS}
     if "to" not in request.query:
         return await _reset_page(request, group_id, form)
+    status = 200
     try:
         spec = parse_reset(request.query)
         plan, error = await _plan(request, group_id, spec)
-    except CompactLogError as exc:
-        plan, error = [], str(exc)
-    return await _reset_page(request, group_id, form, plan, error, dry_run=True)
+    except (CompactLogError, FieldError) as exc:  # a value the form cannot take, or Kafka refuses
+        plan, error, status = [], str(exc), 400
+    return await _reset_page(request, group_id, form, plan, error, dry_run=True, status=status)
 
 
 @routes.post("/groups/{group}/reset")
 async def reset_execute(request: web.Request) -> web.Response:
     """Execute: the offsets are planned again (the logs moved on since the dry run, as Kafka's tool
     plans again with --execute) and committed through the coordinator's OffsetCommit path."""
-    group_id = request.match_info["group"]
+    group_id = path_name(request, "group")
     require(request, "READ", "GROUP", group_id)
     posted = await request.post()
     form = {k: str(posted.get(k, "")) for k in FORM_FIELDS}
+    status = 409  # the group is not inactive
     try:
         plan, error = await _plan(request, group_id, parse_reset(form))
         if error is None:
             await _commit(console(request), group_id, plan)
-    except CompactLogError as exc:
-        plan, error = [], str(exc)
+    except (CompactLogError, FieldError) as exc:
+        plan, error, status = [], str(exc), 400
     if error is not None:
-        return await _reset_page(request, group_id, form, plan, error, status=409)
+        return await _reset_page(request, group_id, form, plan, error, status=status)
     raise see_other(group_url(group_id) + f"?reset={len(plan)}")
 
 

@@ -11,10 +11,8 @@ routes = web.RouteTableDef()
 
 
 def _job(request: web.Request) -> Job:
-    try:
-        job = console(request).jobs.get(int(request.match_info["id"]))
-    except ValueError:
-        job = None
+    text = request.match_info["id"]  # digits of any script match the route's \d: only ASCII ones, of a sane length, name a job
+    job = console(request).jobs.get(int(text)) if text.isascii() and len(text) <= 18 else None
     v = viewer(request)
     if job is None or (job.owner != v.principal and not v.can("ALTER")):
         raise web.HTTPNotFound()

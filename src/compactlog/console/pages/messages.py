@@ -20,8 +20,9 @@ from ...cleaning import CompactionStatus
 from ...errors import CompactLogError, UnknownTopicOrPartitionError
 from ...key_lookup import SCAN_BYTES, Lookup, find_latest
 from .. import formats
+from ..fields import INT_MAX, LONG_MAX, FieldError, optional_whole_number, shown
 from ..formats import FORMATS, TEXT, Shown
-from ..handlers import console, page, require, topic_url
+from ..handlers import console, page, path_name, require, topic_url
 
 routes = web.RouteTableDef()
 
@@ -48,21 +49,21 @@ class BrowseQuery:
     fmt: str = TEXT
 
 
-def _int(params: Mapping[str, str], name: str, what: str, errors: list[str]) -> int | None:
-    text = params.get(name, "").strip()
-    if not text:
-        return None
+def _int(params: Mapping[str, str], name: str, what: str, errors: list[str], low: int = 0,
+         high: int = LONG_MAX) -> int | None:
+    """The field ``name`` as a whole number in [low, high], None when empty or refused (the refusal,
+    which names the field, goes to ``errors``)."""
     try:
-        return int(text)
-    except ValueError:
-        errors.append(f"The {what} must be a whole number, got '{text}'.")
+        return optional_whole_number(params.get(name, ""), name, low, high, what)
+    except FieldError as exc:
+        errors.append(str(exc))
         return None
 
 
 def parse_format(params: Mapping[str, str], errors: list[str]) -> str:
     fmt = params.get("format", TEXT) or TEXT
     if fmt not in FORMATS:
-        errors.append(f"Unknown format '{fmt}': choose one of {', '.join(FORMATS)}.")
+        errors.append(f"Unknown format {shown(fmt)}: choose one of {', '.join(FORMATS)}.")
         return TEXT
     return fmt
 
@@ -71,12 +72,13 @@ def parse_browse(params: Mapping[str, str]) -> tuple[BrowseQuery, list[str], lis
     """The query of a browse URL: (query, errors that stop the read, notes about what was changed)."""
     errors: list[str] = []
     notes: list[str] = []
-    partition = _int(params, "partition", "partition", errors)
-    if partition is not None and partition < 0:
-        errors.append(f"The partition must be 0 or more, got {partition}.")
+    partition = _int(params, "partition", "partition", errors, high=INT_MAX)
     offset_text = params.get("offset", "").strip()
     timestamp_text = params.get("timestamp", "").strip()
     start = params.get("start", "")
+    if start and start not in ("offset", "timestamp"):
+        errors.append(f"Start from an offset or a timestamp, not {shown(start)}.")
+        start = ""
     if start not in ("offset", "timestamp"):
         if offset_text and timestamp_text:
             errors.append("Give an offset or a timestamp to start from, not both.")
@@ -91,11 +93,8 @@ def parse_browse(params: Mapping[str, str]) -> tuple[BrowseQuery, list[str], lis
                 timestamp = formats.parse_timestamp(timestamp_text)
             except ValueError as exc:
                 errors.append(str(exc))
-    limit = _int(params, "limit", "number of records", errors)
+    limit = _int(params, "limit", "number of records (limit)", errors, low=1)
     if limit is None:
-        limit = DEFAULT_LIMIT
-    elif limit < 1:
-        errors.append(f"Show at least 1 record, not {limit}.")
         limit = DEFAULT_LIMIT
     elif limit > MAX_LIMIT:
         notes.append(f"A page shows at most {MAX_LIMIT} records.")
@@ -206,7 +205,7 @@ def _unknown_topic(request: web.Request, exc: UnknownTopicOrPartitionError) -> w
 
 @routes.get("/topics/{topic}/messages")
 async def browse(request: web.Request) -> web.Response:
-    topic = request.match_info["topic"]
+    topic = path_name(request, "topic")
     require(request, "READ", "TOPIC", topic)
     c = console(request)
     q, errors, notes = parse_browse(request.query)
@@ -224,14 +223,15 @@ async def browse(request: web.Request) -> web.Response:
         last_href = urls["browse_href"] + "?" + urlencode({**nav, "offset": last})
     first_href = urls["browse_href"] + "?" + urlencode({**nav, "offset": result.log_start}) \
         if result.log_start is not None else None
-    return page(request, "messages.html", topic=topic, q=q, errors=errors, notes=notes, result=result,
+    status = 400 if errors or result.error else 200  # a value that cannot be read, or that Kafka refuses
+    return page(request, "messages.html", status=status, topic=topic, q=q, errors=errors, notes=notes, result=result,
                 formats=FORMATS, max_limit=MAX_LIMIT, next_href=next_href, last_href=last_href,
                 first_href=first_href, read_bytes=READ_BYTES, **urls)
 
 
 @routes.get("/topics/{topic}/messages/key")
 async def key_lookup(request: web.Request) -> web.Response:
-    topic = request.match_info["topic"]
+    topic = path_name(request, "topic")
     require(request, "READ", "TOPIC", topic)
     c = console(request)
     errors: list[str] = []
@@ -239,7 +239,7 @@ async def key_lookup(request: web.Request) -> web.Response:
     key_text = request.query.get("key")
     key_format = request.query.get("key_format", TEXT)
     if key_format not in (formats.TEXT, formats.HEX):
-        errors.append(f"Unknown key format '{key_format}': choose text or hex.")
+        errors.append(f"Unknown key format {shown(key_format)}: choose text or hex.")
         key_format = TEXT
     key = None
     if key_text is not None and not errors:
@@ -261,6 +261,6 @@ async def key_lookup(request: web.Request) -> web.Response:
         return _unknown_topic(request, exc)
     except CompactLogError as exc:
         error = str(exc)
-    return page(request, "messages_key.html", topic=topic, key_text=key_text or "", key_format=key_format,
+    return page(request, "messages_key.html", status=400 if errors else 200, topic=topic, key_text=key_text or "", key_format=key_format,
                 fmt=fmt, formats=FORMATS, errors=errors, error=error, result=result,
                 scan_bytes=SCAN_BYTES, **_urls(topic))

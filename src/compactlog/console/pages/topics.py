@@ -24,7 +24,8 @@ from ...storage.log_config import DescribeRow, LogConfig
 from ...storage.topic_config import TOPIC_CONFIGS
 from ...topics import is_internal
 from .. import inventory
-from ..handlers import console, page, require, see_other, topic_url, viewer
+from ..fields import INT_MAX, FieldError, optional_whole_number
+from ..handlers import console, page, path_name, require, see_other, topic_url, viewer
 from .groups import coordinator
 
 routes = web.RouteTableDef()
@@ -63,15 +64,13 @@ def parse_config_lines(text: str) -> dict[str, str]:
     return out
 
 
-def parse_count(text: str, what: str = "partitions") -> int | None:
-    """A whole number typed in a form; None for an empty field (the broker's default)."""
-    text = text.strip()
-    if not text:
-        return None
+def parse_count(text: str, field: str = "partitions") -> int | None:
+    """A partition count typed in a form, within Kafka's int32; None for an empty field (the broker's
+    default). Zero and negative counts are left to the call's own check, which answers with Kafka's words."""
     try:
-        return int(text)
-    except ValueError:
-        raise FormError(f"The number of {what} must be a whole number, got {text}.") from None
+        return optional_whole_number(text, field, -INT_MAX - 1, INT_MAX, "number of partitions")
+    except FieldError as exc:
+        raise FormError(str(exc)) from None
 
 
 def strip_layout(sizes: list[int], min_share: float = MIN_SEGMENT_SHARE) -> list[tuple[float, float]]:
@@ -244,7 +243,7 @@ async def topic_page(request: web.Request, name: str, status: int = 200, **conte
 
 @routes.get("/topics/{topic}")
 async def show_topic(request: web.Request) -> web.Response:
-    name = request.match_info["topic"]
+    name = path_name(request, "topic")
     context = {}
     updated = request.query.get("updated")
     if updated in TOPIC_CONFIGS:
@@ -257,7 +256,7 @@ async def show_topic(request: web.Request) -> web.Response:
 @routes.post("/topics/{topic}/config")
 async def update_config(request: web.Request) -> web.Response:
     """One config set or removed, as ``configs --alter --add-config name=value`` / ``--delete-config name``."""
-    name = request.match_info["topic"]
+    name = path_name(request, "topic")
     require(request, "ALTER_CONFIGS", "TOPIC", name)
     form = await _form(request)
     config, value = form.get("name", "").strip(), form.get("value", "")
@@ -275,12 +274,12 @@ async def update_config(request: web.Request) -> web.Response:
 @routes.post("/topics/{topic}/partitions")
 async def add_partitions(request: web.Request) -> web.Response:
     """Grow the topic, as ``topics --alter --partitions N`` (CreatePartitions)."""
-    name = request.match_info["topic"]
+    name = path_name(request, "topic")
     require(request, "ALTER", "TOPIC", name)
     form = await _form(request)
     c = console(request)
     try:
-        count = parse_count(form.get("count", ""))
+        count = parse_count(form.get("count", ""), "count")
         if count is None:
             raise FormError("Give the new number of partitions.")
         await c.run(c.cl.create_partitions, name, count)
@@ -296,7 +295,7 @@ def _delete_page(request: web.Request, name: str, status: int = 200, error: str 
 
 @routes.get("/topics/{topic}/delete")
 async def delete_form(request: web.Request) -> web.Response:
-    name = request.match_info["topic"]
+    name = path_name(request, "topic")
     require(request, "DELETE", "TOPIC", name)
     if name not in console(request).cl.list_topics():
         raise UnknownTopicOrPartitionError(f"Topic '{name}' does not exist.")
@@ -307,7 +306,7 @@ async def delete_form(request: web.Request) -> web.Response:
 async def delete_topic(request: web.Request) -> web.Response:
     """DeleteTopics' own step (internal topics refused), then the groups' committed offsets go and parked
     fetches wake, as the broker does for a Kafka client's request."""
-    name = request.match_info["topic"]
+    name = path_name(request, "topic")
     require(request, "DELETE", "TOPIC", name)
     typed = (await _form(request)).get("confirm", "")
     if typed.strip() != name:

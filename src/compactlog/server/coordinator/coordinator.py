@@ -21,6 +21,7 @@ for old clients), then expires old offsets every ``offsets.retention.check.inter
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import uuid
 from collections.abc import Awaitable, Sequence
@@ -171,7 +172,10 @@ class GroupCoordinator:
     # JoinGroup ----------------------------------------------------------------------------------
     async def join_group(self, group_id: str, member_id: str, instance_id: str | None, client_id: str,
                          client_host: str, session_ms: int, rebalance_ms: int, protocol_type: str,
-                         protocols: Sequence[tuple[str, bytes]], require_known_member_id: bool) -> JoinResult:
+                         protocols: Sequence[tuple[str, bytes]], require_known_member_id: bool,
+                         reason: str | None = None, may_skip_assignment: bool = False) -> JoinResult:
+        """``reason`` (JoinGroup v8+) is the client's, for the log; ``may_skip_assignment`` (v9+): see
+        ``_store_replacement``."""
         try:
             self.check(group_id)
         except CompactLogError as exc:
@@ -194,7 +198,8 @@ class GroupCoordinator:
         if not group.supports_protocols(protocol_type, [name for name, _ in protocols]):
             return JoinResult(member_id, INCONSISTENT_GROUP_PROTOCOL)
         self.prepare_topic()
-        join = _Join(client_id, client_host, session_ms, rebalance_ms, protocol_type, protocols)
+        join = _Join(client_id, client_host, session_ms, rebalance_ms, protocol_type, protocols, reason,
+                     may_skip_assignment)
         if not member_id:
             outcome = self._join_new(group, instance_id, require_known_member_id, join)
         else:
@@ -239,13 +244,13 @@ class GroupCoordinator:
         member = group.members.get(member_id)
         if member is None or (instance_id is not None and instance_id not in group.static_members):
             return JoinResult(member_id, UNKNOWN_MEMBER_ID)
-        reason = f"member {member_id} rejoined in {group.state.value}"
+        reason = join.why(f"member {member_id} rejoined in {group.state.value}")
         if group.is_(PREPARING_REBALANCE):
             return self._update_member(group, member, join, reason)
         if group.is_(COMPLETING_REBALANCE):
             if member.matches(join.protocols):  # it lost its JoinGroup answer: the same one again
                 return self.rebalance.generation_answer(group, member_id)
-            return self._update_member(group, member, join, f"member {member_id} changed its metadata")
+            return self._update_member(group, member, join, join.why(f"member {member_id} changed its metadata"))
         if group.is_(STABLE):
             # The leader rejoining always rebalances: that is how a consumer leader asks for a new
             # assignment when topics change without any member's metadata changing.
@@ -264,7 +269,7 @@ class GroupCoordinator:
         future = self.rebalance.park_join(member)
         group.add(member)
         self.rebalance.heartbeat(group, member, NEW_MEMBER_JOIN_TIMEOUT_MS)
-        self.rebalance.maybe_prepare_rebalance(group, f"new member {member_id} joined")
+        self.rebalance.maybe_prepare_rebalance(group, join.why(f"new member {member_id} joined"))
         return future
 
     def _update_member(self, group: GroupMetadata, member: MemberMetadata, join: _Join,
@@ -279,9 +284,8 @@ class GroupCoordinator:
                                join: _Join) -> asyncio.Future:
         """A static member's client restarted and joined without its old member id (KIP-345). The new id
         takes the old one's place, its assignment and leadership; the old id is fenced. In Stable, with
-        unchanged metadata for the chosen protocol and the same protocol choice, there is no rebalance: the new id is stored and the member
-        gets the current generation. Its answer names the leader as it was before the replacement, so a
-        restarted leader does not recompute an assignment nobody asked for."""
+        unchanged metadata for the chosen protocol and the same protocol choice, there is no rebalance:
+        the new id is stored and the member gets the current generation (``_store_replacement``)."""
         old = group.members[old_id]
         self.rebalance.answer_join(old, JoinResult(old_id, FENCED_INSTANCE_ID))
         self.rebalance.answer_sync(old, SyncResult(FENCED_INSTANCE_ID))
@@ -297,7 +301,8 @@ class GroupCoordinator:
         self.rebalance.heartbeat(group, member)
         if group.is_(STABLE):
             if unchanged and group.protocol_name == group.select_protocol():
-                self.spawn(self._store_replacement(group, member, instance_id, old_id, leader_before, undo))
+                self.spawn(self._store_replacement(group, member, instance_id, old_id, leader_before, undo,
+                                                   join.may_skip_assignment))
             else:
                 self.rebalance.prepare_rebalance(group, f"static member {instance_id} rejoined with new metadata")
         elif group.is_(COMPLETING_REBALANCE):
@@ -306,7 +311,10 @@ class GroupCoordinator:
         return future
 
     async def _store_replacement(self, group: GroupMetadata, member: MemberMetadata, instance_id: str,
-                                 old_id: str, leader_before: str, undo: tuple) -> None:
+                                 old_id: str, leader_before: str, undo: tuple, may_skip: bool) -> None:
+        """Store the new member id, then answer it. Before JoinGroup v9 the answer names the leader as it
+        was, so that a restarted leader does not compute an assignment a Stable group would ignore; from
+        v9 a restarted leader is told it leads (with the members) and to skip the assignment."""
         new_id = member.member_id
         try:
             await self.store.store_group(group, {m.member_id: m.assignment for m in group.members.values()})
@@ -319,8 +327,12 @@ class GroupCoordinator:
                 group.update_member(member, protocols, rebalance_ms, session_ms)
                 self.rebalance.answer_join(member, JoinResult("", store_error(exc)))
             return
-        self.rebalance.answer_join(member, JoinResult(new_id, NONE, group.generation_id, group.protocol_type,
-                                                      group.protocol_name, leader_before))
+        if may_skip:
+            answer = self.rebalance.generation_answer(group, new_id)
+            self.rebalance.answer_join(member, dataclasses.replace(answer, skip_assignment=group.is_leader(new_id)))
+        else:
+            self.rebalance.answer_join(member, JoinResult(new_id, NONE, group.generation_id, group.protocol_type,
+                                                          group.protocol_name, leader_before))
 
     def _store_empty_generation(self, group: GroupMetadata) -> None:
         async def store() -> None:
@@ -347,7 +359,9 @@ class GroupCoordinator:
         return NONE
 
     async def sync_group(self, group_id: str, generation: int, member_id: str, instance_id: str | None,
-                         assignments: dict[str, bytes]) -> SyncResult:
+                         assignments: dict[str, bytes], protocol_type: str | None = None,
+                         protocol_name: str | None = None) -> SyncResult:
+        """``protocol_type`` and ``protocol_name`` (SyncGroup v5+), when given, must be the group's."""
         if self.active and self.loading:
             return SyncResult(REBALANCE_IN_PROGRESS)  # the rebalance it belonged to is lost: rejoin
         try:
@@ -358,6 +372,9 @@ class GroupCoordinator:
         code = self.member_error(group, member_id, instance_id, generation)
         if code:
             return SyncResult(code)
+        if (protocol_type is not None and protocol_type != group.protocol_type
+                or protocol_name is not None and protocol_name != group.protocol_name):
+            return SyncResult(INCONSISTENT_GROUP_PROTOCOL)
         member = group.members[member_id]
         if group.is_(COMPLETING_REBALANCE):
             future = self.rebalance.park_sync(member)
@@ -371,7 +388,7 @@ class GroupCoordinator:
             return SyncResult(code)
         group.pending_sync.discard(member_id)
         self.rebalance.heartbeat(group, member)
-        return SyncResult(NONE, member.assignment)
+        return SyncResult(NONE, member.assignment, group.protocol_type, group.protocol_name)
 
     async def _store_assignment(self, group: GroupMetadata, generation: int, assignment: dict[str, bytes]) -> None:
         """Store the leader's assignment, then hand every member its part (unless the group moved on)."""
@@ -403,11 +420,12 @@ class GroupCoordinator:
             self.rebalance.heartbeat(group, group.members[member_id])
         return HEARTBEAT_ANSWER[group.state]
 
-    async def leave_group(self, group_id: str, leaving: Sequence[tuple[str, str | None]]) -> tuple[int, list[int]]:
-        """(error of the request, error per leaving member). A member may be named by its instance id
-        alone (an administrator removing a static member). When the last member leaves, the answer waits
-        until the empty generation is in the log, as Kafka's does: a broker killed right after it must
-        not bring the departed members back."""
+    async def leave_group(self, group_id: str, leaving: Sequence[tuple]) -> tuple[int, list[int]]:
+        """(error of the request, error per leaving member). ``leaving`` holds (member id, instance id)
+        or (member id, instance id, the client's reason: LeaveGroup v5+). A member may be named by its
+        instance id alone (an administrator removing a static member). When the last member leaves, the
+        answer waits until the empty generation is in the log, as Kafka's does: a broker killed right
+        after it must not bring the departed members back."""
         try:
             self.check(group_id)
         except CompactLogError as exc:
@@ -418,7 +436,7 @@ class GroupCoordinator:
         if group.is_(DEAD):
             return COORDINATOR_NOT_AVAILABLE, []
         errors = []
-        for member_id, instance_id in leaving:
+        for member_id, instance_id, *reason in leaving:
             if not member_id:
                 current = group.static_members.get(instance_id) if instance_id is not None else None
                 if current is None:
@@ -432,19 +450,22 @@ class GroupCoordinator:
                 continue
             code = self.member_error(group, member_id, instance_id, None)
             if code == NONE:
-                self.rebalance.remove_member(group, group.members[member_id], f"member {member_id} left")
+                why = f"member {member_id} left" + (f"; client reason: {reason[0]}" if any(reason) else "")
+                self.rebalance.remove_member(group, group.members[member_id], why)
             errors.append(code)
         if group.store_task is not None and not group.store_task.done():
             await asyncio.shield(group.store_task)
         return NONE, errors
 
     # groups -------------------------------------------------------------------------------------
-    def list_groups(self) -> tuple[int, list[tuple[str, str]]]:
+    def list_groups(self) -> tuple[int, list[tuple[str, str, str]]]:
+        """(error, [(group id, protocol type, state)]) of every live group."""
         try:
             self.check("*")
         except CompactLogError as exc:
             return exc.code, []
-        return NONE, [(g.group_id, g.protocol_type or "") for g in self.groups.values() if not g.is_(DEAD)]
+        return NONE, [(g.group_id, g.protocol_type or "", g.state.value) for g in self.groups.values()
+                      if not g.is_(DEAD)]
 
     def describe_group(self, group_id: str) -> tuple[int, GroupMetadata | None]:
         """(error, group); an unknown group is no error: it is described as Dead with nothing in it."""
@@ -465,4 +486,9 @@ class _Join:
     rebalance_ms: int
     protocol_type: str
     protocols: Protocols
+    reason: str | None = None  # the client's (JoinGroup v8+), added to the log's reasons
+    may_skip_assignment: bool = False  # JoinGroup v9+
+
+    def why(self, text: str) -> str:
+        return f"{text}; client reason: {self.reason}" if self.reason else text
 

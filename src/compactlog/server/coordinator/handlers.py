@@ -34,6 +34,7 @@ from .state import DEAD
 EXTRA = "group_coordinator"
 DEFAULT_RETENTION = -1  # OffsetCommit v2-v4 retention_time: the broker's offsets.retention.minutes
 GROUP_OPERATIONS = (Operation.READ, Operation.DELETE, Operation.DESCRIBE)  # what can be done to a group
+CLASSIC_GROUP = "classic"  # ListGroups v5's type of every group here (no KIP-848 consumer groups)
 
 
 def setup(broker: Broker) -> None:
@@ -71,34 +72,50 @@ def _topic_errors(broker: Broker, session: Session, operation: str, topics, part
     return errors
 
 
+def _nullable_from(req: Request, version: int, value: str | None) -> str | None:
+    """A name that is nullable from ``version`` on and an empty string before it."""
+    return value if req.api_version >= version else value or ""
+
+
 async def join_group(broker: Broker, req: Request, session: Session):
+    """v7+ name the protocol type in the answer (null, as the protocol name, when there is none yet);
+    v8+ carry the client's reason, which goes to the log; v9+ let a restarted static leader of a Stable
+    group skip the assignment (``skip_assignment``)."""
     b = req.body
     if not _may(broker, session, "READ", b.group_id):
         return response(req, throttle_time=NO_THROTTLE, error_code=error_code(GROUP_AUTHORIZATION_FAILED),
-                        protocol_name="", leader="", member_id=b.member_id, members=())
+                        protocol_type=None, protocol_name=_nullable_from(req, 7, None), leader="",
+                        member_id=b.member_id, members=())
     session_ms = _ms(b.session_timeout)
     rebalance = getattr(b, "rebalance_timeout", None)  # v0: the session timeout is both
     result = await _coordinator(broker).join_group(
         b.group_id, b.member_id, getattr(b, "group_instance_id", None), req.client_id or "",
         f"/{session.client_host}", session_ms, session_ms if rebalance is None else _ms(rebalance),
-        b.protocol_type, [(p.name, p.metadata) for p in b.protocols], require_known_member_id=req.api_version >= 4)
+        b.protocol_type, [(p.name, p.metadata) for p in b.protocols], require_known_member_id=req.api_version >= 4,
+        reason=getattr(b, "reason", None), may_skip_assignment=req.api_version >= 9)
     s = schema(req)
     members = tuple(make(s.JoinGroupResponseMember, member_id=m, group_instance_id=i, metadata=meta)
                     for m, i, meta in result.members)
     return response(req, throttle_time=NO_THROTTLE, error_code=error_code(result.error),
-                    generation_id=result.generation_id, protocol_name=result.protocol_name or "",
-                    leader=result.leader_id, member_id=result.member_id, members=members)
+                    generation_id=result.generation_id, protocol_type=result.protocol_type,
+                    protocol_name=_nullable_from(req, 7, result.protocol_name), leader=result.leader_id,
+                    skip_assignment=result.skip_assignment, member_id=result.member_id, members=members)
 
 
 async def sync_group(broker: Broker, req: Request, session: Session):
+    """v5+: the protocol type and name the client names must be the group's (else
+    INCONSISTENT_GROUP_PROTOCOL), and a success names them back."""
     b = req.body
     if not _may(broker, session, "READ", b.group_id):
         return response(req, throttle_time=NO_THROTTLE, error_code=error_code(GROUP_AUTHORIZATION_FAILED),
-                        assignment=b"")
+                        protocol_type=None, protocol_name=None, assignment=b"")
     result = await _coordinator(broker).sync_group(
         b.group_id, b.generation_id, b.member_id, getattr(b, "group_instance_id", None),
-        {a.member_id: a.assignment for a in b.assignments})
-    return response(req, throttle_time=NO_THROTTLE, error_code=error_code(result.error), assignment=result.assignment)
+        {a.member_id: a.assignment for a in b.assignments}, getattr(b, "protocol_type", None),
+        getattr(b, "protocol_name", None))
+    return response(req, throttle_time=NO_THROTTLE, error_code=error_code(result.error),
+                    protocol_type=result.protocol_type, protocol_name=result.protocol_name,
+                    assignment=result.assignment)
 
 
 async def heartbeat(broker: Broker, req: Request, session: Session):
@@ -112,10 +129,10 @@ async def heartbeat(broker: Broker, req: Request, session: Session):
 
 async def leave_group(broker: Broker, req: Request, session: Session):
     b = req.body
-    if req.api_version >= 3:
-        leaving = [(m.member_id, m.group_instance_id) for m in b.members]
+    if req.api_version >= 3:  # v5+: each with the client's reason (for the log)
+        leaving = [(m.member_id, m.group_instance_id, getattr(m, "reason", None)) for m in b.members]
     else:
-        leaving = [(b.member_id, None)]
+        leaving = [(b.member_id, None, None)]
     if not _may(broker, session, "READ", b.group_id):
         code, errors = GROUP_AUTHORIZATION_FAILED, []
     else:
@@ -124,7 +141,7 @@ async def leave_group(broker: Broker, req: Request, session: Session):
         return response(req, throttle_time=NO_THROTTLE, error_code=error_code(code or (errors[0] if errors else 0)))
     s = schema(req)
     members = tuple(make(s.MemberResponse, member_id=m, group_instance_id=i, error_code=error_code(e))
-                    for (m, i), e in zip(leaving, errors))
+                    for (m, i, _), e in zip(leaving, errors))
     return response(req, throttle_time=NO_THROTTLE, error_code=error_code(code), members=members)
 
 
@@ -159,36 +176,54 @@ async def offset_commit(broker: Broker, req: Request, session: Session):
     return response(req, throttle_time=NO_THROTTLE, topics=topics)
 
 
-async def offset_fetch(broker: Broker, req: Request, session: Session):
-    b = req.body
-    wanted = None if b.topics is None else [(t.name, p) for t in b.topics for p in t.partition_indexes]
-    denied: dict[tuple[str, int], int] = {}
-    if not _may(broker, session, "DESCRIBE", b.group_id):
+def _group_offsets(broker: Broker, session: Session, group_id: str, topics) -> tuple[int, list[tuple]]:
+    """OffsetFetch of one group: (the group's error, [(topic, partition, committed value or None,
+    error)]). ``topics`` None asks for every committed partition, less those of topics the client may
+    not describe; named partitions of such topics get TOPIC_AUTHORIZATION_FAILED and no offset. With a
+    group error every named partition carries it too (v0-1 have nowhere else to put it)."""
+    wanted = None if topics is None else [(t.name, p) for t in topics for p in t.partition_indexes]
+    if not _may(broker, session, "DESCRIBE", group_id):
         code, rows = GROUP_AUTHORIZATION_FAILED, []
     else:
-        if wanted is not None:
-            denied = {tp: e for tp, e in _topic_errors(broker, session, "DESCRIBE", b.topics,
-                                                       lambda t: t.partition_indexes).items()
-                      if e == TOPIC_AUTHORIZATION_FAILED}
-        code, rows = _coordinator(broker).fetch_offsets(b.group_id, wanted)
-        if wanted is None:  # every committed partition: those of topics the client may not see are left out
-            rows = [r for r in rows if broker.authorize(session, "DESCRIBE", "TOPIC", r[0][0])]
-    s = schema(req)
+        code, rows = _coordinator(broker).fetch_offsets(group_id, wanted)
     if code:
-        if req.api_version >= 2:  # the request's error says it all
-            return response(req, throttle_time=NO_THROTTLE, topics=(), error_code=error_code(code))
-        rows = [(tp, None) for tp in wanted or ()]
+        return code, [(t, p, None, code) for t, p in wanted or ()]
+    if wanted is None:
+        return code, [(t, p, v, 0) for (t, p), v in rows if broker.authorize(session, "DESCRIBE", "TOPIC", t)]
+    allowed = {t.name: broker.authorize(session, "DESCRIBE", "TOPIC", t.name) for t in topics}
+    return code, [(t, p, v, 0) if allowed[t] else (t, p, None, TOPIC_AUTHORIZATION_FAILED) for (t, p), v in rows]
+
+
+def _offset_topics(topic_cls: type, partition_cls: type, rows: list[tuple]) -> tuple:
     by_topic: dict[str, list] = defaultdict(list)
-    for (topic, partition), value in rows:
+    for topic, partition, value, code in rows:
         by_topic[topic].append(make(
-            s.OffsetFetchResponsePartition, partition_index=partition,
+            partition_cls, partition_index=partition,
             committed_offset=-1 if value is None else value.offset,
             committed_leader_epoch=-1 if value is None else value.leader_epoch,
-            metadata="" if value is None else value.metadata,
-            error_code=error_code(code or denied.get((topic, partition), 0))))
-    topics = tuple(make(s.OffsetFetchResponseTopic, name=name, partitions=tuple(parts))
-                   for name, parts in by_topic.items())
-    return response(req, throttle_time=NO_THROTTLE, topics=topics, error_code=error_code(code))
+            metadata="" if value is None else value.metadata, error_code=error_code(code)))
+    return tuple(make(topic_cls, name=name, partitions=tuple(parts)) for name, parts in by_topic.items())
+
+
+async def offset_fetch(broker: Broker, req: Request, session: Session):
+    """v8+ ask for several groups at once, each answered with its own error. v7's ``require_stable`` asks
+    to wait out pending transactional offsets, which never exist here (no transactions); v9's member id
+    and epoch belong to the KIP-848 consumer protocol, and a classic group's fetch ignores them, as Kafka's."""
+    b = req.body
+    s = schema(req)
+    if req.api_version >= 8:
+        groups = []
+        for g in b.groups:
+            code, rows = _group_offsets(broker, session, g.group_id, g.topics)
+            topics = () if code else _offset_topics(s.OffsetFetchResponseTopics, s.OffsetFetchResponsePartitions, rows)
+            groups.append(make(s.OffsetFetchResponseGroup, group_id=g.group_id, topics=topics,
+                               error_code=error_code(code)))
+        return response(req, throttle_time=NO_THROTTLE, groups=tuple(groups))
+    code, rows = _group_offsets(broker, session, b.group_id, b.topics)
+    if code and req.api_version >= 2:  # the request's error says it all
+        return response(req, throttle_time=NO_THROTTLE, topics=(), error_code=error_code(code))
+    return response(req, throttle_time=NO_THROTTLE, error_code=error_code(code),
+                    topics=_offset_topics(s.OffsetFetchResponseTopic, s.OffsetFetchResponsePartition, rows))
 
 
 async def offset_delete(broker: Broker, req: Request, session: Session):
@@ -215,25 +250,36 @@ async def offset_delete(broker: Broker, req: Request, session: Session):
 
 
 async def list_groups(broker: Broker, req: Request, session: Session):
+    """v4+ answer each group's state and may ask for some states only; v5+ answer each group's type and
+    may ask for some types only: every group here is a classic group. Both filters ignore case, as
+    Kafka's (3.8); an empty filter keeps everything."""
+    b = req.body
+    states = {state.lower() for state in getattr(b, "states_filter", ())}
+    types = {kind.lower() for kind in getattr(b, "types_filter", ())}
     code, groups = _coordinator(broker).list_groups()
+    groups = [(g, t, state) for g, t, state in groups
+              if (not states or state.lower() in states) and (not types or CLASSIC_GROUP in types)]
     if not broker.authorize(session, "DESCRIBE", "CLUSTER"):
-        groups = [(g, t) for g, t in groups if _may(broker, session, "DESCRIBE", g)]
+        groups = [row for row in groups if _may(broker, session, "DESCRIBE", row[0])]
     s = schema(req)
-    listed = tuple(make(s.ListedGroup, group_id=g, protocol_type=t) for g, t in groups)
+    listed = tuple(make(s.ListedGroup, group_id=g, protocol_type=t, group_state=state, group_type=CLASSIC_GROUP)
+                   for g, t, state in groups)
     return response(req, throttle_time=NO_THROTTLE, error_code=error_code(code), groups=listed)
 
 
 async def describe_groups(broker: Broker, req: Request, session: Session):
+    """v3+ may ask for the operations the client may do on each group: computed for the groups described
+    without error, "not computed" (INT32_MIN) for the others and when not asked, as Kafka answers."""
     s = schema(req)
     coordinator = _coordinator(broker)
     asked = getattr(req.body, "include_authorized_operations", False)
     described = []
     for group_id in req.body.groups:
-        operations = _group_operations(broker, session, group_id) if asked else NOT_COMPUTED
         if not _may(broker, session, "DESCRIBE", group_id):
             code, group = GROUP_AUTHORIZATION_FAILED, None
         else:
             code, group = coordinator.describe_group(group_id)
+        operations = _group_operations(broker, session, group_id) if asked and not code else NOT_COMPUTED
         if code or group is None or group.is_(DEAD):
             described.append(make(s.DescribedGroup, error_code=error_code(code), group_id=group_id,
                                   group_state="" if code else DEAD.value, protocol_type="", protocol_data="",

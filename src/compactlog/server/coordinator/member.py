@@ -20,7 +20,9 @@ Protocols = tuple[tuple[str, bytes], ...]  # (name, metadata) in the member's or
 
 @dataclass(frozen=True, slots=True)
 class JoinResult:
-    """What a JoinGroup is answered with. ``members`` (id, instance id, metadata) only for the leader."""
+    """What a JoinGroup is answered with. ``members`` (id, instance id, metadata) only for the leader;
+    ``skip_assignment`` (JoinGroup v9+) tells a leader to take its leadership without computing an
+    assignment (the group stays Stable, its assignment stands)."""
 
     member_id: str
     error: int = 0
@@ -29,12 +31,17 @@ class JoinResult:
     protocol_name: str | None = None
     leader_id: str = ""
     members: tuple[tuple[str, str | None, bytes], ...] = ()
+    skip_assignment: bool = False
 
 
 @dataclass(frozen=True, slots=True)
 class SyncResult:
+    """What a SyncGroup is answered with; a success names the group's protocol (SyncGroup v5+)."""
+
     error: int = 0
     assignment: bytes = b""
+    protocol_type: str | None = None
+    protocol_name: str | None = None
 
 
 @dataclass(eq=False)

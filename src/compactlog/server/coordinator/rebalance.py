@@ -118,7 +118,7 @@ class Rebalancer:
     def propagate_assignment(self, group: GroupMetadata, assignment: dict[str, bytes]) -> None:
         for m in group.members.values():
             m.assignment = assignment.get(m.member_id, b"")
-            self.answer_sync(m, SyncResult(0, m.assignment))
+            self.answer_sync(m, SyncResult(0, m.assignment, group.protocol_type, group.protocol_name))
 
     # sessions -----------------------------------------------------------------------------------
     def heartbeat(self, group: GroupMetadata, member: MemberMetadata, timeout_ms: int | None = None) -> None:
