@@ -180,3 +180,33 @@ def test_a_real_process_prints_one_error_line(args, data_dir):
     assert len(errors) == 1 and len(errors[0]) < 400, err
     assert [line for line in err.splitlines() if line and not line.startswith(("Error:", "Usage:", "Try "))] == []
     assert took < 20, took
+
+
+ADDRESS_FLAGS = ("--bootstrap-server",)  # HOST:PORT, checked by a callback as the command line is parsed
+ADDRESS_CASES = [(path, flag, value) for path, cmd in commands() for flag in ADDRESS_FLAGS
+                 if any(flag in getattr(p, "opts", ()) for p in cmd.params) for value in BAD]
+
+
+@pytest.mark.parametrize("path, flag, value", ADDRESS_CASES,
+                         ids=[f"{' '.join(c[0])} {c[1]} {c[2][:8]!r}" for c in ADDRESS_CASES])
+def test_an_address_takes_a_port_of_ascii_digits_only(path, flag, value, tmp_path):
+    cmd = dict(commands())[path]
+    param = next(p for p in cmd.params if flag in getattr(p, "opts", ()))
+    began = time.monotonic()
+    with pytest.raises(click.BadParameter) as refused:
+        cmd.make_context(" ".join(path), [*required_args(cmd, param, str(tmp_path)), flag, f"127.0.0.1:{value}"])
+    message = refused.value.format_message()
+    assert "\n" not in message and len(message) < 400 and "expected HOST:PORT" in message, message
+    assert refused.value.param is param
+    assert time.monotonic() - began < LIMIT_S
+
+
+@pytest.mark.parametrize("value", ["9" * 5000, "\u0663", "127.0.0.1:65536"], ids=["5000-digits", "arabic", "65536"])
+def test_serve_http_port_is_refused_by_name(value, tmp_path):
+    from click.testing import CliRunner
+
+    res = CliRunner().invoke(main, ["serve", "--data-dir", str(tmp_path / "d"), "--http", value])
+    assert res.exit_code == 2 and "Traceback" not in res.output
+    errors = [line for line in res.stderr.splitlines() if line.startswith("Error:")]
+    assert len(errors) == 1 and "'--http'" in errors[0] and len(errors[0]) < 400, errors
+    assert not (tmp_path / "d").exists()  # refused before the server (which makes the directory) starts

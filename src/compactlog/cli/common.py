@@ -209,8 +209,13 @@ def host_ports(ctx: click.Context, param: click.Parameter, value: str | None) ->
         return None
     for entry in value.split(","):
         host, sep, port = entry.strip().rpartition(":")
-        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-            raise click.BadParameter(f"expected HOST:PORT, got {entry.strip()!r}", ctx=ctx, param=param)
+        try:
+            ok = bool(sep and host) and port.isascii() and port.isdigit() and 0 < parse_number(port, 1, 65535)
+        except ValueError:
+            ok = False
+        if not ok:
+            raise click.BadParameter(f"expected HOST:PORT (a port 1-65535), got {shown(entry.strip())}", ctx=ctx,
+                                     param=param)
     return value
 
 

@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from .common import data_dir_option, kafka_errors
+from .common import data_dir_option, kafka_errors, parse_number, shown
 
 
 def _overrides(items) -> dict[str, str]:
@@ -19,6 +19,18 @@ def _overrides(items) -> dict[str, str]:
             raise click.BadParameter(f"expected NAME=VALUE, got {item!r}", param_hint="'--override'")
         out[name.strip()] = value.strip()
     return out
+
+
+def _check_http(text: str) -> None:
+    """--http's port when it is digits: ASCII ones, 0-65535 (0: a free port), checked here so that the
+    refusal names the flag and a long number is cut short; the listener parser judges the rest."""
+    port = text.rpartition(":")[2].rstrip("/")
+    if port.isdigit():  # str.isdigit() is true of other scripts' digits too
+        try:
+            parse_number(port, 0, 65535)
+        except ValueError:
+            raise click.BadParameter(f"expected HOST:PORT or PORT (a port 0-65535), got {shown(text)}",
+                                     param_hint="'--http'") from None
 
 
 @click.command("serve")
@@ -49,6 +61,7 @@ def serve(data_dir, server_properties, overrides, http):
 
     extra = _overrides(overrides)
     if http:
+        _check_http(http)
         if http.isdigit():  # a port alone: no host, which http.listeners reads as loopback
             http = f":{http}"
         extra["http.listeners"] = http if "://" in http else f"http://{http}"
