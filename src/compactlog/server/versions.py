@@ -1,8 +1,9 @@
 """Which Kafka APIs the broker serves, at which versions, and the schema classes of each.
 
-The ranges are what librdkafka, kafka-python and aiokafka negotiate (see docs/broker.md): non-flexible
-versions everywhere but ApiVersions v3+, and nothing older than Kafka 4.0 still serves. The schemas are
-kio's, generated from Kafka's own message JSON files, so field names are Kafka's.
+The ranges are Kafka 3.7's, flexible versions included, so that the newest clients take their modern
+paths, cut below at what kio has (its schemas start where Kafka 4.0 does, which dropped the oldest
+versions); docs/broker.md lists them. The schemas are kio's, generated from Kafka's own message JSON
+files, so field names are Kafka's.
 """
 
 from __future__ import annotations
