@@ -73,8 +73,9 @@ def _topic_errors(broker: Broker, session: Session, operation: str, topics, part
 
 
 def _nullable_from(req: Request, version: int, value: str | None) -> str | None:
-    """A name that is nullable from ``version`` on and an empty string before it."""
-    return value if req.api_version >= version else value or ""
+    """A name that is nullable from ``version`` on (where an empty one is sent as null, as Kafka's
+    JoinGroupResponse does) and an empty string before it."""
+    return (value or None) if req.api_version >= version else value or ""
 
 
 async def join_group(broker: Broker, req: Request, session: Session):
@@ -85,7 +86,7 @@ async def join_group(broker: Broker, req: Request, session: Session):
     if not _may(broker, session, "READ", b.group_id):
         return response(req, throttle_time=NO_THROTTLE, error_code=error_code(GROUP_AUTHORIZATION_FAILED),
                         protocol_type=None, protocol_name=_nullable_from(req, 7, None), leader="",
-                        member_id=b.member_id, members=())
+                        member_id="", members=())
     session_ms = _ms(b.session_timeout)
     rebalance = getattr(b, "rebalance_timeout", None)  # v0: the session timeout is both
     result = await _coordinator(broker).join_group(
