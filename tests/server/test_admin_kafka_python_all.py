@@ -136,6 +136,20 @@ def test_delete_topics_v6_by_id(admin, broker):
     assert both.error_code == 42 and "both topic name and topic id" in both.error_message
     assert "by-id" not in admin.list_topics()
 
+    admin.create_topics([NewTopic("twice", 1, 1)])
+    twice = uuid.UUID(str(admin.describe_topic_partitions(["twice"])["topics"][0]["topic_id"]))
+    answer = raw(broker, request.DeleteTopicsRequest(timeout=wire.ms(MS), topics=(
+        request.DeleteTopicState(name="twice", topic_id=None), request.DeleteTopicState(name="twice", topic_id=None),
+        request.DeleteTopicState(name=None, topic_id=twice), request.DeleteTopicState(name=None, topic_id=twice),
+        request.DeleteTopicState(name=None, topic_id=None))))
+    assert [(r.error_code, r.error_message) for r in answer.responses] == [
+        (42, "Duplicate topic name."), (42, "Duplicate topic name."), (42, "Duplicate topic id."),
+        (42, "Duplicate topic id."), (42, "Neither topic name nor id were specified.")]
+    older = wire.module_of("delete_topics", 4, "request")
+    answer = raw(broker, older.DeleteTopicsRequest(timeout=wire.ms(MS), topic_names=("twice", "twice")))
+    assert [r.error_code for r in answer.responses] == [42, 42]
+    assert "twice" in admin.list_topics()  # a name given twice is refused, not deleted
+
 
 def test_describe_topic_partitions_pages_by_cursor(admin, broker):
     admin.create_topics([NewTopic("paged-a", 3, 1), NewTopic("paged-b", 2, 1)])

@@ -223,40 +223,55 @@ def _delete_all(broker: Broker, names: Sequence[str], denied: set[str]) -> list[
     return _for_each(names, str, "DELETE", denied, lambda n: delete_one(broker, n), unique=False)
 
 
-def _named(broker: Broker, state) -> tuple[str | None, Outcome | None]:
-    """DeleteTopics v6 names a topic by name or by id, not both (Kafka's rules and messages): the topic's
-    name, or why the entry is refused."""
-    by_id = state.topic_id is not None and state.topic_id != ZERO_UUID
-    if state.name is not None and by_id:
-        return None, (INVALID_REQUEST, "You may not specify both topic name and topic id.")
-    if by_id:
-        name = topic_named(broker.cl, state.topic_id)
-        return (name, None) if name else (None, (UNKNOWN_TOPIC_ID, "This server does not host this topic ID."))
-    if state.name is None:
-        return None, (INVALID_REQUEST, "Neither topic name nor id were specified.")
-    return state.name, None
+def _resolve(broker: Broker, req: Request) -> list[tuple[str | None, Any, Outcome | None]]:
+    """(name, id given, refusal) of each topic a DeleteTopics request names: by name (v1-5, and v6 with
+    no id) or by id (v6), not both, each once; Kafka's rules and messages. An id is resolved to its name."""
+    if req.api_version >= 6:
+        entries = [(t.name, t.topic_id if t.topic_id not in (None, ZERO_UUID) else None) for t in req.body.topics]
+    else:
+        entries = [(n, None) for n in req.body.topic_names]
+    names = Counter(n for n, i in entries if i is None and n is not None)
+    ids = Counter(i for n, i in entries if i is not None and n is None)
+    out: list[tuple[str | None, Any, Outcome | None]] = []
+    for name, given in entries:
+        if name is not None and given is not None:
+            out.append((name, given, (INVALID_REQUEST, "You may not specify both topic name and topic id.")))
+        elif given is not None:
+            found = topic_named(broker.cl, given)
+            if ids[given] > 1:
+                out.append((None, given, (INVALID_REQUEST, "Duplicate topic id.")))
+            elif found is None:
+                out.append((None, given, (UNKNOWN_TOPIC_ID, "This server does not host this topic ID.")))
+            else:
+                out.append((found, given, None))
+        elif name is None:
+            out.append((None, None, (INVALID_REQUEST, "Neither topic name nor id were specified.")))
+        elif names[name] > 1:
+            out.append((name, None, (INVALID_REQUEST, "Duplicate topic name.")))
+        else:
+            out.append((name, None, None))
+    twice = _repeated(n for n, _i, refused in out if refused is None)  # a name and the id of the same topic
+    return [(n, i, (INVALID_REQUEST, "The provided topic name maps to an ID that was already supplied."))
+            if refused is None and n in twice else (n, i, refused) for n, i, refused in out]
 
 
 async def delete_topics(broker: Broker, req: Request, session: Session):
     s = schema(req)
-    if req.api_version >= 6:
-        resolved = [_named(broker, t) for t in req.body.topics]
-    else:
-        resolved = [(n, None) for n in req.body.topic_names]
-    names = [n for n, refused in resolved if refused is None]
+    resolved = _resolve(broker, req)
+    names = [n for n, _i, refused in resolved if refused is None]
     ids = {n: id_of(broker.cl, n) for n in names}  # before they go
     done = iter(await broker.blocking(_delete_all, broker, names, _refused(broker, session, "DELETE", names)))
-    outcomes = [refused or next(done) for _n, refused in resolved]
+    outcomes = [refused or next(done) for _n, _i, refused in resolved]
     coordinator = broker.extras.get("group_coordinator")
     if coordinator is not None:
-        for (name, _refused_), (code, _message) in zip(resolved, outcomes):
+        for (name, _i, _refused_), (code, _message) in zip(resolved, outcomes):
             if code == 0:
                 await coordinator.offsets.delete_topic_offsets(name)
     broker.data_arrived()  # fetches parked on a deleted partition answer UNKNOWN_TOPIC_OR_PARTITION now
     return response(req, throttle_time=NO_THROTTLE, responses=tuple(
-        make(s.DeletableTopicResult, name=name, topic_id=ids.get(name, ZERO_UUID), error_code=error_code(code),
-             error_message=message)
-        for (name, _refused_), (code, message) in zip(resolved, outcomes)))
+        make(s.DeletableTopicResult, name=name, topic_id=ids.get(name) or given or ZERO_UUID,
+             error_code=error_code(code), error_message=message)
+        for (name, given, _refused_), (code, message) in zip(resolved, outcomes)))
 
 
 # CreatePartitions ---------------------------------------------------------------------------------
