@@ -66,7 +66,8 @@ async def describe_user_scram_credentials(broker: Broker, req: Request, session:
                           for m, i in known[name].items() if m in TYPE_OF)
         results.append(make(s.DescribeUserScramCredentialsResult, user=name, error_code=error_code(code),
                             error_message=message, credential_infos=infos))
-    return response(req, throttle_time=NO_THROTTLE, error_code=error_code(0), error_message=None, results=tuple(results))
+    return response(req, throttle_time=NO_THROTTLE, error_code=error_code(0), error_message=None,
+                    results=tuple(results))
 
 
 def _check(name: str, mechanism_type: int) -> Problem | None:
