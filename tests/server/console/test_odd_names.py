@@ -158,6 +158,40 @@ def test_bytes_cleaned_chart_says_nothing_was_cleaned(server, page):
     expect(chart.locator("text.tick")).to_have_count(0)
 
 
+def test_every_name_has_one_segment_and_each_segment_one_name():
+    from urllib.parse import unquote
+
+    from compactlog.console.paths import name, segment
+
+    names = ODD_GROUPS + [LONG_TOPIC, "~", "~~", "~..", "...", "a%2Fb", "%7E", "", " "]
+    for n in names:
+        seg = segment(n)
+        assert seg not in (".", "..") and "/" not in seg and "?" not in seg and "#" not in seg
+        assert unquote(seg) == seg or "%" in seg  # what the server decodes before the handler reads it
+        assert name(unquote(seg)) == n, (n, seg)
+    assert len({segment(n) for n in names}) == len(names)
+    assert segment("orders") == "orders" and segment("..") == "~.." and segment("~x") == "~~x"
+
+
+def test_bytes_cleaned_axis_has_distinct_whole_unit_ticks():
+    """One byte cleaned between two looks used to read "0 B, 0 B, 0 B, 1 B, 1 B" (ticks at 0.25 B)."""
+    import re
+
+    from compactlog.console.pages.cleaner import Sample, cleaner_charts
+
+    def ticks(cleaned: list[int]) -> list[str]:
+        samples = [Sample(1000 * (i + 1), {}, total, total) for i, total in enumerate(itertools.accumulate(cleaned))]
+        svg = str(cleaner_charts(samples, lambda t: True)[1])
+        return re.findall(r'text-anchor="end" class="tick">([^<]*)<', svg)
+
+    for cleaned in ([0, 1], [0, 1, 0, 1], [0, 3], [0, 7, 2], [0, 999], [0, 1234, 5], [0, 10**9 + 7]):
+        labels = ticks(cleaned)
+        assert len(labels) >= 2 and len(set(labels)) == len(labels), (cleaned, labels)
+        assert all(re.fullmatch(r"[\d,]+ B|[\d,]+\.\d [KMGT]B", t) for t in labels), labels
+    assert ticks([0, 1]) == ["0 B", "1 B"]
+    assert ticks([0, 0, 0]) == []  # "Nothing cleaned yet" instead of an axis
+
+
 def test_advisor_chart_labels_never_overlap(server, page):
     """Trials that land on nearly the same spot (gzip's levels, zstd's) are labelled apart: the label
     boxes chromium draws are measured."""

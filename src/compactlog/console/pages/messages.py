@@ -237,7 +237,7 @@ async def key_lookup(request: web.Request) -> web.Response:
     errors: list[str] = []
     fmt = parse_format(request.query, errors)
     key_text = request.query.get("key")
-    key_format = request.query.get("key_format", TEXT)
+    key_format = request.query.get("key_format") or TEXT
     if key_format not in (formats.TEXT, formats.HEX):
         errors.append(f"Unknown key format {shown(key_format)}: choose text or hex.")
         key_format = TEXT

@@ -24,7 +24,7 @@ from ...storage.log_config import DescribeRow, LogConfig
 from ...storage.topic_config import TOPIC_CONFIGS
 from ...topics import is_internal
 from .. import inventory
-from ..fields import INT_MAX, FieldError, optional_whole_number
+from ..fields import INT_MAX, FieldError, optional_whole_number, shown
 from ..handlers import console, page, path_name, require, see_other, topic_url, viewer
 from .groups import coordinator
 
@@ -56,7 +56,7 @@ def parse_config_lines(text: str) -> dict[str, str]:
             continue
         name, sep, value = line.partition("=")
         if not sep or not name.strip():
-            raise FormError(f"Config line {n} is not name=value: {line}")
+            raise FormError(f"Config line {n} is not name=value: {shown(line)}")
         name = name.strip()
         if name in out:
             raise FormError(f"Config {name} is given twice (lines name each config once).")
@@ -66,11 +66,15 @@ def parse_config_lines(text: str) -> dict[str, str]:
 
 def parse_count(text: str, field: str = "partitions") -> int | None:
     """A partition count typed in a form, within Kafka's int32; None for an empty field (the broker's
-    default). Zero and negative counts are left to the call's own check, which answers with Kafka's words."""
+    default). As ``kafka-topics`` does, a count below 1 is refused with its words (CreateTopics itself
+    reads -1 as "the broker's default", which a form that can be left empty does not need)."""
     try:
-        return optional_whole_number(text, field, -INT_MAX - 1, INT_MAX, "number of partitions")
+        count = optional_whole_number(text, field, -INT_MAX - 1, INT_MAX, "number of partitions")
     except FieldError as exc:
         raise FormError(str(exc)) from None
+    if count is not None and count < 1:
+        raise FormError(f"The partitions must be greater than 0, got {count}.")
+    return count
 
 
 def strip_layout(sizes: list[int], min_share: float = MIN_SEGMENT_SHARE) -> list[tuple[float, float]]:
