@@ -95,3 +95,33 @@ def test_a_group_through_the_flexible_versions(server):
         assert (left.error_code, [m.error_code for m in left.members]) == (0, [0])
         deleted = c.call(request("delete_groups", 2, groups_names=("wired",)))
         assert [(r.group_id, r.error_code) for r in deleted.results] == [("wired", 0)]
+
+
+def test_a_restarted_static_leader_skips_the_assignment_only_from_join_group_v9(server):
+    def join(c, version: int, member_id: str = ""):
+        fields = dict(group_id="static", session_timeout=ms(6000), rebalance_timeout=ms(6000), member_id=member_id,
+                      group_instance_id="host-1", protocol_type="consumer", protocols=(
+                          nested("join_group", version, "JoinGroupRequestProtocol", name="range", metadata=SUB),))
+        if version >= 8:
+            fields["reason"] = "restarted"
+        return c.call(request("join_group", version, **fields))
+
+    with RawClient.to(server) as c:
+        first = join(c, 9)  # a static member gets its id at once
+        assert (first.error_code, first.generation_id, first.leader) == (0, 1, first.member_id)
+        s = c.call(request("sync_group", 5, group_id="static", generation_id=1, member_id=first.member_id,
+                           group_instance_id="host-1", protocol_type="consumer", protocol_name="range", assignments=(
+                               nested("sync_group", 5, "SyncGroupRequestAssignment", member_id=first.member_id,
+                                      assignment=b"mine"),)))
+        assert s.error_code == 0
+        # before v9 the restarted leader is told the old leader id, so it computes nothing
+        v8 = join(c, 8)
+        assert (v8.error_code, v8.generation_id, v8.leader, v8.members) == (0, 1, first.member_id, ())
+        # v9: named leader, with the members, and told to skip the assignment; the group stays Stable
+        v9 = join(c, 9)
+        assert (v9.error_code, v9.generation_id, v9.leader, v9.skip_assignment) == (0, 1, v9.member_id, True)
+        assert [m.member_id for m in v9.members] == [v9.member_id]
+        again = c.call(request("sync_group", 5, group_id="static", generation_id=1, member_id=v9.member_id,
+                               group_instance_id="host-1", protocol_type="consumer", protocol_name="range",
+                               assignments=()))
+        assert (again.error_code, again.assignment) == (0, b"mine")
