@@ -21,12 +21,11 @@ from .fields import FieldError
 from .handlers import VIEWER, Refused, console, page
 from .listeners import HttpListener
 from .pages import cleaner, compression, groups, jobs, login, messages, overview, topics
+from .protocol import SECURITY_HEADERS
 from .render import render
 from .runtime import FAVICON, MAX_FORM_BYTES, Console
 
 log = logging.getLogger(__name__)
-CONTENT_SECURITY_POLICY = ("default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; "
-                           "connect-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'")
 OPEN_PATHS = ("/login", "/static/", FAVICON)  # reachable before a login
 PAGES = [login, overview, topics, messages, groups, cleaner, compression, jobs]
 
@@ -73,10 +72,8 @@ def _error_page(request: web.Request, status: int, title: str, message: str) -> 
 @web.middleware
 async def _headers(request: web.Request, handler):
     response = await handler(request)
-    response.headers.setdefault("Content-Security-Policy", CONTENT_SECURITY_POLICY)
-    response.headers.setdefault("X-Content-Type-Options", "nosniff")
-    response.headers.setdefault("Referrer-Policy", "same-origin")
-    response.headers.setdefault("X-Frame-Options", "DENY")
+    for name, value in SECURITY_HEADERS.items():
+        response.headers.setdefault(name, value)
     if not request.path.startswith("/static/"):
         response.headers.setdefault("Cache-Control", "no-store")
     return response

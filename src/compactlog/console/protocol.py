@@ -19,6 +19,10 @@ from aiohttp.http_exceptions import BadHttpMessage, LineTooLong
 from .render import render
 
 log = logging.getLogger(__name__)
+CONTENT_SECURITY_POLICY = ("default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; "
+                           "connect-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'")
+SECURITY_HEADERS = {"Content-Security-Policy": CONTENT_SECURITY_POLICY, "X-Content-Type-Options": "nosniff",
+                    "Referrer-Policy": "same-origin", "X-Frame-Options": "DENY"}  # on every answer of the console
 MAX_LINE = 8190  # aiohttp's bound on the request line and on one header line
 MAX_HEADERS = 128  # and on their number
 REQUEST_LINE = re.compile(rb"(?:/|[A-Za-z]+ |[a-z][a-z0-9+.-]*://)")  # where a too-long request line starts
@@ -49,7 +53,8 @@ class ConsoleRequestHandler(web_protocol.RequestHandler):
         if request.writer.output_size > 0:  # pragma: no cover - nothing is written before a parse error
             raise ConnectionError("the response had begun")
         html = render("error.html", viewer=None, request_path="/", title=title, message=text)
-        response = web.Response(status=code, text=html, content_type="text/html")
+        response = web.Response(status=code, text=html, content_type="text/html",
+                                headers={**SECURITY_HEADERS, "Cache-Control": "no-store"})
         response.force_close()
         return response
 

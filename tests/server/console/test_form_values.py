@@ -162,6 +162,7 @@ def test_unparseable_requests_get_a_short_page_and_one_log_line(server, data, st
     got, head, body = raw_request(server, data)
     assert got == status
     assert b"text/html" in head and b"<h1>" in body and len(body) < 4000
+    assert b"Content-Security-Policy: default-src 'self'" in head
     assert b"aaaa" not in body and b"bbbb" not in body and b"tttt" not in body and b"BREW" not in body
     log = server.log_text()
     assert log.count("refused a request") == before + 1 and "Traceback" not in log
