@@ -268,6 +268,11 @@ def test_user_errors_over_the_wire_are_one_line(run):
     res = run("produce", "--bootstrap-server", "BROKER", "--topic", "both", input="x" * (2 << 20) + "\n", code=1)
     assert res.stderr.startswith("Error: RecordTooLargeException: The message is 2097") and res.stderr.count("\n") == 1
     assert "bytes when serialized which is larger than 1048576" in res.stderr
+    run("topics", "--bootstrap-server", "BROKER", "--create", "--topic", "small", "--config", "max.message.bytes=1000")
+    res = run("produce", "--bootstrap-server", "BROKER", "--topic", "small", input="z" * 5000 + "\n", code=1)
+    assert res.stderr == ("Error: RecordTooLargeException: The request included a message larger than the max message "
+                          "size the server will accept (small-0 takes batches of at most 1000 bytes: "
+                          "max.message.bytes).\n")
     res = run("produce", "--bootstrap-server", "BROKER", "--topic", "both", input="keyless\n", code=1)
     assert res.stderr == "Error: Compacted topic cannot accept message without key in topic partition both-0.\n"
 

@@ -294,6 +294,12 @@ class WireClient:
     def _delivery_error(self, topic: str, err, msg) -> CompactLogError:
         """A refused delivery as our typed error. librdkafka reports the broker's error code without the
         broker's message; a keyless record refused by a compacted topic gets the broker's words back."""
+        if err.code() == RecordTooLargeError.code:  # the broker's MESSAGE_TOO_LARGE: the topic's own limit
+            limit = next((r.value for r in self.topic_config(topic).rows if r.name == "max.message.bytes"), "?")
+            where = f"{topic}-{msg.partition()}" if msg is not None else topic
+            return RecordTooLargeError("RecordTooLargeException: The request included a message larger than the max "
+                                       f"message size the server will accept ({where} takes batches of at most "
+                                       f"{limit} bytes: max.message.bytes).")
         if err.code() == InvalidRecordError.code and msg is not None and msg.key() is None:
             policy = next((r.value for r in self.topic_config(topic).rows if r.name == "cleanup.policy"), "")
             if "compact" in (policy or ""):
