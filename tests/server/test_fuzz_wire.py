@@ -347,7 +347,10 @@ def mutate(rng: random.Random, seed: Seed, correlation: int) -> Frame:
         frame = bytearray(_sized(payload))
         struct.pack_into(">i", frame, 0, rng.choice([-1, -0x80000000, MAX_REQUEST_BYTES + 1, 0x7FFFFFFF,
                                                       len(payload) + rng.randint(1, 100), max(len(payload) - 3, 0)]))
-        return Frame(bytes(frame), None, uncertain=True)
+        # Too long a size swallows the next frames' bytes as this body's tail, which is ignored (as
+        # Kafka ignores bytes after a body): this request may be answered, under its own id.
+        corr = struct.unpack_from(">i", payload, 4)[0] if len(payload) >= 8 else None
+        return Frame(bytes(frame), corr, uncertain=True)
     elif kind == 11:  # half a frame, then the connection drops
         frame = _sized(payload)
         return Frame(frame[:rng.randrange(1, len(frame))], None, close_after=True)
