@@ -9,6 +9,9 @@ reader may see therefore lives below this line, once.
 
 from __future__ import annotations
 
+import os
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
@@ -46,6 +49,28 @@ class StoredRange:
 
     def open_handle(self) -> int:
         return self._segment.duplicate_handle()
+
+
+# Counts of records below the log start, by the files holding them: the bytes below the log start never
+# change (appends go after it, cleaning writes a new file), and counting them reads up to a segment.
+BELOW_START_ENTRIES = 4096
+_BELOW_START: OrderedDict[tuple, int] = OrderedDict()
+_BELOW_START_LOCK = threading.Lock()
+
+
+def _below_start_key(segments, start: int) -> tuple | None:
+    """The files below ``start`` by path and inode, closed ones by size and mtime too; None if one went."""
+    key: list = [start]
+    try:
+        for i, seg in enumerate(segments):
+            if seg.base_offset >= start:
+                break
+            st = os.stat(seg.log_path)
+            active = i == len(segments) - 1
+            key.append((str(seg.log_path), st.st_ino) + (() if active else (st.st_size, st.st_mtime_ns)))
+    except OSError:
+        return None
+    return tuple(key)
 
 
 class Partition:
@@ -138,10 +163,24 @@ class Partition:
         """Records still stored below the log start offset, which no reader sees (``reading.records_below``):
         what a count of the stored records subtracts to agree with consumers."""
         lg = self._log
-        start, first = lg.log_start_offset, lg.segments[0].base_offset
+        segs = lg.segments
+        start, first = lg.log_start_offset, segs[0].base_offset
         if start <= first:
             return 0
-        return records_below(lg.batches(first, start, check_crcs=False), self.topic, self.index, start)
+        key = _below_start_key(segs, start)
+        with _BELOW_START_LOCK:
+            known = _BELOW_START.get(key) if key is not None else None
+            if known is not None:
+                _BELOW_START.move_to_end(key)
+        if known is not None:
+            return known
+        n = records_below(lg.batches(first, start, check_crcs=False), self.topic, self.index, start)
+        if key is not None:
+            with _BELOW_START_LOCK:
+                _BELOW_START[key] = n
+                while len(_BELOW_START) > BELOW_START_ENTRIES:
+                    _BELOW_START.popitem(last=False)
+        return n
 
     # description --------------------------------------------------------------------------------
     @property
