@@ -86,7 +86,8 @@ def parse_states(text: str) -> set[str]:
 @click.option("--state", "state", is_flag=False, flag_value=ANY_STATE, default=None, metavar="[STATES]",
               help="With --describe: the group's coordinator, strategy, state and size. With --list: each "
                    "group's state, or only groups in these states (stable,empty).")
-@click.option("--verbose", is_flag=True, help="With --describe --members: each member's partitions.")
+@click.option("--verbose", is_flag=True,
+              help="With --describe: more detail where there is some (--members: each member's partitions).")
 @kafka_errors
 def consumer_groups(bootstrap_server, list_, describe, reset_offsets, delete, delete_offsets, groups, all_groups,
                     topics, all_topics, to_earliest, to_latest, to_current, to_offset, shift_by, to_datetime,
@@ -152,8 +153,6 @@ def _check_flags(action, groups, all_groups, topics, all_topics, chosen, dry_run
                 raise click.UsageError(f"{flag} only goes with --describe")
         if state is not None and action != "list":
             raise click.UsageError("--state only goes with --describe or --list")
-    if verbose and not members:
-        raise click.UsageError("--verbose goes with --describe --members")
     if action in ("list", "describe") and topics:
         raise click.UsageError(f"--topic does not go with --{action}")
     if action == "reset-offsets":
