@@ -173,6 +173,10 @@ def test_the_sans_io_server_takes_both_nonce_forms():
     server = ScramServer("SCRAM-SHA-512", lambda u, m: stored.get((u, m)))
     with pytest.raises(SaslAuthenticationFailedError, match="nonce"):
         server.step(client.final(server.step(client.first()), nonce_of=lambda c, s: s + c))
+    client = Rdkafka202Scram("SCRAM-SHA-512", "alice", "pw", seed=3)
+    server = ScramServer("SCRAM-SHA-512", lambda u, m: stored.get((u, m)))
+    with pytest.raises(SaslAuthenticationFailedError, match="channel binding"):  # stricter than Kafka: differences.md
+        server.step(client.final(server.step(client.first())).replace(b"c=biws", b"c=eSws"))
 
 
 # real clients ----------------------------------------------------------------------------------------
