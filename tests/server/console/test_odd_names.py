@@ -192,6 +192,19 @@ def test_bytes_cleaned_axis_has_distinct_whole_unit_ticks():
     assert ticks([0, 0, 0]) == []  # "Nothing cleaned yet" instead of an axis
 
 
+def test_the_advisor_samples_every_partition_and_counts_in_words():
+    """A sample smaller than a window per partition used to read one partition only ("1 batches" for a
+    three-partition topic)."""
+    from compactlog.advisor import sample_places
+    from compactlog.console.render import plural
+
+    places = sample_places([(0, 0, 10), (1, 0, 10), (2, 0, 4), (2, 4, 30)], 64 * 1024)
+    assert {p for p, _, _ in places} == {0, 1, 2}
+    assert sample_places([], 1 << 20) == []
+    assert [plural(n, "batch", "batches") for n in (0, 1, 3, 1234)] == ["0 batches", "1 batch", "3 batches",
+                                                                         "1,234 batches"]
+
+
 def test_advisor_chart_labels_never_overlap(server, page):
     """Trials that land on nearly the same spot (gzip's levels, zstd's) are labelled apart: the label
     boxes chromium draws are measured."""
