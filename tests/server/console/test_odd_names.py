@@ -124,6 +124,7 @@ def test_long_names_wrap_and_tables_stay_in_the_window(server, page):
         shot(page, f"odd-names{path.replace('/', '-')}")
     page.goto("/groups/" + LONG_GROUP)
     fits(page)
+    shot(page, "odd-names-long-group")
     expect(page.get_by_test_id("crumb-group")).to_have_text(LONG_GROUP)
     page.goto("/")
     page.locator(f"#topics tr[data-topic='{LONG_TOPIC}'] a").click()
