@@ -147,6 +147,20 @@ def test_separators_keep_non_ascii_characters_and_take_escapes(data):
     assert out == "k→v\n"
 
 
+def test_a_property_is_one_name_and_value_kept_as_typed(data):
+    """Each --property is one name=value, as Kafka's console tools read them: a comma or a space is a
+    separator like any other, and '=' may appear in the value."""
+    res = cli("produce", "--data-dir", str(data), "--topic", "c", "--property", "parse.key=true",
+              "--property", "key.separator=,", input="k1,a,b\n")
+    assert res.exit_code == 0, res.output
+    res = cli("produce", "--data-dir", str(data), "--topic", "c", "--property", "parse.key=true",
+              "--property", "key.separator= ", input="k2 x=y\n")
+    assert res.exit_code == 0, res.output
+    out = cli("consume", "--data-dir", str(data), "--topic", "c", "--from-beginning", "--property", "print.key=true",
+              "--property", "key.separator= = ").output
+    assert out == "k1 = a,b\nk2 = x=y\n"
+
+
 # --- topics -------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("args, code, message", [

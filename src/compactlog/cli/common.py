@@ -320,12 +320,14 @@ class OneOf(click.Choice):
         return f"{shown(str(value))} is not one of {choices}."
 
 
-def parse_key_values(items: tuple[str, ...] | list[str], what: str, *, commas: bool = False) -> dict[str, str]:
+def parse_key_values(items: tuple[str, ...] | list[str], what: str, *, commas: bool = False,
+                     strip: bool = True) -> dict[str, str]:
     """``k=v`` pairs from repeated flags. Each flag holds one ``k=v`` whose value may hold commas
     (``--config cleanup.policy=compact,delete``, ``--property key.separator=,``), as kafka-topics and
     the console tools take them. ``commas``: kafka-configs' ``--add-config`` rule instead, several pairs
     in one flag split on commas, except inside [...] (``a=1,b=[x,y]``: the brackets keep a list value
-    whole and are dropped)."""
+    whole and are dropped). ``strip``: spaces around the name and the value are dropped, as kafka-topics
+    and kafka-configs drop them; the console tools keep a value as typed (``key.separator= `` is a space)."""
     out: dict[str, str] = {}
     for item in items:
         for part in (_split_top_level(item) if commas else [item]):
@@ -334,7 +336,7 @@ def parse_key_values(items: tuple[str, ...] | list[str], what: str, *, commas: b
             key, sep, value = part.partition("=")
             if not sep or not key.strip():
                 raise click.BadParameter(f"expected key=value, got {shown(part)}", param_hint=f"'{what}'")
-            out[key.strip()] = value.strip()
+            out[key.strip()] = value.strip() if strip else value
     return out
 
 

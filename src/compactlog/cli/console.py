@@ -123,7 +123,7 @@ def produce(data_dir, server_properties, bootstrap_server, topic, properties, co
     Example: printf 'p3:10\\n' | compactlog produce --data-dir data --topic prices --property parse.key=true --property key.separator=:
     """
     check_compression_level(compression_codec, compression_level)
-    reader = LineReaderProps.from_properties(parse_key_values(properties, "--property"))
+    reader = LineReaderProps.from_properties(parse_key_values(properties, "--property", strip=False))
     rows = []
     for number, raw in enumerate(sys.stdin.buffer, start=1):
         line = raw[:-1] if raw.endswith(b"\n") else raw
@@ -210,8 +210,8 @@ def consume(data_dir, server_properties, bootstrap_server, topic, from_beginning
 
     Example: compactlog consume --bootstrap-server 127.0.0.1:9092 --topic prices --group cache --max-messages 10
     """
-    fmt = RecordFormatter(parse_key_values(properties, "--property"))
-    check_crcs = consumer_settings(parse_key_values(consumer_properties, "--consumer-property"))
+    fmt = RecordFormatter(parse_key_values(properties, "--property", strip=False))
+    check_crcs = consumer_settings(parse_key_values(consumer_properties, "--consumer-property", strip=False))
     out = sys.stdout.buffer
     start = None
     if offset is not None:
