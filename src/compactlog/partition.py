@@ -111,6 +111,34 @@ class Partition:
         """(timestamp, offset) of the first record at or after ``timestamp`` (Kafka's ListOffsets)."""
         return self._log.offset_for_timestamp(timestamp)
 
+    def max_timestamp(self) -> tuple[int, int] | None:
+        """(timestamp, offset) of the record with the largest timestamp from the log start on, the first of
+        them when several share it (ListOffsets' max-timestamp spec, KIP-734); None when no record has one.
+
+        Each segment knows the largest timestamp ever written to it (an upper bound once records are
+        cleaned away or below the log start), so segments are read newest-bound first and the walk stops
+        at the first segment that cannot beat what was found: usually one segment is read."""
+        segs = list(self._log.segments)
+        if not segs:
+            return None
+        start, end = self.log_start_offset, self.log_end_offset
+        bounds = [(seg.base_offset, segs[i + 1].base_offset if i + 1 < len(segs) else end, seg.max_timestamp_so_far)
+                  for i, seg in enumerate(segs)]
+        bounds = [b for b in bounds if b[1] > start]
+        best: tuple[int, int] | None = None
+        # by bound, highest first; on equal bounds the older segment first (it holds the earlier offsets)
+        for first, last, bound in sorted(bounds, key=lambda b: (-b[2], b[0])):
+            if best is not None and bound < best[0]:
+                break
+            for batch in read_batches(self._log, max(first, start), last):
+                if batch.max_timestamp < 0 or (best is not None and batch.max_timestamp < best[0]):
+                    continue
+                for rec in batch.records():
+                    if rec.offset >= start and rec.timestamp >= 0 and (
+                            best is None or rec.timestamp > best[0] or rec.timestamp == best[0] and rec.offset < best[1]):
+                        best = (rec.timestamp, rec.offset)
+        return best
+
     # writing ------------------------------------------------------------------------------------
     def append(self, batch: bytes) -> "ValidatedAppend":
         """Validate and append stored-format batches (offsets assigned here), as a leader does for Produce."""

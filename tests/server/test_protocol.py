@@ -205,7 +205,7 @@ def test_an_api_the_broker_has_no_handler_for_is_unknown_to_its_connections():
     refused(Connection(apis=apis), wire.request_frame(REQUESTS["fetch_v11"]), "unknown API key 1")
 
 
-@pytest.mark.parametrize("key,version", [(0, 2), (0, 9), (1, 3), (1, 12), (3, 9), (2, 0), (60, 2), (3, -1)])
+@pytest.mark.parametrize("key,version", [(0, 2), (0, 11), (1, 3), (1, 17), (3, 13), (2, 0), (60, 2), (3, -1)])
 def test_a_version_we_do_not_serve(key, version):
     refused(Connection(), wire.frame(header(key, version) + b"\x00" * 40), "not served")
 

@@ -192,10 +192,13 @@ def metadata(topics: list[str] | None, version: int = 8, auto_create: bool = Fal
     if version >= 4:
         extra["allow_auto_topic_creation"] = auto_create
     if version >= 8:
-        extra.update(include_cluster_authorized_operations=False, include_topic_authorized_operations=False)
+        extra["include_topic_authorized_operations"] = False
+    if 8 <= version <= 10:  # v11 left the cluster's operations to DescribeCluster
+        extra["include_cluster_authorized_operations"] = False
     if topics is None and version == 0:
         topics = []  # v0 has no null list: an empty one means every topic
-    names = None if topics is None else tuple(mod.MetadataRequestTopic(name=t) for t in topics)
+    ids = {"topic_id": None} if version >= 10 else {}  # v10+ may name topics by id; these go by name
+    names = None if topics is None else tuple(mod.MetadataRequestTopic(name=t, **ids) for t in topics)
     return mod.MetadataRequest(topics=names, **extra)
 
 
@@ -208,8 +211,9 @@ def produce(topic: str, partition: int, records: bytes | None, version: int = 8,
     )
 
 
-def fetch(topic: str, partition: int, offset: int, version: int = 11, max_wait: int = 0, min_bytes: int = 1,
+def fetch(topic, partition: int, offset: int, version: int = 11, max_wait: int = 0, min_bytes: int = 1,
           max_bytes: int = 1 << 20):
+    """A one-partition Fetch; ``topic`` is a name, or from v13 a topic id (a ``uuid.UUID``)."""
     mod = module_of("fetch", version, "request")
     part = {"partition": partition, "fetch_offset": offset, "partition_max_bytes": max_bytes}
     if version >= 5:
@@ -224,7 +228,8 @@ def fetch(topic: str, partition: int, offset: int, version: int = 11, max_wait: 
         top["rack_id"] = ""
     fields = {f for f in mod.FetchRequest.__dataclass_fields__}
     return mod.FetchRequest(**{k: v for k, v in top.items() if k in fields},
-                            topics=(mod.FetchTopic(topic=topic, partitions=(mod.FetchPartition(**part),)),))
+                            topics=(mod.FetchTopic(**{"topic_id" if version >= 13 else "topic": topic},
+                                                   partitions=(mod.FetchPartition(**part),)),))
 
 
 def list_offsets(topic: str, partition: int, timestamp: int, version: int = 5):

@@ -82,6 +82,24 @@ def may_write_idempotently(broker: Broker, session: Session) -> bool:
     return a.authorize(session, "IDEMPOTENT_WRITE", "CLUSTER") or a.authorize_any(session, "WRITE", "TOPIC")
 
 
+# The operations Kafka reports as "authorized operations" of each resource type (KIP-430), in its order.
+SUPPORTED_OPERATIONS = {
+    "TOPIC": ("READ", "WRITE", "CREATE", "DESCRIBE", "DELETE", "ALTER", "DESCRIBE_CONFIGS", "ALTER_CONFIGS"),
+    "GROUP": ("READ", "DESCRIBE", "DELETE"),
+    "CLUSTER": ("CREATE", "CLUSTER_ACTION", "DESCRIBE_CONFIGS", "ALTER_CONFIGS", "IDEMPOTENT_WRITE", "ALTER", "DESCRIBE"),
+}
+
+
+def authorized_operations(broker: Broker, session: Session, resource_type: str, name: str = CLUSTER_NAME) -> int:
+    """The bit field (bit n for operation code n) of the operations ``session`` may do on the resource, as
+    Metadata, DescribeCluster and DescribeGroups answer when a client asks for authorized operations."""
+    bits = 0
+    for op in SUPPORTED_OPERATIONS[resource_type]:
+        if broker.authorize(session, op, resource_type, name):
+            bits |= 1 << _operation(op)
+    return bits
+
+
 # The ACL APIs -------------------------------------------------------------------------------------------
 
 def _filter(f) -> AclFilter:

@@ -20,13 +20,13 @@ bytes read from the segment files, with nothing rebuilt around them.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import os
 import struct
 
 from ..errors import CompactLogError
+from ..partition import LEADER_EPOCH
 from .broker import Broker, Session
-from .metadata import epoch_problem
+from .metadata import epoch_problem, topic_with_uuid
 from .protocol import Frame, Request
 
 _I16 = struct.Struct(">h")
@@ -34,6 +34,7 @@ _I32 = struct.Struct(">i")
 _PART_V4 = struct.Struct(">ihqq")  # index, error, high watermark, last stable offset
 _I64 = struct.Struct(">q")
 INLINE_BYTES = 1024 * 1024
+LEADER_MOVED = (6, 74)  # NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH: the client should learn the new leader
 ZERO_COPY_BYTES = 256 * 1024
 MAX_REGIONS = 64  # file ranges (descriptors) in one answer; further ranges are copied
 ZERO_COPY = os.environ.get("COMPACTLOG_ZERO_COPY", "1") != "0"
@@ -81,14 +82,15 @@ def release(topics: list) -> None:
                 row[4].close()
 
 
-def read_partitions(broker: Broker, body, version: int, zero_copy: bool = False) -> tuple[list, int, bool]:
-    """Per topic, per partition: (index, error, high watermark, log start, records); total bytes; any error.
+def read_partitions(broker: Broker, wanted: list, max_bytes: int, zero_copy: bool = False) -> tuple[list, int, bool]:
+    """Per topic of ``wanted`` ((name, key, partitions) each), (key, rows) with a row per partition: (index,
+    error, high watermark, log start, records); the total bytes; whether any partition has an error.
 
     With ``zero_copy`` a range of at least ZERO_COPY_BYTES comes back as a FileRegion to send with
     sendfile; smaller ones are read (a copy costs less than a descriptor and the calls around it).
     """
     find = broker.cl.find_partition
-    budget = min(body.max_bytes, broker.config.get("fetch.max.bytes"))
+    budget = min(max_bytes, broker.config.get("fetch.max.bytes"))
     total = 0
     error = False
     first = True
@@ -97,10 +99,10 @@ def read_partitions(broker: Broker, body, version: int, zero_copy: bool = False)
     out: list = []
     rows: list = []
     try:
-        for t in body.topics:
+        for name, key, partitions in wanted:
             rows = []
-            for p in t.partitions:
-                part = find(t.topic, p.partition)
+            for p in partitions:
+                part = find(name, p.partition)
                 if part is None:
                     rows.append((p.partition, 3, -1, -1, b""))
                     error = True
@@ -112,8 +114,8 @@ def read_partitions(broker: Broker, body, version: int, zero_copy: bool = False)
                     continue
                 limit = min(p.partition_max_bytes, budget - total)
                 data = b""
-                if (t.topic, p.partition) not in seen and (limit > 0 or first):  # a repeat is read once
-                    seen.add((t.topic, p.partition))
+                if (name, p.partition) not in seen and (limit > 0 or first):  # a repeat is read once
+                    seen.add((name, p.partition))
                     try:
                         found = part.locate(p.fetch_offset, max(limit, 0), min_one_message=first)
                     except CompactLogError as exc:
@@ -130,59 +132,139 @@ def read_partitions(broker: Broker, body, version: int, zero_copy: bool = False)
                     first = False
                     total += len(data)
                 rows.append((p.partition, 0, part.high_watermark, part.log_start_offset, data))
-            out.append((t.topic, rows))
+            out.append((key, rows))
     except BaseException:
         release(out + [("", rows)])
         raise
     return out, total, error
 
 
-def encode_fetch_response(correlation_id: int, version: int, topics: list) -> Frame:
-    head = [_I32.pack(correlation_id), _I32.pack(0)]  # correlation id, throttle time
+def _uvarint(n: int) -> bytes:
+    out = bytearray()
+    while n >= 0x80:
+        out.append(n & 0x7F | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def _count(n: int, flexible: bool) -> bytes:
+    """An array's length: int32, or in flexible versions a compact length (uvarint of n + 1)."""
+    return _uvarint(n + 1) if flexible else _I32.pack(n)
+
+
+def _topic_key(key, version: int) -> bytes:
+    """How a topic is named in the response: its id (16 bytes) from v13, else its name (a compact string
+    in the flexible v12)."""
+    if version >= 13:
+        return key.bytes if key is not None else bytes(16)  # kio reads the zero UUID as None
+    if version >= 12:
+        b = key.encode()
+        return _uvarint(len(b) + 1) + b
+    return _string(key)
+
+
+def _leader_tags(version: int, err: int, leader: tuple[int, str, int] | None) -> bytes | None:
+    """A partition's tagged fields when its error says the leader moved (KIP-951, v16): the current
+    leader (tag 1: id and epoch); None when there is nothing to say."""
+    if version < 16 or err not in LEADER_MOVED or leader is None:
+        return None
+    return b"\x01\x01\x09" + _I32.pack(leader[0]) + _I32.pack(LEADER_EPOCH) + b"\0"
+
+
+def _node_endpoints(leader: tuple[int, str, int]) -> bytes:
+    """The body's tagged fields naming the leader's endpoint (tag 0, KIP-951)."""
+    host = leader[1].encode()
+    node = _I32.pack(leader[0]) + _uvarint(len(host) + 1) + host + _I32.pack(leader[2]) + b"\0\0"  # rack null
+    field = _uvarint(2) + node
+    return b"\x01\x00" + _uvarint(len(field)) + field
+
+
+def encode_fetch_response(correlation_id: int, version: int, topics: list,
+                          leader: tuple[int, str, int] | None = None) -> Frame:
+    """The whole response frame, record sections as they were read (bytes or FileRegions).
+
+    From v12 the layout is flexible: response header v1 (a tagged-field section after the correlation
+    id), compact lengths (uvarint of n + 1) for arrays, strings and record sections, and a tagged-field
+    section closing each partition, each topic and the body. Those sections are empty but in one case:
+    from v16, a partition whose error says its leader moved (NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH)
+    names the current leader, and the body its endpoint (KIP-951; ``leader`` is (node id, host, port)).
+    On one node that cannot happen today, as the leader never changes; diverging epochs and snapshots
+    are a follower's concerns and never sent.
+    """
+    flexible = version >= 12
+    moved = False
+    head = [_I32.pack(correlation_id)]
+    if flexible:
+        head.append(b"\0")  # response header v1: no tagged fields
+    head.append(_I32.pack(0))  # throttle time
     if version >= 7:
         head.append(b"\0\0" + _I32.pack(0))  # no error, session id 0 (no fetch session)
-    head.append(_I32.pack(len(topics)))
-    parts: list = [b"".join(head)]
-    for name, rows in topics:
-        parts.append(_string(name) + _I32.pack(len(rows)))
+    head.append(_count(len(topics), flexible))
+    parts: list = []
+    pending = b"".join(head)  # small fields gathered until the next record section
+    tags = b"\0" if flexible else b""
+    aborted = _count(0, flexible)  # aborted transactions: none (there are no transactions)
+    for key, rows in topics:
+        pending += _topic_key(key, version) + _count(len(rows), flexible)
         for index, err, hw, start, data in rows:
             fields = _PART_V4.pack(index, err, hw, hw)
             if version >= 5:
                 fields += _I64.pack(start)
-            fields += _I32.pack(0)  # aborted transactions: none
+            fields += aborted
             if version >= 11:
                 fields += _I32.pack(-1)  # no preferred read replica
-            parts.append(fields + _I32.pack(len(data)))
+            fields += _uvarint(len(data) + 1) if flexible else _I32.pack(len(data))
+            closing = _leader_tags(version, err, leader)
+            moved = moved or closing is not None
+            closing = tags if closing is None else closing
             if data:
+                parts.append(pending + fields)
                 parts.append(data)
+                pending = closing
+            else:
+                pending += fields + closing
+        pending += tags
+    parts.append(pending + (_node_endpoints(leader) if moved else tags))  # (an empty part is skipped by the writer)
     size = sum(map(len, parts))
     parts.insert(0, _I32.pack(size))
     return Frame(parts)
 
 
+def _wanted(broker: Broker, req: Request) -> list:
+    """(name, key, partitions) per topic asked for: the key is what the response names it by (its name,
+    or from v13 its id); the name is None for an id no topic has."""
+    if req.api_version < 13:
+        return [(t.topic, t.topic, t.partitions) for t in req.body.topics]
+    return [(topic_with_uuid(broker, t.topic_id), t.topic_id, t.partitions) for t in req.body.topics]
+
+
 async def fetch(broker: Broker, req: Request, session: Session):
     body = req.body
-    allowed = [broker.authorize(session, "READ", "TOPIC", t.topic) for t in body.topics]
-    refused = not all(allowed)
-    if refused:  # topics without READ get TOPIC_AUTHORIZATION_FAILED; the others are read, at once
-        body = dataclasses.replace(body, topics=tuple(t for t, ok in zip(body.topics, allowed) if ok))
+    asked = _wanted(broker, req)
+    # a topic id nobody has: UNKNOWN_TOPIC_ID (100); a topic without READ: TOPIC_AUTHORIZATION_FAILED (29);
+    # the others are read, at once when one of those errors is in the answer
+    verdict = [100 if name is None else 0 if broker.authorize(session, "READ", "TOPIC", name) else 29
+               for name, _key, _parts in asked]
+    wanted = [t for t, code in zip(asked, verdict) if code == 0]
+    refused = len(wanted) < len(asked)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max(body.max_wait.total_seconds(), 0)
-    asked = sum(p.partition_max_bytes for t in body.topics for p in t.partitions)
-    inline = min(asked, body.max_bytes) <= INLINE_BYTES  # a small read costs less than the hop to a thread
+    size = sum(p.partition_max_bytes for _n, _k, parts in wanted for p in parts)
+    inline = min(size, body.max_bytes) <= INLINE_BYTES  # a small read costs less than the hop to a thread
     while True:
         if inline:
-            topics, total, error = read_partitions(broker, body, req.api_version)
+            topics, total, error = read_partitions(broker, wanted, body.max_bytes)
         else:
-            topics, total, error = await broker.blocking(read_partitions, broker, body, req.api_version,
-                                                         ZERO_COPY)
+            topics, total, error = await broker.blocking(read_partitions, broker, wanted, body.max_bytes, ZERO_COPY)
         remaining = deadline - loop.time()
         if refused or error or total >= body.min_bytes or remaining <= 0 or broker.stopping:
             if refused:
                 read = iter(topics)
-                topics = [next(read) if ok else (t.topic, [(p.partition, 29, -1, -1, b"") for p in t.partitions])
-                          for t, ok in zip(req.body.topics, allowed)]
-            return encode_fetch_response(req.correlation_id, req.api_version, topics)
+                topics = [next(read) if code == 0 else (key, [(p.partition, code, -1, -1, b"") for p in parts])
+                          for (_name, key, parts), code in zip(asked, verdict)]
+            return encode_fetch_response(req.correlation_id, req.api_version, topics,
+                                         (broker.node_id, *broker.address(session)))
         release(topics)
         await broker.wait_for_data(remaining)
 

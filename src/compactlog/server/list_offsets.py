@@ -1,8 +1,11 @@
 """ListOffsets and OffsetForLeaderEpoch: where a consumer starts, and the check after a leader change.
 
 ListOffsets: timestamp -2 is the log start offset (``earliest``), -1 the high watermark (``latest``; also
-the last stable offset, there being no transactions), any other value the first offset whose record
-timestamp is at or after it, or offset -1 when no record is that recent. Every partition has leader
+the last stable offset, there being no transactions), -3 the record with the largest timestamp (v7,
+KIP-734: its timestamp and offset), -4 the earliest offset kept locally (v8, KIP-405), which without
+tiered storage is the log start offset; any other value (negative ones too, as in Kafka) the first offset
+whose record timestamp is at or after it, or offset -1 when no record is that recent. As in Kafka, the
+broker takes -3 and -4 at any version (clients send them only at v7 and v8). Every partition has leader
 epoch 0 (``metadata.py``), so OffsetForLeaderEpoch answers epoch 0 ending at the log end offset.
 """
 
@@ -15,34 +18,42 @@ from .entities import make, response, schema
 from .metadata import epoch_problem
 from .protocol import Request
 
-EARLIEST, LATEST = -2, -1
+EARLIEST, LATEST, MAX_TIMESTAMP, EARLIEST_LOCAL = -2, -1, -3, -4
 
 
 def _lookup(broker: Broker, topics) -> list[list[tuple]]:
+    """(partition, error, timestamp, offset) per partition asked for, per topic."""
     find = broker.cl.find_partition
+    asked: dict[tuple[str, int], int] = {}
+    for t in topics:
+        for p in t.partitions:
+            asked[t.name, p.partition_index] = asked.get((t.name, p.partition_index), 0) + 1
     out = []
     for t in topics:
         rows = []
         for p in t.partitions:
             part = find(t.name, p.partition_index)
+            if asked[t.name, p.partition_index] > 1:  # Kafka: a partition asked for twice is INVALID_REQUEST
+                rows.append((p.partition_index, 42, -1, -1))
+                continue
             if part is None:
                 rows.append((p.partition_index, 3, -1, -1))
                 continue
             problem = epoch_problem(getattr(p, "current_leader_epoch", -1))
             if problem:
                 rows.append((p.partition_index, problem, -1, -1))
-            elif p.timestamp == EARLIEST:
+            elif p.timestamp in (EARLIEST, EARLIEST_LOCAL):  # all of a log is local: there is no tiered storage
                 rows.append((p.partition_index, 0, -1, part.log_start_offset))
             elif p.timestamp == LATEST:
                 rows.append((p.partition_index, 0, -1, part.high_watermark))
-            elif p.timestamp < 0:
-                rows.append((p.partition_index, 42, -1, -1))  # -3 and below need versions we do not serve
             else:
                 try:
-                    found = part.offset_for_timestamp(p.timestamp)
+                    found = part.max_timestamp() if p.timestamp == MAX_TIMESTAMP else part.offset_for_timestamp(p.timestamp)
                 except CompactLogError as exc:
                     rows.append((p.partition_index, exc.code, -1, -1))
                     continue
+                if found is not None and found[1] >= part.high_watermark:  # Kafka: only offsets a consumer may read
+                    found = None
                 rows.append((p.partition_index, 0, *found) if found else (p.partition_index, 0, -1, -1))
         out.append(rows)
     return out

@@ -10,12 +10,17 @@ Topics are created on Metadata when the client allows it and ``auto.create.topic
 
 from __future__ import annotations
 
+import uuid
+
 from ..errors import CompactLogError
 from ..partition import LEADER_EPOCH
 from ..topics import INTERNAL_TOPICS
+from .acls import authorized_operations
 from .broker import NO_THROTTLE, Broker, Session, error_code
 from .entities import make, response, schema
 from .protocol import Request
+from .topic_ids import ZERO_UUID, topic_text
+from .topic_ids import topic_uuid as uuid_of
 from .versions import SERVED
 
 NOT_COMPUTED = -(2**31)  # authorized operations "not computed" (INT32_MIN)
@@ -39,14 +44,39 @@ async def api_versions(broker: Broker, req: Request, session: Session):
 async def metadata(broker: Broker, req: Request, session: Session):
     s = schema(req)
     body = req.body
-    names: list[str]
-    if body.topics is None or (req.api_version == 0 and not body.topics):
-        names = [n for n in broker.cl.list_topics() if broker.authorize(session, "DESCRIBE", "TOPIC", n)]
-        auto = False  # (topics the client may not describe are left out, as Kafka does)
-    else:
-        names = [t.name for t in body.topics]
-        auto = bool(getattr(body, "allow_auto_topic_creation", True)) and broker.config.get("auto.create.topics.enable")
+    version = req.api_version
+    asked = body.topics
+    if asked is not None and (version == 10 or version == 11):  # Kafka: ids are for v12+, names required before
+        bad = next((f"Topic name can not be null for version {version}" if t.name is None else
+                    f"Topic IDs are not supported in requests for version {version}"
+                    for t in asked if t.name is None or _has_id(t)), None)
+        if bad:
+            return _refused(req, 42, asked)
     topics = []
+    by_id = asked is not None and any(_has_id(t) for t in asked)
+    names: list[str]
+    auto = False
+    if asked is None or (version == 0 and not asked):
+        names = [n for n in broker.cl.list_topics() if broker.authorize(session, "DESCRIBE", "TOPIC", n)]
+        # (topics the client may not describe are left out, as Kafka does)
+    elif by_id:  # v12: by id (then names are not looked at, as in Kafka); ids nobody has: UNKNOWN_TOPIC_ID
+        names = []
+        for t in asked:
+            name = topic_with_uuid(broker, t.topic_id)
+            if name is None:
+                if _has_id(t):
+                    topics.append(make(s.MetadataResponseTopic, error_code=error_code(100), name=None,
+                                       topic_id=t.topic_id, is_internal=False, partitions=(),
+                                       topic_authorized_operations=NOT_COMPUTED))
+            elif not broker.authorize(session, "DESCRIBE", "TOPIC", name):  # ids are not secret: the id is kept
+                topics.append(make(s.MetadataResponseTopic, error_code=error_code(29), name=None, topic_id=t.topic_id,
+                                   is_internal=False, partitions=(), topic_authorized_operations=NOT_COMPUTED))
+            elif name not in names:
+                names.append(name)
+    else:
+        names = [t.name for t in asked]
+        auto = bool(getattr(body, "allow_auto_topic_creation", True)) and broker.config.get("auto.create.topics.enable")
+    with_ops = version >= 8 and bool(getattr(body, "include_topic_authorized_operations", False))
     for name in names:
         code = error_code(0)
         parts = ()
@@ -71,12 +101,46 @@ async def metadata(broker: Broker, req: Request, session: Session):
                      offline_replicas=())
                 for p in range(broker.cl.partitions_for(name))
             )
+        ops = authorized_operations(broker, session, "TOPIC", name) if with_ops and code != 29 else NOT_COMPUTED
         topics.append(make(s.MetadataResponseTopic, error_code=code, name=name, is_internal=name in INTERNAL_TOPICS,
-                           partitions=parts, topic_authorized_operations=NOT_COMPUTED))
+                           topic_id=topic_uuid(broker, name) if code != 29 else ZERO_UUID,
+                           partitions=parts, topic_authorized_operations=ops))
+    cluster_ops = NOT_COMPUTED  # v8-10 only: v11 left it to DescribeCluster
+    if 8 <= version <= 10 and body.include_cluster_authorized_operations:
+        cluster_ops = (authorized_operations(broker, session, "CLUSTER")
+                       if broker.authorize(session, "DESCRIBE", "CLUSTER") else 0)
     host, port = broker.address(session)
     brokers = (make(s.MetadataResponseBroker, node_id=broker.node_id, host=host, port=port, rack=None),)
     return response(req, throttle_time=NO_THROTTLE, brokers=brokers, cluster_id=broker.cluster_id,
-                    controller_id=broker.node_id, topics=tuple(topics), cluster_authorized_operations=NOT_COMPUTED)
+                    controller_id=broker.node_id, topics=tuple(topics), cluster_authorized_operations=cluster_ops)
+
+
+def _has_id(topic) -> bool:
+    """Whether a Metadata request's topic names an id (kio reads the zero UUID, "no id", as None)."""
+    u = getattr(topic, "topic_id", None)
+    return u is not None and u.int != 0
+
+
+def _refused(req: Request, code: int, asked) -> object:
+    """Kafka's answer to a Metadata request it refuses whole: no brokers, every topic asked with ``code``."""
+    s = schema(req)
+    topics = tuple(make(s.MetadataResponseTopic, error_code=error_code(code), name=t.name or "", topic_id=t.topic_id,
+                        is_internal=False, partitions=(), topic_authorized_operations=NOT_COMPUTED) for t in asked)
+    return response(req, throttle_time=NO_THROTTLE, brokers=(), cluster_id=None, controller_id=-1, topics=topics,
+                    cluster_authorized_operations=NOT_COMPUTED)
+
+
+def topic_uuid(broker: Broker, name: str) -> uuid.UUID:
+    """The topic's id as Metadata v10+ and Fetch v13+ carry it: the one in its ``partition.metadata``,
+    which the console and ``topics --describe`` show (the zero UUID for no such topic)."""
+    return uuid_of(broker.cl.topic_id(name))
+
+
+def topic_with_uuid(broker: Broker, topic_id: uuid.UUID | None) -> str | None:
+    """The name of the topic with this wire id, or None (no topic has it; the zero UUID names none)."""
+    if topic_id is None or not topic_id.int:
+        return None
+    return broker.cl.topic_with_id(topic_text(topic_id))
 
 
 BROKER_ENDPOINT, CONTROLLER_ENDPOINT = 1, 2  # DescribeCluster v1's endpoint types (KIP-919)

@@ -1,5 +1,8 @@
 """InitProducerId: ids for idempotent producers, never handed out twice, even across restarts.
 
+From v3 a producer may send the id and epoch it has, asking for a new epoch (KIP-360); without a
+transactional id Kafka answers such a request, like any other, with a fresh id at epoch 0, and so do we.
+
 Ids are taken in blocks: before the first id of a block is given, the end of the block is written (and
 fsync'd) to ``producer-id-block`` in the data directory, so a restarted broker starts after every id it
 may have given (Kafka's controller hands brokers blocks of 1000 ids the same way). Each id starts at
@@ -48,6 +51,9 @@ async def init_producer_id(broker: Broker, req: Request, session: Session):
         return response(req, throttle_time=NO_THROTTLE, error_code=error_code(15), producer_id=-1, producer_epoch=-1)
     if not may_write_idempotently(broker, session):  # CLUSTER_AUTHORIZATION_FAILED, as Kafka answers
         return response(req, throttle_time=NO_THROTTLE, error_code=error_code(31), producer_id=-1, producer_epoch=-1)
+    given = (getattr(req.body, "producer_id", -1), getattr(req.body, "producer_epoch", -1))  # v3+ (KIP-360)
+    if (given[0] == -1) != (given[1] == -1):  # Kafka: an id without an epoch, or the reverse, is INVALID_REQUEST
+        return response(req, throttle_time=NO_THROTTLE, error_code=error_code(42), producer_id=-1, producer_epoch=-1)
     ids = broker.extras.get("producer_ids")
     if ids is None:
         ids = broker.extras["producer_ids"] = ProducerIdManager(broker.cl.data_dir)

@@ -14,10 +14,12 @@ answered with UNSUPPORTED_VERSION and our ranges, so that the client can retry a
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import struct
 from dataclasses import dataclass
-from typing import Any, Mapping
+from functools import cache
+from typing import Any, Mapping, get_args, get_origin, get_type_hints
 
 from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader, entity_writer
@@ -121,6 +123,41 @@ def parse_header(frame) -> tuple[int, int, int, str | None, int]:
     return key, version, correlation, client_id, pos
 
 
+@cache
+def _arrays(cls: type) -> tuple[tuple[str, bool, type | None], ...]:
+    """(field, nullable, element entity class or None) of each array field of a kio entity class, the
+    element class given only when arrays may hide below it."""
+    out = []
+    for name, hint in get_type_hints(cls).items():
+        args = get_args(hint)
+        nullable = type(None) in args
+        array = hint if get_origin(hint) is tuple else next((a for a in args if get_origin(a) is tuple), None)
+        if array is None:
+            continue
+        element = get_args(array)[0]
+        nested = element if dataclasses.is_dataclass(element) and _arrays(element) else None
+        out.append((name, nullable, nested))
+    return tuple(out)
+
+
+def null_array(entity: Any) -> str | None:
+    """The name of an array the schema says cannot be null but that came as null (length -1), or None.
+
+    kio reads such an array as None; Kafka's parser refuses the request ("non-nullable field ... was
+    serialized as null"), and so do we, before a handler iterates over None."""
+    for name, nullable, nested in _arrays(type(entity)):
+        value = getattr(entity, name)
+        if value is None:
+            if not nullable:
+                return name
+        elif nested is not None:
+            for item in value:
+                found = null_array(item)
+                if found:
+                    return f"{name}.{found}"
+    return None
+
+
 def _flexible(key: int, version: int) -> bool:
     r = SERVED[key]
     return r.min_version <= version <= r.max_version and is_flexible(key, version)
@@ -201,6 +238,9 @@ class Connection:
                 raise ProtocolError(f"cannot parse {served.name} v{version}: {exc}") from None
             # Bytes after the body are ignored, as Kafka's request parsing ignores them: librdkafka (2.16
             # at least) ends its AlterUserScramCredentials with a second, empty tagged-field section.
+            null = null_array(body)
+            if null:
+                raise ProtocolError(f"cannot parse {served.name} v{version}: the non-nullable array {null} is null")
         finally:
             frame.release()
             self._pos = start + size

@@ -28,10 +28,10 @@ def _table(*rows: tuple[int, str, int, int]) -> Mapping[int, ApiRange]:
 
 
 SERVED: Mapping[int, ApiRange] = _table(
-    (0, "produce", 3, 8),
-    (1, "fetch", 4, 11),
-    (2, "list_offsets", 1, 5),
-    (3, "metadata", 0, 8),
+    (0, "produce", 3, 10),
+    (1, "fetch", 4, 16),
+    (2, "list_offsets", 1, 8),
+    (3, "metadata", 0, 12),
     # The group APIs at Kafka 3.7's versions (ListGroups v5, its types filter, is 3.8's). OffsetCommit v9
     # and OffsetFetch v9 exist for the KIP-848 consumer protocol; for a classic group they mean v8.
     (8, "offset_commit", 2, 9),
@@ -50,8 +50,8 @@ SERVED: Mapping[int, ApiRange] = _table(
     (19, "create_topics", 2, 7),
     (20, "delete_topics", 1, 6),
     (21, "delete_records", 0, 2),
-    (22, "init_producer_id", 0, 1),
-    (23, "offset_for_leader_epoch", 2, 3),
+    (22, "init_producer_id", 0, 4),
+    (23, "offset_for_leader_epoch", 2, 4),
     # ACLs at v1-3, as Kafka 3.7 (v2 is v1 made flexible; v3 adds the USER resource type, kept like the
     # others). kafka-python reads DescribeAcls v3 as "a Kafka 3.3 broker"; what that turns on in it
     # (KIP-735's 45 s session timeout by default) is served.
