@@ -124,8 +124,7 @@ def consumer_groups(bootstrap_server, list_, describe, reset_offsets, delete, de
         else:
             from .group_reset import reset
 
-            reset(admin, names, topics, all_topics, target, from_file, execute, export,
-                               with_group=len(groups) != 1)
+            reset(admin, names, topics, all_topics, target, from_file, execute, export, with_group=len(groups) != 1)
 
 
 def _check_flags(action, groups, all_groups, topics, all_topics, chosen, dry_run, execute, export, offsets, members,
@@ -213,7 +212,8 @@ def _describe(admin, names: list[str], what: str, verbose: bool) -> None:
         except GroupIdNotFoundError as exc:
             missing.append(str(exc))
     if what == "state":
-        echo_table(STATE_HEADER, state_rows(views))
+        if views:
+            echo_table(STATE_HEADER, state_rows(views))
     elif what == "members":
         for view in views:
             note_state(view)
