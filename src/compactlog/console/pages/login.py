@@ -9,6 +9,7 @@ from urllib.parse import urlsplit
 from aiohttp import web
 
 from .. import auth
+from ..fields import shown
 from ..handlers import console, page, see_other
 
 routes = web.RouteTableDef()
@@ -42,9 +43,9 @@ async def login(request: web.Request) -> web.Response:
         c.sessions.drop(old.token)
         request["web_session"] = c.sessions.new(user)  # a new token at login: a planted cookie gains nothing
         request["new_session_cookie"] = True
-        log.info("console login as %r from %s", user, request.remote)
+        log.info("console login as %s from %s", shown(user), request.remote)
         raise see_other(target)
-    log.info("failed console login as %r from %s", user, request.remote)
+    log.info("failed console login as %s from %s", shown(user), request.remote)
     await asyncio.sleep(c.broker.config.get("connection.failed.authentication.delay.ms") / 1000)
     return page(request, "login.html", status=401, next=target, user=user,
                 error="Authentication failed: wrong username or password")
