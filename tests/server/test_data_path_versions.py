@@ -350,3 +350,68 @@ def test_init_producer_id_v4_with_an_id_and_no_epoch_is_an_invalid_request(serve
                                                 producer_id=5, producer_epoch=3))
     assert half.error_code == ErrorCode.invalid_request
     assert bump.error_code == ErrorCode.none and bump.producer_epoch == 0 and bump.producer_id >= 0
+
+
+def test_list_offsets_asking_for_a_partition_twice_is_an_invalid_request(server):
+    produce(server, "twice", [b"a"])
+    body = wire.list_offsets("twice", 0, -1, version=8)
+    topic = body.topics[0]
+    twice = dataclasses.replace(body, topics=(dataclasses.replace(topic, partitions=topic.partitions * 2),))
+    with wire.RawClient.to(server) as c:
+        parts = c.call(twice).topics[0].partitions
+    assert [p.error_code for p in parts] == [ErrorCode.invalid_request] * 2
+
+
+def test_a_null_array_where_the_schema_allows_none_closes_the_connection(server):
+    """Kafka's parser refuses a non-nullable array sent as null (length -1); kio reads it as None."""
+    body = wire.list_offsets("anything", 0, -1, version=1)
+    head = wire.header_bytes(body, 5, "compactlog-tests")
+    with wire.RawClient.to(server) as c:
+        c.sock.sendall(wire.frame(head + struct.pack(">ii", -1, -1)))  # replica id, then topics: null
+        assert c.closed_by_peer()
+    with wire.RawClient.to(server) as c:  # the broker goes on serving
+        assert c.call(wire.api_versions(3)).error_code == ErrorCode.none
+
+
+def test_metadata_ids_are_describe_topic_partitions_ids(server):
+    produce(server, "same-id", [b"x"])
+    mod = wire.module_of("describe_topic_partitions", 0, "request")
+    with wire.RawClient.to(server) as c:
+        (described,) = c.call(mod.DescribeTopicPartitionsRequest(
+            topics=(mod.TopicRequest(name="same-id"),), response_partition_limit=10, cursor=None)).topics
+        (listed,) = c.call(wire.metadata(["same-id"], 12)).topics
+    assert described.topic_id == listed.topic_id == wire_id(stored_id(server, "same-id"))
+
+
+def test_authorized_operations_follow_the_acls(server):
+    """With ACLs letting the anonymous user READ one topic and ALTER the cluster (so that it may remove
+    them afterwards), that topic's operations are READ and DESCRIBE (which READ implies), another
+    topic is refused without any, and the cluster's are ALTER and DESCRIBE: Metadata computes them from the ACLs."""
+    from confluent_kafka.admin import AclBinding, AclBindingFilter, AclOperation, AclPermissionType, \
+        ResourcePatternType, ResourceType
+
+    produce(server, "guarded", [b"x"])
+    admin = AdminClient({"bootstrap.servers": server.bootstrap})
+    binding = AclBinding(ResourceType.TOPIC, "guarded", ResourcePatternType.LITERAL, "User:ANONYMOUS", "*",
+                         AclOperation.READ, AclPermissionType.ALLOW)
+    cluster = AclBinding(ResourceType.BROKER, "kafka-cluster", ResourcePatternType.LITERAL, "User:ANONYMOUS", "*",
+                         AclOperation.ALTER, AclPermissionType.ALLOW)
+    for b, f in admin.create_acls([cluster, binding]).items():
+        f.result(T)
+    try:
+        mod = wire.module_of("metadata", 10, "request")
+        asked = mod.MetadataRequest(topics=(mod.MetadataRequestTopic(name="guarded", topic_id=None),
+                                            mod.MetadataRequestTopic(name="unguarded", topic_id=None)),
+                                    allow_auto_topic_creation=False, include_cluster_authorized_operations=True,
+                                    include_topic_authorized_operations=True)
+        with wire.RawClient.to(server) as c:
+            answer = c.call(asked)
+        topics = {t.name: t for t in answer.topics}
+        assert topics["guarded"].topic_authorized_operations == (1 << 3) | (1 << 8)
+        assert topics["unguarded"].error_code == ErrorCode.topic_authorization_failed
+        assert topics["unguarded"].topic_authorized_operations == NOT_COMPUTED
+        assert answer.cluster_authorized_operations == (1 << 7) | (1 << 8)
+    finally:
+        everything = AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, None, None, AclOperation.ANY,
+                                      AclPermissionType.ANY)
+        admin.delete_acls([everything])[everything].result(T)
