@@ -293,8 +293,10 @@ def test_consumer_groups_reset_scenarios_export_and_from_file(run, tmp_path):
         {k: (str(e),) for k, e in ends.items()}
     assert set(_offsets(run(*reset, "--group", "s1", "--topic", "shift", "--by-duration", "P1D").stdout).values()) == \
         {("0",)}  # every record is younger than a day
-    exported = run(*reset, "--group", "s1", "--topic", "shift:0", "--to-offset", "1", "--export").stdout
-    assert exported == "shift,0,1\n"
+    exported = run(*reset, "--group", "s1", "--topic", "shift:0", "--to-offset", "1", "--export")
+    assert exported.stdout == "shift,0,1\n" and "dry run" in exported.stderr  # the default, said
+    assert run(*reset, "--group", "s1", "--topic", "shift:0", "--to-offset", "1", "--dry-run").stderr == ""
+    exported = exported.stdout
     both = run(*reset, "--group", "s1", "--group", "s2", "--all-topics", "--to-earliest", "--export").stdout
     assert both.splitlines() == ["s1,shift,0,0", "s1,shift,1,0", "s2,shift,0,0", "s2,shift,1,0"]
     plan = tmp_path / "plan.csv"

@@ -115,7 +115,7 @@ def plan_csv(plans: Mapping[str, Mapping[TopicPartitionKey, int]], with_group: b
 
 
 def reset(admin, groups: list[str], topics: tuple[str, ...], all_topics: bool, target: tuple[str, int | None],
-          from_file: str | None, execute: bool, export: bool, with_group: bool) -> None:
+          from_file: str | None, execute: bool, export: bool, with_group: bool, asked_dry_run: bool = False) -> None:
     """``--reset-offsets`` for each group: plan, store with ``execute``, print a table or, ``export``, the CSV.
     A group with members is refused in kafka-consumer-groups' words and the others are still reset; the
     command then ends with the error."""
@@ -158,7 +158,8 @@ def reset(admin, groups: list[str], topics: tuple[str, ...], all_topics: bool, t
         click.echo(plan_csv(plans, with_group), nl=False)
     elif any(plans.values()):
         echo_table(RESET_HEADER, [(g, t, p, o) for g, plan in plans.items() for (t, p), o in sorted(plan.items())])
-    if not execute:
-        click.echo("(dry run: nothing was changed; add --execute to store these offsets)", err=True)
+    if not execute and not asked_dry_run:  # a dry run by default: said, as Kafka's tool warns of it
+        click.echo("(dry run: nothing was changed; add --execute to store these offsets, or --dry-run to say that a "
+                   "plan is all you want)", err=True)
     if refused:
         raise CompactLogError("\n".join(refused))

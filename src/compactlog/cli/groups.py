@@ -124,7 +124,8 @@ def consumer_groups(bootstrap_server, list_, describe, reset_offsets, delete, de
         else:
             from .group_reset import reset
 
-            reset(admin, names, topics, all_topics, target, from_file, execute, export, with_group=len(groups) != 1)
+            reset(admin, names, topics, all_topics, target, from_file, execute, export, with_group=len(groups) != 1,
+                  asked_dry_run=dry_run)
 
 
 def _check_flags(action, groups, all_groups, topics, all_topics, chosen, dry_run, execute, export, offsets, members,
