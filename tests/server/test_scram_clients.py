@@ -273,7 +273,7 @@ return got;
 @pytest.mark.parametrize("mechanism", SCRAM)
 def test_kafkajs(scram_server, mechanism):
     args = {"broker": f"127.0.0.1:{scram_server.ports['SASL_PLAINTEXT']}", "mechanism": mechanism.lower(),
-            "user": "alice", "password": USERS["alice"], "topic": f"js-{mechanism.lower()}", "values": ["j1", "j2"]}
+            "user": "b,o=b", "password": USERS["b,o=b"], "topic": f"js-{mechanism.lower()}", "values": ["j1", "j2"]}
     assert run_node(KAFKAJS_ROUNDTRIP, args) == ["j1", "j2"]
     refused = run_node(KAFKAJS_ROUNDTRIP, {**args, "password": "nope"})
     assert "SASL" in refused and "failed" in refused.lower(), refused
