@@ -313,7 +313,8 @@ def test_consumer_groups_reset_scenarios_export_and_from_file(run, tmp_path):
     assert list(left) == [("shift", "0")]
     listed = run("consumer-groups", "--bootstrap-server", "BROKER", "--list", "--state", "Empty").stdout.splitlines()
     assert listed[0].split() == ["GROUP", "STATE"] and {"s1 Empty", "s2 Empty"} <= {" ".join(r.split()) for r in listed}
-    everything = run("consumer-groups", "--bootstrap-server", "BROKER", "--describe", "--all-groups").stdout
+    everything = run("consumer-groups", "--bootstrap-server", "BROKER", "--describe", "--all-groups",
+                     "--timeout", "5000").stdout
     assert {"s1", "s2"} <= {line.split()[0] for line in everything.splitlines()[1:]}
     out = run("consumer-groups", "--bootstrap-server", "BROKER", "--delete", "--group", "s1", "--group", "s2").stdout
     assert out == "Deletion of requested consumer groups ('s1, s2') was successful.\n"

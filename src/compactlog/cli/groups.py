@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import click
 
-from .common import LONG_MAX, LONG_MIN, Number, host_ports, kafka_errors, parse_number, shown
+from .common import INT_MAX, LONG_MAX, LONG_MIN, Number, host_ports, kafka_errors, parse_number, shown
 from .group_reset import parse_topic
 from .group_reports import OFFSETS_HEADER, STATE_HEADER, echo_table, member_lines, note_state, offset_rows, state_rows
 from .topics import one_action
@@ -86,12 +86,14 @@ def parse_states(text: str) -> set[str]:
 @click.option("--state", "state", is_flag=False, flag_value=ANY_STATE, default=None, metavar="[STATES]",
               help="With --describe: the group's coordinator, strategy, state and size. With --list: each "
                    "group's state, or only groups in these states (stable,empty).")
+@click.option("--timeout", "timeout_ms", type=Number(1, INT_MAX), default=None, metavar="MS",
+              help="How long each call to the broker may take, in milliseconds (default 30000).")
 @click.option("--verbose", is_flag=True,
               help="With --describe: more detail where there is some (--members: each member's partitions).")
 @kafka_errors
 def consumer_groups(bootstrap_server, list_, describe, reset_offsets, delete, delete_offsets, groups, all_groups,
                     topics, all_topics, to_earliest, to_latest, to_current, to_offset, shift_by, to_datetime,
-                    by_duration, from_file, dry_run, execute, export, offsets, members, state, verbose):
+                    by_duration, from_file, dry_run, execute, export, offsets, members, state, timeout_ms, verbose):
     """List, describe, reset and delete consumer groups of a running broker (kafka-consumer-groups).
 
     Example: compactlog consumer-groups --bootstrap-server 127.0.0.1:9092 --describe --group cache
@@ -111,7 +113,7 @@ def consumer_groups(bootstrap_server, list_, describe, reset_offsets, delete, de
     wanted = parse_states(state) if action == "list" and state not in (None, ANY_STATE) else None
     from .wire_groups import GroupAdmin
 
-    with GroupAdmin(bootstrap_server) as admin:
+    with GroupAdmin(bootstrap_server, *([] if timeout_ms is None else [timeout_ms / 1000])) as admin:
         names = list(dict.fromkeys(groups)) if not all_groups else admin.list_groups()
         if action == "list":
             _list(admin, state is not None, wanted)

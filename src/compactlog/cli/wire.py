@@ -70,18 +70,19 @@ def as_error(err: Any, doing: str = "") -> CompactLogError:
     return error_for(err.code(), err.str(), doing)
 
 
-def result(future, doing: str = "") -> Any:
-    """A librdkafka future's result, its failure as our typed error."""
+def result(future, doing: str = "", timeout: float = TIMEOUT_S) -> Any:
+    """A librdkafka future's result, its failure as our typed error; no answer within ``timeout`` seconds
+    is one too."""
     from concurrent.futures import TimeoutError as FutureTimeout
 
     from confluent_kafka import KafkaException
 
     try:
-        return future.result(TIMEOUT_S)
+        return future.result(timeout)
     except KafkaException as exc:
         raise as_error(exc, doing) from None
     except FutureTimeout:
-        raise CompactLogError(f"{doing}no answer from the broker within {TIMEOUT_S:.0f} s") from None
+        raise CompactLogError(f"{doing}no answer from the broker within {timeout:g} s") from None
 
 
 @dataclass(frozen=True)

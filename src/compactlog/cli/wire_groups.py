@@ -48,31 +48,40 @@ class GroupView:
 
 
 class GroupAdmin(WireClient):
-    """The group side of a broker (a ``WireClient`` with kafka-consumer-groups' calls)."""
+    """The group side of a broker (a ``WireClient`` with kafka-consumer-groups' calls). ``timeout_s``
+    bounds each group call, as kafka-consumer-groups' ``--timeout`` does."""
+
+    def __init__(self, bootstrap: str, timeout_s: float = TIMEOUT_S) -> None:
+        super().__init__(bootstrap)
+        self.timeout_s = timeout_s
+
+    def _done(self, future):
+        """The result of a group call: librdkafka gives up after ``timeout_s``; the wait lasts a little longer."""
+        return result(future, timeout=self.timeout_s + 1)
 
     def list_groups(self) -> list[str]:
-        listed = result(self.admin.list_consumer_groups(request_timeout=TIMEOUT_S))
+        listed = self._done(self.admin.list_consumer_groups(request_timeout=self.timeout_s))
         return sorted(g.group_id for g in listed.valid)
 
     def list_group_states(self) -> dict[str, str]:
         """Every group with its state (Kafka's names). A broker that lists groups without their states
         (ListGroups before v4) is asked with DescribeGroups for the groups it left unknown."""
-        listed = result(self.admin.list_consumer_groups(request_timeout=TIMEOUT_S))
+        listed = self._done(self.admin.list_consumer_groups(request_timeout=self.timeout_s))
         states = {g.group_id: _state_name(g.state) for g in listed.valid}
         unknown = [g for g, state in states.items() if state == "Unknown"]
         if unknown:
-            described = self.admin.describe_consumer_groups(unknown, request_timeout=TIMEOUT_S)
+            described = self.admin.describe_consumer_groups(unknown, request_timeout=self.timeout_s)
             for group, future in described.items():
-                states[group] = _state_name(result(future).state)
+                states[group] = _state_name(self._done(future).state)
         return dict(sorted(states.items()))
 
     def describe_group(self, group: str) -> GroupView:
         """The group, or GROUP_ID_NOT_FOUND when the broker knows neither members nor offsets of it."""
         from confluent_kafka import ConsumerGroupTopicPartitions
 
-        desc = result(self.admin.describe_consumer_groups([group], request_timeout=TIMEOUT_S)[group])
+        desc = self._done(self.admin.describe_consumer_groups([group], request_timeout=self.timeout_s)[group])
         asked = ConsumerGroupTopicPartitions(group)
-        fetched = result(self.admin.list_consumer_group_offsets([asked], request_timeout=TIMEOUT_S)[group])
+        fetched = self._done(self.admin.list_consumer_group_offsets([asked], request_timeout=self.timeout_s)[group])
         committed = {(tp.topic, tp.partition): tp.offset for tp in fetched.topic_partitions or () if tp.offset >= 0}
         state = _state_name(desc.state)
         members = tuple(
@@ -158,7 +167,7 @@ class GroupAdmin(WireClient):
 
         tps = [TopicPartition(t, p, o) for (t, p), o in sorted(offsets.items())]
         req = ConsumerGroupTopicPartitions(group, tps)
-        answer = result(self.admin.alter_consumer_group_offsets([req], request_timeout=TIMEOUT_S)[group])
+        answer = self._done(self.admin.alter_consumer_group_offsets([req], request_timeout=self.timeout_s)[group])
         for tp in answer.topic_partitions or ():
             if tp.error is not None:
                 raise as_error(tp.error, f"{tp.topic}-{tp.partition}: ")
@@ -166,7 +175,7 @@ class GroupAdmin(WireClient):
     def delete_group(self, group: str) -> None:
         """DeleteGroups; a group the broker does not know is named as --describe names it."""
         try:
-            result(self.admin.delete_consumer_groups([group], request_timeout=TIMEOUT_S)[group])
+            self._done(self.admin.delete_consumer_groups([group], request_timeout=self.timeout_s)[group])
         except CompactLogError as exc:
             if exc.code == GROUP_ID_NOT_FOUND:
                 raise GroupIdNotFoundError(f"Consumer group '{group}' does not exist.") from None
