@@ -277,3 +277,26 @@ def test_kafkajs(scram_server, mechanism):
     assert run_node(KAFKAJS_ROUNDTRIP, args) == ["j1", "j2"]
     refused = run_node(KAFKAJS_ROUNDTRIP, {**args, "password": "nope"})
     assert "SASL" in refused and "failed" in refused.lower(), refused
+
+
+@pytest.mark.parametrize("first", [b"y,,n=alice,r=abc", b"p=tls-unique,,n=alice,r=abc", b"n,,n=alice,r=ab c",
+                                   "n,,n=alice,r=abé".encode(), b"n,,n=alice,r="])
+def test_client_first_messages_kafka_refuses(first):
+    """Kafka's server takes only the "n" flag (no channel binding) and a printable ASCII nonce."""
+    from compactlog.errors import SaslAuthenticationFailedError
+    from compactlog.security.scram import ScramServer, make_credential
+
+    stored = make_credential("SCRAM-SHA-256", "pw")
+    with pytest.raises(SaslAuthenticationFailedError, match="client-first"):
+        ScramServer("SCRAM-SHA-256", lambda u, m: stored).step(first)
+
+
+def test_a_final_nonce_with_a_prefix_that_is_not_printable_is_refused():
+    from compactlog.errors import SaslAuthenticationFailedError
+    from compactlog.security.scram import ScramServer, make_credential
+
+    stored = make_credential("SCRAM-SHA-256", "pw")
+    client, server = Rdkafka202Scram("SCRAM-SHA-256", "alice", "pw", seed=4), ScramServer("SCRAM-SHA-256",
+                                                                                          lambda u, m: stored)
+    with pytest.raises(SaslAuthenticationFailedError, match="printable"):
+        server.step(client.final(server.step(client.first()), nonce_of=lambda c, s: "é" + s))

@@ -165,6 +165,12 @@ def _attributes(text: str) -> list[tuple[str, str]]:
     return out
 
 
+def _printable(nonce: str) -> bool:
+    """A nonce as Kafka's SCRAM messages allow one: printable ASCII ('!' to '~'), at least one character
+    (',' cannot occur: it separates the attributes)."""
+    return bool(nonce) and all("!" <= c <= "~" for c in nonce)
+
+
 def _saslname(text: str) -> str:
     """A SCRAM username with its escapes (=2C for ',', =3D for '=') undone; any other '=' is invalid."""
     out, i = [], 0
@@ -211,10 +217,10 @@ class ScramServer:
     def _first(self, text: str) -> str:
         flag, sep1, rest = text.partition(",")
         authzid, sep2, bare = rest.partition(",")
-        if not (sep1 and sep2) or flag not in ("n", "y"):
+        if not (sep1 and sep2) or flag != "n":  # Kafka's server takes "n" only (no channel binding)
             raise SaslAuthenticationFailedError("Invalid SCRAM client-first message (channel binding is not supported)")
         attrs = _attributes(bare)
-        if len(attrs) < 2 or attrs[0][0] != "n" or attrs[1][0] != "r" or not attrs[1][1]:
+        if len(attrs) < 2 or attrs[0][0] != "n" or attrs[1][0] != "r" or not _printable(attrs[1][1]):
             raise SaslAuthenticationFailedError("Invalid SCRAM client-first message: expected n=user,r=nonce")
         user = _saslname(attrs[0][1])
         if authzid and (not authzid.startswith("a=") or _saslname(authzid[2:]) != user):
@@ -252,6 +258,8 @@ class ScramServer:
         if len(attrs) < 2 or attrs[0][0] != "c" or attrs[1][0] != "r":
             raise SaslAuthenticationFailedError("Invalid SCRAM client-final message: expected c=...,r=...,p=...")
         binding, nonce = attrs[0][1], attrs[1][1]
+        if not _printable(nonce):
+            raise SaslAuthenticationFailedError("Invalid SCRAM client-final message: the nonce is not printable")
         if binding != _b64(self._gs2_header.encode("utf-8")):
             raise SaslAuthenticationFailedError("Invalid SCRAM client-final message: channel binding differs")
         if not nonce.endswith(self._nonce):
