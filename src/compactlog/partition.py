@@ -115,29 +115,54 @@ class Partition:
         """(timestamp, offset) of the record with the largest timestamp from the log start on, the first of
         them when several share it (ListOffsets' max-timestamp spec, KIP-734); None when no record has one.
 
-        Each segment knows the largest timestamp ever written to it (an upper bound once records are
-        cleaned away or below the log start), so segments are read newest-bound first and the walk stops
-        at the first segment that cannot beat what was found: usually one segment is read."""
+        Each segment knows the largest timestamp written to it and the batch that first reached it (what
+        its time index ends with). Segments are tried by that bound, highest first, and the walk stops at
+        the first that cannot beat what was found; in each, the batch it names is read first, and the whole
+        segment only when that batch is gone or below the log start (cleaned away, deleted records)."""
         segs = list(self._log.segments)
-        if not segs:
-            return None
         start, end = self.log_start_offset, self.log_end_offset
-        bounds = [(seg.base_offset, segs[i + 1].base_offset if i + 1 < len(segs) else end, seg.max_timestamp_so_far)
-                  for i, seg in enumerate(segs)]
-        bounds = [b for b in bounds if b[1] > start]
+        spans = [(seg, seg.base_offset, segs[i + 1].base_offset if i + 1 < len(segs) else end)
+                 for i, seg in enumerate(segs)]
         best: tuple[int, int] | None = None
         # by bound, highest first; on equal bounds the older segment first (it holds the earlier offsets)
-        for first, last, bound in sorted(bounds, key=lambda b: (-b[2], b[0])):
+        for seg, first, last in sorted(spans, key=lambda s: (-s[0].max_timestamp_so_far, s[1])):
+            bound = seg.max_timestamp_so_far
+            if last <= start or bound < 0:
+                continue
             if best is not None and bound < best[0]:
                 break
-            for batch in read_batches(self._log, max(first, start), last):
-                if batch.max_timestamp < 0 or (best is not None and batch.max_timestamp < best[0]):
-                    continue
-                for rec in batch.records():
-                    if rec.offset >= start and rec.timestamp >= 0 and (
-                            best is None or rec.timestamp > best[0] or rec.timestamp == best[0] and rec.offset < best[1]):
-                        best = (rec.timestamp, rec.offset)
+            found = self._first_at(bound, seg.offset_of_max_timestamp, start) if first <= seg.offset_of_max_timestamp < last \
+                else None
+            if found is None:
+                found = self._largest_in(max(first, start), last)
+            if found is not None and (best is None or found[0] > best[0] or found[0] == best[0] and found[1] < best[1]):
+                best = found
         return best
+
+    def _first_at(self, timestamp: int, offset: int, start: int) -> tuple[int, int] | None:
+        """(timestamp, offset) of the first record stamped ``timestamp`` in the batch holding ``offset``,
+        when that batch is there, at or above ``start``, and reaches ``timestamp``."""
+        if offset < start:
+            return None
+        for batch in read_batches(self._log, offset, offset + 1):
+            if batch.max_timestamp == timestamp and batch.base_offset >= start:
+                return next(((r.timestamp, r.offset) for r in batch.records() if r.timestamp == timestamp), None)
+            return None
+        return None
+
+    def _largest_in(self, first: int, last: int) -> tuple[int, int] | None:
+        """(timestamp, offset) of the first record with the largest timestamp in [first, last): batch
+        headers find the batch, and only that batch's records are decoded (and those of a batch that
+        starts below ``first``, whose header speaks for records not asked about)."""
+        top, top_ts = None, -1
+        for batch in read_batches(self._log, first, last):
+            ts = batch.max_timestamp if batch.base_offset >= first else \
+                max((r.timestamp for r in batch.records() if r.offset >= first), default=-1)
+            if ts > top_ts:
+                top, top_ts = batch, ts
+        if top is None:
+            return None
+        return next((r.timestamp, r.offset) for r in top.records() if r.offset >= first and r.timestamp == top_ts)
 
     # writing ------------------------------------------------------------------------------------
     def append(self, batch: bytes) -> "ValidatedAppend":

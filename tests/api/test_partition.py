@@ -45,3 +45,40 @@ def test_unknown_partitions_and_unsupported_reads_are_named(cl):
         cl.consume("t", 1, from_beginning=True, isolation_level="read_committed")
     with pytest.raises(InvalidRequestError, match="view"):
         cl.partition("t", 1).records(view="sideways")
+
+
+def _brute_max(part) -> tuple[int, int] | None:
+    best = None
+    for r in part.records():
+        if r.timestamp >= 0 and (best is None or r.timestamp > best[0]):
+            best = (r.timestamp, r.offset)
+    return best
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_max_timestamp_is_the_first_record_with_the_largest_timestamp(tmp_path, seed):
+    """Partition.max_timestamp (ListOffsets' -3) against reading every record: batches of records with
+    timestamps out of order and repeated, many small segments, a log start moved into the middle of a
+    batch, and a restart (the segments' bounds then come from their time indexes)."""
+    import random
+
+    from compactlog.records.batch import build_batch
+
+    rng = random.Random(seed)
+    with compactlog.open(tmp_path) as cl:
+        cl.create_topic("ts", 1, {"segment.bytes": "700"})
+        part = cl.partition("ts", 0)
+        assert part.max_timestamp() is None
+        for _ in range(40):
+            n = rng.randint(1, 6)
+            stamps = [rng.choice((rng.randint(1000, 1050), 1050, 2000 + rng.randint(0, 3))) for _ in range(n)]
+            part.append(build_batch([None] * n, [b"v" * 20] * n, stamps))
+        assert part.max_timestamp() == _brute_max(part)
+        top = part.max_timestamp()
+        cl.delete_records("ts", 0, top[1] + rng.randint(0, 2))  # the largest ones (maybe) gone
+        assert part.max_timestamp() == _brute_max(part)
+    with compactlog.open(tmp_path) as cl:
+        part = cl.partition("ts", 0)
+        assert part.max_timestamp() == _brute_max(part)
+        cl.delete_records("ts", 0, part.log_end_offset)
+        assert part.max_timestamp() is None
