@@ -374,6 +374,17 @@ def test_dump_log_refuses_what_is_not_a_segment_file(tmp_path):
         assert res.exit_code == 2 and "Error: Invalid value for '--files': expected a comma-separated list" in res.output
 
 
+def test_dump_log_names_a_file_name_the_system_refuses(tmp_path):
+    res = dump(tmp_path / ("x" * 5000 + ".log"))
+    assert res.exit_code == 1 and "Traceback" not in res.output, res.output
+    assert res.stderr.startswith("Error: '") and "(5" in res.stderr and res.stderr.endswith(": File name too long\n")
+
+
+def test_verify_names_a_topic_it_does_not_find(data):
+    refused(data, "verify", "--data-dir", "DATA", "--topic", "nope", code=1,
+            message="Error: Topic 'nope' does not exist in DATA.")
+
+
 def test_dump_log_names_garbage_short_and_torn_files(tmp_path):
     garbage = tmp_path / f"{SEGMENT}.log"
     garbage.write_bytes(bytes(range(7, 107)))

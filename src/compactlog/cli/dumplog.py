@@ -37,7 +37,7 @@ from ..dump_log import (
     time_index_entries,
 )
 from ..errors import CompactLogError
-from .common import kafka_errors
+from .common import kafka_errors, shown
 
 if TYPE_CHECKING:
     from ..records.batch import RecordBatch
@@ -154,6 +154,8 @@ def dump_log(paths, print_data_log, deep_iteration):
                 kind = check_segment_file(path)
             except NotASegmentFileError as exc:
                 raise click.ClickException(str(exc)) from None
+            except OSError as exc:  # a name the file system refuses (too long, a loop of links)
+                raise click.ClickException(f"{shown(name)}: {exc.strerror or exc}") from None
             try:
                 if kind == LOG:
                     dump_log_file(path, deep_iteration or print_data_log, print_data_log, findings)

@@ -53,6 +53,10 @@ def verify(data_dir, topic, repair):
 
     with io_progress("verify") as on_io:
         report = scrub.verify(data_dir, topic, on_io)
+    if topic is not None and not report.partitions and not report.problems:  # nothing of it was found to check
+        from ..errors import UnknownTopicOrPartitionError
+
+        raise UnknownTopicOrPartitionError(f"Topic '{topic}' does not exist in {data_dir}.")
     _summary_table(report)
     if report.problems:
         _problems_table("problems found", report.problems)
