@@ -50,7 +50,7 @@ def run(broker, tmp_path):
     return invoke
 
 
-def test_topics(run):
+def test_topics(run, broker):
     out = run("topics", "--bootstrap-server", "BROKER", "--create", "--topic", "t1", "--partitions", "2",
               "--config", "cleanup.policy=compact").stdout
     assert out == "Created topic t1.\n"
@@ -59,7 +59,8 @@ def test_topics(run):
     run("topics", "--bootstrap-server", "BROKER", "--create", "--topic", "t1", "--if-not-exists")
     assert "t1" in run("topics", "--bootstrap-server", "BROKER", "--list").stdout.split()
     lines = run("topics", "--bootstrap-server", "BROKER", "--describe", "--topic", "t1").stdout.splitlines()
-    assert lines[0] == "Topic: t1\tPartitionCount: 2\tReplicationFactor: 1\tConfigs: cleanup.policy=compact"
+    stored = (broker.data_dir / "t1-0" / "partition.metadata").read_text().split("topic_id:")[1].strip()
+    assert lines[0] == f"Topic: t1\tTopicId: {stored}\tPartitionCount: 2\tReplicationFactor: 1\tConfigs: cleanup.policy=compact"
     assert lines[1] == "\tTopic: t1\tPartition: 0\tLeader: 1\tReplicas: 1\tIsr: 1\tLogStartOffset: 0\tLogEndOffset: 0"
     run("topics", "--bootstrap-server", "BROKER", "--alter", "--topic", "t1", "--partitions", "3")
     assert "PartitionCount: 3" in run("topics", "--bootstrap-server", "BROKER", "--describe", "--topic", "t1").stdout

@@ -175,12 +175,24 @@ class WireClient:
 
     def describe_topic(self, name: str) -> TopicDescription:
         """Partitions from Metadata, offsets from ListOffsets, the config from DescribeConfigs. Sizes and
-        segment counts are not on the wire (None); neither is the topic id before Metadata v10 ("")."""
+        segment counts are not on the wire (None); the topic id is "" from a broker without one."""
         count = self.partitions_for(name)
         earliest = self.list_offsets(name, range(count), "earliest")
         latest = self.list_offsets(name, range(count), "latest")
         parts = [PartitionInfo(p, earliest[p], latest[p], None, None) for p in range(count)]
-        return TopicDescription(name, "", parts, self.topic_config(name))
+        return TopicDescription(name, self.topic_id(name), parts, self.topic_config(name))
+
+    def topic_id(self, name: str) -> str:
+        """The topic's id (Metadata v10+) as Kafka writes it, URL-safe base64 without padding; "" when the
+        broker sends none. (librdkafka prints the same 128 bits in standard base64.)"""
+        import base64
+
+        from confluent_kafka import TopicCollection
+
+        d = result(self.admin.describe_topics(TopicCollection([name]), request_timeout=TIMEOUT_S)[name])
+        mask = 2**64 - 1  # the halves come as Java's signed longs
+        bits = (d.topic_id.get_most_significant_bits() & mask) << 64 | d.topic_id.get_least_significant_bits() & mask
+        return base64.urlsafe_b64encode(bits.to_bytes(16, "big")).rstrip(b"=").decode() if bits else ""
 
     def topic_config(self, name: str) -> WireConfig:
         from confluent_kafka.admin import ConfigResource, ResourceType
