@@ -33,8 +33,9 @@ def _install() -> str | None:
         return "skip: node or npm is not installed"
     CACHE.mkdir(parents=True, exist_ok=True)
     try:
-        done = subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--no-save", "--prefix", str(CACHE),
-                               f"kafkajs@{VERSION}"], capture_output=True, text=True, timeout=INSTALL_TIMEOUT)
+        done = subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--no-save", "--fetch-retries=1",
+                               "--fetch-timeout=20000", "--prefix", str(CACHE), f"kafkajs@{VERSION}"],
+                              capture_output=True, text=True, timeout=INSTALL_TIMEOUT)
     except subprocess.TimeoutExpired:
         return f"skip: npm install kafkajs@{VERSION} took over {INSTALL_TIMEOUT} s (registry not reachable?)"
     if done.returncode != 0 or not (modules / "kafkajs" / "package.json").exists():
