@@ -381,6 +381,15 @@ def test_describe_cluster_v1_endpoint_types(broker, endpoint, code):
     assert bool(answer.brokers) == (code == 0)
 
 
+def test_describe_cluster_authorized_operations(broker):
+    request = wire.module_of("describe_cluster", 1, "request")
+    asked = raw(broker, request.DescribeClusterRequest(include_cluster_authorized_operations=True, endpoint_type=1))
+    assert asked.cluster_authorized_operations == sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))  # a super user
+    unasked = raw(broker, request.DescribeClusterRequest(include_cluster_authorized_operations=False,
+                                                         endpoint_type=1))
+    assert unasked.cluster_authorized_operations == -(2**31)
+
+
 def test_elect_leaders_of_an_unknown_election_type(broker):
     request = wire.module_of("elect_leaders", 2, "request")
     answer = raw(broker, request.ElectLeadersRequest(election_type=7, timeout=wire.ms(MS), topic_partitions=(

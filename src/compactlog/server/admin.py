@@ -38,7 +38,9 @@ from .broker import NO_THROTTLE, Broker, Session, error_code
 from .configs import SOURCE_NUMBERS
 from .entities import make, response, schema
 from .protocol import Request
-from .topic_ids import ZERO_UUID, id_of, topic_named, topic_uuid
+from .metadata import topic_uuid as id_of_topic
+from .metadata import topic_with_uuid
+from .topic_ids import ZERO_UUID, topic_uuid
 
 log = logging.getLogger(__name__)
 
@@ -237,7 +239,7 @@ def _resolve(broker: Broker, req: Request) -> list[tuple[str | None, Any, Outcom
         if name is not None and given is not None:
             out.append((name, given, (INVALID_REQUEST, "You may not specify both topic name and topic id.")))
         elif given is not None:
-            found = topic_named(broker.cl, given)
+            found = topic_with_uuid(broker, given)
             if ids[given] > 1:
                 out.append((None, given, (INVALID_REQUEST, "Duplicate topic id.")))
             elif found is None:
@@ -259,7 +261,7 @@ async def delete_topics(broker: Broker, req: Request, session: Session):
     s = schema(req)
     resolved = _resolve(broker, req)
     names = [n for n, _i, refused in resolved if refused is None]
-    ids = {n: id_of(broker.cl, n) for n in names}  # before they go
+    ids = {n: id_of_topic(broker, n) for n in names}  # before they go
     done = iter(await broker.blocking(_delete_all, broker, names, _refused(broker, session, "DELETE", names)))
     outcomes = [refused or next(done) for _n, _i, refused in resolved]
     coordinator = broker.extras.get("group_coordinator")

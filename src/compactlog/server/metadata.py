@@ -160,11 +160,14 @@ async def describe_cluster(broker: Broker, req: Request, session: Session):
                         endpoint_type=BROKER_ENDPOINT, cluster_id="", controller_id=-1, brokers=(),
                         cluster_authorized_operations=NOT_COMPUTED)
     host, port = broker.address(session)
+    ops = NOT_COMPUTED
+    if req.body.include_cluster_authorized_operations:  # Kafka: 0 for a caller who may not describe the cluster
+        ops = authorized_operations(broker, session, "CLUSTER") if broker.authorize(session, "DESCRIBE", "CLUSTER") else 0
     return response(req, throttle_time=NO_THROTTLE, error_code=error_code(0), error_message=None,
                     endpoint_type=BROKER_ENDPOINT, cluster_id=broker.cluster_id, controller_id=broker.node_id,
                     brokers=(make(s.DescribeClusterBroker, broker_id=broker.node_id, host=host, port=port,
                                   rack=None),),
-                    cluster_authorized_operations=NOT_COMPUTED)
+                    cluster_authorized_operations=ops)
 
 
 async def find_coordinator(broker: Broker, req: Request, session: Session):

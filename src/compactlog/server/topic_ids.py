@@ -2,7 +2,8 @@
 
 The storage keeps a topic's id as Kafka writes it in ``partition.metadata`` (URL-safe base64 of the 16
 bytes, no padding; ``CompactLog.topic_id``); the wire carries the 16 bytes, which kio gives as a UUID.
-Kafka's "no id" is the all-zero UUID (``ZERO_UUID``).
+Kafka's "no id" is the all-zero UUID (``ZERO_UUID``). Looking topics up by either form is
+``metadata.topic_uuid`` and ``metadata.topic_with_uuid``.
 """
 
 from __future__ import annotations
@@ -10,9 +11,6 @@ from __future__ import annotations
 import base64
 import binascii
 import uuid
-
-from ..api import CompactLog
-from ..errors import CompactLogError
 
 ZERO_UUID = uuid.UUID(int=0)
 
@@ -31,25 +29,3 @@ def topic_uuid(text: str | None) -> uuid.UUID:
 def topic_text(value: uuid.UUID) -> str:
     """The stored form of a wire topic id."""
     return base64.urlsafe_b64encode(value.bytes).rstrip(b"=").decode("ascii")
-
-
-def id_of(cl: CompactLog, name: str) -> uuid.UUID:
-    """The wire id of topic ``name``; ZERO_UUID when there is no such topic."""
-    try:
-        return topic_uuid(cl.describe_topic(name).topic_id)
-    except CompactLogError:
-        return ZERO_UUID
-
-
-def topic_named(cl: CompactLog, value: uuid.UUID | None) -> str | None:
-    """The name of the topic whose id is ``value``, None when no topic has it."""
-    if value is None or value == ZERO_UUID:
-        return None
-    wanted = topic_text(value)
-    for name in cl.list_topics():
-        try:
-            if cl.describe_topic(name).topic_id == wanted:
-                return name
-        except CompactLogError:  # deleted meanwhile
-            continue
-    return None

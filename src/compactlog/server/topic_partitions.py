@@ -20,25 +20,14 @@ from __future__ import annotations
 from ..errors import CompactLogError
 from ..partition import LEADER_EPOCH
 from ..topics import INTERNAL_TOPICS, check_topic_name
+from .acls import authorized_operations
 from .broker import NO_THROTTLE, Broker, Session, error_code
 from .entities import make, response, schema
 from .protocol import Request
-from .topic_ids import ZERO_UUID, id_of
+from .metadata import topic_uuid
+from .topic_ids import ZERO_UUID
 
 UNKNOWN_TOPIC_OR_PARTITION, TOPIC_AUTHORIZATION_FAILED, INVALID_REQUEST = 3, 29, 42
-# Kafka's operation codes, for the bit set of what a caller may do on a topic.
-TOPIC_OPERATIONS = {"READ": 3, "WRITE": 4, "CREATE": 5, "DELETE": 6, "ALTER": 7, "DESCRIBE": 8,
-                    "DESCRIBE_CONFIGS": 10, "ALTER_CONFIGS": 11}
-
-
-def authorized_operations(broker: Broker, session: Session, topic: str) -> int:
-    bits = 0
-    for name, code in TOPIC_OPERATIONS.items():
-        if broker.authorize(session, name, "TOPIC", topic):
-            bits |= 1 << code
-    return bits
-
-
 def _unknown(name: str) -> int:
     try:
         check_topic_name(name)
@@ -78,14 +67,14 @@ async def describe_topic_partitions(broker: Broker, req: Request, session: Sessi
             if not every:
                 topics.append(make(s.DescribeTopicPartitionsResponseTopic, error_code=error_code(_unknown(name)),
                                    name=name, topic_id=ZERO_UUID, is_internal=name in INTERNAL_TOPICS, partitions=(),
-                                   topic_authorized_operations=authorized_operations(broker, session, name)))
+                                   topic_authorized_operations=authorized_operations(broker, session, "TOPIC", name)))
             continue
         first = cursor.partition_index if cursor is not None and name == start_name else 0
         upper = min(count, first + remaining)
         topics.append(make(
             s.DescribeTopicPartitionsResponseTopic, error_code=error_code(0), name=name,
-            topic_id=id_of(cl, name), is_internal=name in INTERNAL_TOPICS,
-            topic_authorized_operations=authorized_operations(broker, session, name), partitions=tuple(
+            topic_id=topic_uuid(broker, name), is_internal=name in INTERNAL_TOPICS,
+            topic_authorized_operations=authorized_operations(broker, session, "TOPIC", name), partitions=tuple(
                 make(s.DescribeTopicPartitionsResponsePartition, error_code=error_code(0), partition_index=p,
                      leader_id=broker.node_id, leader_epoch=LEADER_EPOCH, replica_nodes=(broker.node_id,),
                      isr_nodes=(broker.node_id,), eligible_leader_replicas=(), last_known_elr=(),
