@@ -186,6 +186,8 @@ def test_a_property_is_one_name_and_value_kept_as_typed(data):
      "Error: Invalid value for '--config': 'retention.ms': Invalid topic config: all configs to be added must be in "
      "the format \"key=val\"."),
     (["--create", "--topic", "u", "--config", "a=b=c"], 2, "Invalid topic config"),
+    (["--create", "--topic", "u", "--config", "retention.ms="], 2, "Invalid topic config"),
+    (["--create", "--topic", "u", "--config", "=5"], 2, "Invalid topic config"),
     (["--create", "--topic", "u", "--config", "cleanup.policy=compacted"], 1,
      "Error: Invalid value compacted for configuration cleanup.policy: String must be one of: compact, delete"),
     (["--create", "--topic", "t"], 1, "Error: Topic 't' already exists."),

@@ -45,9 +45,10 @@ def check_counts(partitions: int | None, replication_factor: int | None) -> None
 
 def topic_configs(items: tuple[str, ...]) -> dict[str, str]:
     """``--config`` as kafka-topics reads it: each one name=value, the value taken whole, commas and all
-    (``cleanup.policy=compact,delete``), and exactly one '=' in it."""
+    (``cleanup.policy=compact,delete``), exactly one '=' in it, a name before it and a value after it."""
     for item in items:
-        if item.count("=") != 1:
+        name, _, value = item.partition("=")
+        if item.count("=") != 1 or not name.strip() or not value.strip():
             raise click.BadParameter(f"{shown(item)}: Invalid topic config: all configs to be added must be in "
                                      'the format "key=val".', param_hint="'--config'")
     return parse_key_values(items, "--config")
