@@ -408,3 +408,52 @@ def test_every_method_is_in_the_docs_table():
     assert public == documented
     called = Path(__file__).read_text()
     assert [m for m in sorted(public) if f".{m}(" not in called] == []
+
+
+# with ACLs that do not give the caller the cluster ------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def guarded(tmp_path_factory):
+    """A broker whose only ACL lets everyone describe topics: the cluster APIs are refused."""
+    from compactlog.security.acls import AclBinding, AclStore, Operation, PatternType, Permission
+    from compactlog.security.acls import ResourceType as Kind
+
+    data = tmp_path_factory.mktemp("admin-guarded") / "data"
+    data.mkdir()
+    AclStore(data).add([AclBinding(Kind.TOPIC, "*", PatternType.LITERAL, "User:*", "*", Operation.DESCRIBE,
+                                   Permission.ALLOW)])
+    with wire.serving(data) as s:
+        yield s
+
+
+def test_the_cluster_apis_need_the_cluster(guarded):
+    m = wire.module_of
+    dirs = m("describe_log_dirs", 4, "request")
+    assert raw(guarded, dirs.DescribeLogDirsRequest(topics=None)).error_code == 31
+    move = m("alter_replica_log_dirs", 2, "request")
+    moved = raw(guarded, move.AlterReplicaLogDirsRequest(dirs=(move.AlterReplicaLogDir(
+        path=str(Path(guarded.data_dir).resolve()), topics=(move.AlterReplicaLogDirTopic(name="t", partitions=(0,)),)),)))
+    assert moved.results[0].partitions[0].error_code == 31
+    elect = m("elect_leaders", 2, "request")
+    assert raw(guarded, elect.ElectLeadersRequest(election_type=0, topic_partitions=None,
+                                                  timeout=wire.ms(MS))).error_code == 31
+    alter = m("alter_partition_reassignments", 0, "request")
+    assert raw(guarded, alter.AlterPartitionReassignmentsRequest(timeout=wire.ms(MS), topics=())).error_code == 31
+    listing = m("list_partition_reassignments", 0, "request")
+    assert raw(guarded, listing.ListPartitionReassignmentsRequest(timeout=wire.ms(MS), topics=None)).error_code == 31
+    quotas = m("describe_client_quotas", 1, "request")
+    assert raw(guarded, quotas.DescribeClientQuotasRequest(components=(), strict=False)).error_code == 31
+    cluster = m("describe_cluster", 1, "request")
+    assert raw(guarded, cluster.DescribeClusterRequest(include_cluster_authorized_operations=True,
+                                                       endpoint_type=1)).cluster_authorized_operations == 0
+
+
+def test_describe_producers_needs_read_and_topics_are_described_with_the_callers_operations(guarded):
+    producers = wire.module_of("describe_producers", 0, "request")
+    answer = raw(guarded, producers.DescribeProducersRequest(topics=(producers.TopicRequest(name="t",
+                                                                                          partition_indexes=(0,)),)))
+    assert answer.topics[0].partitions[0].error_code == 29
+    request = wire.module_of("describe_topic_partitions", 0, "request")
+    listed = raw(guarded, request.DescribeTopicPartitionsRequest(topics=(request.TopicRequest(name="t"),),
+                                                                 response_partition_limit=10))
+    assert [(t.name, t.error_code, t.topic_authorized_operations) for t in listed.topics] == [("t", 3, 1 << 8)]
