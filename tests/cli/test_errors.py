@@ -225,6 +225,8 @@ def test_each_config_flag_is_one_name_and_value_commas_included(data):
     refused(data, "configs", "--data-dir", "DATA", "--alter", "--topic", "t", "--add-config",
             "cleanup.policy=compact,delete", code=2,
             message="Error: Invalid value for '--add-config': expected key=value, got 'delete'")
+    refused(data, "configs", "--data-dir", "DATA", "--alter", "--topic", "t", "--add-config", "retention.ms=1=2",
+            code=2, message="Error: Invalid value for '--add-config': expected key=value, got 'retention.ms=1=2'")
 
 
 def test_topics_refuses_a_name_that_collides_after_dots_become_underscores(data):

@@ -334,8 +334,10 @@ def parse_key_values(items: tuple[str, ...] | list[str], what: str, *, commas: b
             if commas and not part:
                 continue
             key, sep, value = part.partition("=")
-            if not sep or not key.strip():
+            if not sep or not key.strip() or commas and _outside_brackets(value).count("="):
                 raise click.BadParameter(f"expected key=value, got {shown(part)}", param_hint=f"'{what}'")
+            if commas:  # the brackets only keep a list value whole
+                value = value.replace("[", "").replace("]", "")
             out[key.strip()] = value.strip() if strip else value
     return out
 
@@ -354,7 +356,18 @@ def _split_top_level(text: str) -> list[str]:
             continue
         cur.append(ch)
     parts.append("".join(cur))
-    return [p.replace("[", "").replace("]", "") for p in parts]
+    return parts
+
+
+def _outside_brackets(text: str) -> str:
+    """``text`` without what is inside [...]: where kafka-configs looks for a second '='."""
+    out, depth = [], 0
+    for ch in text:
+        depth += ch == "["
+        if depth == 0:
+            out.append(ch)
+        depth -= ch == "]" and depth > 0
+    return "".join(out)
 
 
 def check_property_names(props: dict[str, str], known: set[str], what: str) -> None:
