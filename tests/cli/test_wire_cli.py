@@ -294,6 +294,8 @@ def test_consumer_groups_reset_scenarios_export_and_from_file(run, tmp_path):
         {k: (str(e),) for k, e in ends.items()}
     assert set(_offsets(run(*reset, "--group", "s1", "--topic", "shift", "--by-duration", "P1D").stdout).values()) == \
         {("0",)}  # every record is younger than a day
+    ahead = _offsets(run(*reset, "--group", "s1", "--topic", "shift", "--by-duration", "-PT9223372036854775807S").stdout)
+    assert ahead == {k: (str(e),) for k, e in ends.items()}  # no record is from the future: the log end
     exported = run(*reset, "--group", "s1", "--topic", "shift:0", "--to-offset", "1", "--export")
     assert exported.stdout == "shift,0,1\n" and "dry run" in exported.stderr  # the default, said
     assert run(*reset, "--group", "s1", "--topic", "shift:0", "--to-offset", "1", "--dry-run").stderr == ""

@@ -187,7 +187,8 @@ def _target(chosen: list[str], to_offset, shift_by, to_datetime, by_duration) ->
             ago = parse_duration(by_duration)
         except ValueError as exc:
             raise click.BadParameter(str(exc), param_hint="'--by-duration'") from None
-        return "datetime", max(0, int(time.time() * 1000) - ago)
+        # a negative duration looks ahead: no record is that recent, so the log end; kept within a long
+        return "datetime", min(LONG_MAX, max(0, int(time.time() * 1000) - ago))
     return {"--to-earliest": ("earliest", None), "--to-latest": ("latest", None), "--to-current": ("current", None),
             "--to-offset": ("offset", to_offset), "--shift-by": ("shift", shift_by),
             "--from-file": ("file", None)}[flag]
