@@ -154,7 +154,8 @@ def test_delete_topics_v6_by_id(admin, broker):
 def test_describe_topic_partitions_pages_by_cursor(admin, broker):
     admin.create_topics([NewTopic("paged-a", 3, 1), NewTopic("paged-b", 2, 1)])
     first = admin.describe_topic_partitions(["paged-a", "paged-b"], response_partition_limit=2)
-    assert [(t["name"], [p["partition_index"] for p in t["partitions"]]) for t in first["topics"]] == [("paged-a", [0, 1])]
+    assert [(t["name"], [p["partition_index"] for p in t["partitions"]]) for t in first["topics"]] == \
+        [("paged-a", [0, 1])]
     assert first["next_cursor"] == {"topic_name": "paged-a", "partition_index": 2}
     rest = admin.describe_topic_partitions(["paged-a", "paged-b"], response_partition_limit=2,
                                            cursor=first["next_cursor"])
@@ -431,8 +432,9 @@ def test_the_cluster_apis_need_the_cluster(guarded):
     dirs = m("describe_log_dirs", 4, "request")
     assert raw(guarded, dirs.DescribeLogDirsRequest(topics=None)).error_code == 31
     move = m("alter_replica_log_dirs", 2, "request")
+    here = str(Path(guarded.data_dir).resolve())
     moved = raw(guarded, move.AlterReplicaLogDirsRequest(dirs=(move.AlterReplicaLogDir(
-        path=str(Path(guarded.data_dir).resolve()), topics=(move.AlterReplicaLogDirTopic(name="t", partitions=(0,)),)),)))
+        path=here, topics=(move.AlterReplicaLogDirTopic(name="t", partitions=(0,)),)),)))
     assert moved.results[0].partitions[0].error_code == 31
     elect = m("elect_leaders", 2, "request")
     assert raw(guarded, elect.ElectLeadersRequest(election_type=0, topic_partitions=None,
@@ -457,3 +459,30 @@ def test_describe_producers_needs_read_and_topics_are_described_with_the_callers
     listed = raw(guarded, request.DescribeTopicPartitionsRequest(topics=(request.TopicRequest(name="t"),),
                                                                  response_partition_limit=10))
     assert [(t.name, t.error_code, t.topic_authorized_operations) for t in listed.topics] == [("t", 3, 1 << 8)]
+
+
+@pytest.mark.parametrize("protocol, principal, code", [
+    ("PLAINTEXT", "User:ANONYMOUS", 64), ("SSL", "User:ANONYMOUS", 64), ("SSL", "User:CN=client", 61),
+    ("SASL_PLAINTEXT", "User:alice", 61), ("SASL_SSL", "User:alice", 61)])
+def test_delegation_tokens_answer_as_kafka_without_a_master_key(protocol, principal, code):
+    """Kafka refuses token requests on connections that did not authenticate (64), and answers the others
+    that tokens are disabled (61); in-process, one session per security protocol."""
+    import asyncio
+
+    from compactlog.server import delegation_tokens
+    from compactlog.server.broker import Session
+    from compactlog.server.protocol import Request
+    from compactlog.server.security import SECURITY_PROTOCOL
+
+    session = Session("127.0.0.1", 1, principal=principal, extra={SECURITY_PROTOCOL: protocol})
+    expire = wire.module_of("expire_delegation_token", 2, "request")
+    body = expire.ExpireDelegationTokenRequest(hmac=b"x", expiry_time_period=wire.ms(-1))
+    answer = asyncio.run(delegation_tokens.expire_delegation_token(None, Request(40, 2, 1, None, body, 0), session))
+    assert answer.error_code == code
+    create = wire.module_of("create_delegation_token", 3, "request")
+    renewer = create.CreatableRenewers(principal_type="Group", principal_name="g")
+    body = create.CreateDelegationTokenRequest(owner_principal_type=None, owner_principal_name=None,
+                                               max_lifetime=wire.ms(-1), renewers=(renewer,))
+    answer = asyncio.run(delegation_tokens.create_delegation_token(None, Request(38, 3, 1, None, body, 0), session))
+    assert answer.error_code == (67 if code == 61 else 64)  # INVALID_PRINCIPAL_TYPE once allowed
+    assert (answer.principal_type, answer.principal_name) == tuple(principal.split(":", 1))

@@ -86,7 +86,8 @@ def reassignment(broker: Broker, topic: str, partition: int, replicas) -> Outcom
             return INVALID_REPLICA_ASSIGNMENT, (f"The manual partition assignment includes broker {b}, but no such "
                                                 f"broker is registered.")
         if b == previous:
-            return INVALID_REPLICA_ASSIGNMENT, f"The manual partition assignment includes the broker {b} more than once."
+            return INVALID_REPLICA_ASSIGNMENT, (f"The manual partition assignment includes the broker {b} more "
+                                                f"than once.")
         previous = b
     return 0, None  # this broker alone: the assignment the partition already has
 
