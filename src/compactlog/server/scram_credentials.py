@@ -7,19 +7,20 @@ They read and write the same store as ``compactlog configs --entity-type users``
 as its KRaft controller and metadata image give them:
 
 * Describe needs DESCRIBE on the cluster (else CLUSTER_AUTHORIZATION_FAILED at the top, without a
-  message, as Kafka answers it). No users (null
-  or empty) means every user; a user named twice gets DUPLICATE_RESOURCE, a user without credentials
-  RESOURCE_NOT_FOUND. Iterations and mechanisms only: salts and keys never leave the broker.
+  message, as Kafka answers it). No users (null or empty) means every user; a user named twice gets
+  DUPLICATE_RESOURCE, a user without credentials RESOURCE_NOT_FOUND. Iterations and mechanisms only: salts and keys never leave the broker.
 * Alter needs ALTER on the cluster (else CLUSTER_AUTHORIZATION_FAILED for each user). A user may appear
   once per request (a second deletion or upsertion of the same user fails that user with
-  DUPLICATE_RESOURCE, as in Kafka, even for another mechanism); an empty name or 4096 > iterations >
-  16384 is UNACCEPTABLE_CREDENTIAL; a mechanism other than 1 (SCRAM-SHA-256) or 2 (SCRAM-SHA-512) is
+  DUPLICATE_RESOURCE, as in Kafka, even for another mechanism); an empty name or iterations outside
+  4096-16384 is UNACCEPTABLE_CREDENTIAL; a mechanism other than 1 (SCRAM-SHA-256) or 2 (SCRAM-SHA-512) is
   UNSUPPORTED_SASL_MECHANISM; deleting a credential that does not exist is RESOURCE_NOT_FOUND. The
   accepted changes are written together. The client sends the salt and the salted password, never the
   password; the broker keeps the stored and server keys derived from them.
 """
 
 from __future__ import annotations
+
+from collections import Counter
 
 from ..security.credentials import CredentialStore
 from ..security.scram import MAX_ITERATIONS, MIN_ITERATIONS, credential_from_salted
@@ -32,8 +33,7 @@ CLUSTER_AUTHORIZATION_FAILED, UNSUPPORTED_SASL_MECHANISM = 31, 33
 RESOURCE_NOT_FOUND, DUPLICATE_RESOURCE, UNACCEPTABLE_CREDENTIAL = 91, 92, 93
 MECHANISM_TYPES = {1: "SCRAM-SHA-256", 2: "SCRAM-SHA-512"}  # Kafka's ScramMechanism type bytes
 TYPE_OF = {name: t for t, name in MECHANISM_TYPES.items()}
-NOT_AUTHORIZED = None  # Kafka sends no message with the generic CLUSTER_AUTHORIZATION_FAILED (librdkafka
-# reads a top-level message into memory it frees on return, so a message here crashes its describe)
+NOT_AUTHORIZED = None  # Kafka sends no message with its generic CLUSTER_AUTHORIZATION_FAILED
 
 Problem = tuple[int, str]
 
@@ -53,10 +53,11 @@ async def describe_user_scram_credentials(broker: Broker, req: Request, session:
                             for _ in asked or ()))
     known = await broker.blocking(_store(broker).describe)
     names = sorted(known) if not asked else list(dict.fromkeys(asked))
+    times = Counter(asked or ())
     results = []
     for name in names:
         infos, code, message = (), 0, None
-        if asked and asked.count(name) > 1:
+        if times[name] > 1:
             code, message = DUPLICATE_RESOURCE, ("Cannot describe SCRAM credentials for the same user twice in a "
                                                  f"single request: {name}")
         elif not known.get(name):
