@@ -167,7 +167,8 @@ def test_fetch_of_an_unknown_topic_id_is_unknown_topic_id(server):
         assert got == {wire_id(stored_id(server, "known")): ErrorCode.none, stranger: ErrorCode.unknown_topic_id}
 
 
-def _kio_fetch_bytes(version: int, correlation: int, topics: list, leader: tuple | None = None) -> bytes:
+def _kio_fetch_bytes(version: int, correlation: int, topics: list, leader: tuple | None = None,
+                     read_committed: bool = False) -> bytes:
     """kio's bytes for a Fetch response (header v1 then the body) with these (key, rows) and no records;
     from v16 with ``leader`` (id, host, port) named where a partition's error says the leader moved."""
     mod = wire.module_of("fetch", version, "response")
@@ -178,7 +179,8 @@ def _kio_fetch_bytes(version: int, correlation: int, topics: list, leader: tuple
         extra = {"current_leader": mod.LeaderIdAndEpoch(leader_id=leader[0], leader_epoch=0)} if (
             moved and err in (6, 74)) else {}
         return mod.PartitionData(partition_index=i, error_code=ErrorCode(err), high_watermark=hw, last_stable_offset=hw,
-                                 log_start_offset=start, aborted_transactions=(), preferred_read_replica=-1,
+                                 log_start_offset=start, aborted_transactions=() if read_committed else None,
+                                 preferred_read_replica=-1,
                                  records=b"", **extra)
 
     endpoints = {"node_endpoints": (mod.NodeEndpoint(node_id=leader[0], host=leader[1], port=leader[2]),)} if moved else {}
@@ -191,13 +193,16 @@ def _kio_fetch_bytes(version: int, correlation: int, topics: list, leader: tuple
     return struct.pack(">i", correlation) + b"\0" + out.getvalue()
 
 
+@pytest.mark.parametrize("read_committed", [False, True])
 @pytest.mark.parametrize("version", [12, 13, 15, 16])
-def test_the_hand_written_flexible_fetch_response_is_byte_for_byte_kios(version):
+def test_the_hand_written_flexible_fetch_response_is_byte_for_byte_kios(version, read_committed):
+    """Aborted transactions (there are none) are null for read_uncommitted, an empty list for
+    read_committed, as Kafka answers."""
     name = (lambda n: uuid.uuid5(uuid.NAMESPACE_DNS, n)) if version >= 13 else str
     topics = [(name("prices"), [(0, 0, 12, 3, b""), (1, 3, -1, -1, b"")]), (name("empty"), []),
               (name("ü" * 200), [(7, 100, -1, -1, b"")])]  # a name whose compact length takes two bytes
-    frame = b"".join(encode_fetch_response(99, version, topics, (1, "broker.example", 9092)).parts)
-    assert frame[4:] == _kio_fetch_bytes(version, 99, topics)
+    frame = b"".join(encode_fetch_response(99, version, topics, (1, "broker.example", 9092), read_committed).parts)
+    assert frame[4:] == _kio_fetch_bytes(version, 99, topics, read_committed=read_committed)
     assert struct.unpack(">i", frame[:4])[0] == len(frame) - 4
 
 

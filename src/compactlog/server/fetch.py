@@ -181,7 +181,7 @@ def _node_endpoints(leader: tuple[int, str, int]) -> bytes:
 
 
 def encode_fetch_response(correlation_id: int, version: int, topics: list,
-                          leader: tuple[int, str, int] | None = None) -> Frame:
+                          leader: tuple[int, str, int] | None = None, read_committed: bool = False) -> Frame:
     """The whole response frame, record sections as they were read (bytes or FileRegions).
 
     From v12 the layout is flexible: response header v1 (a tagged-field section after the correlation
@@ -204,7 +204,9 @@ def encode_fetch_response(correlation_id: int, version: int, topics: list,
     parts: list = []
     pending = b"".join(head)  # small fields gathered until the next record section
     tags = b"\0" if flexible else b""
-    aborted = _count(0, flexible)  # aborted transactions: none (there are no transactions)
+    # aborted transactions: none (there are no transactions); as in Kafka, an empty list for read_committed
+    # and null (no list looked for) for read_uncommitted
+    aborted = _count(0 if read_committed else -1, flexible)
     for key, rows in topics:
         pending += _topic_key(key, version) + _count(len(rows), flexible)
         for index, err, hw, start, data in rows:
@@ -264,7 +266,7 @@ async def fetch(broker: Broker, req: Request, session: Session):
                 topics = [next(read) if code == 0 else (key, [(p.partition, code, -1, -1, b"") for p in parts])
                           for (_name, key, parts), code in zip(asked, verdict)]
             return encode_fetch_response(req.correlation_id, req.api_version, topics,
-                                         (broker.node_id, *broker.address(session)))
+                                         (broker.node_id, *broker.address(session)), body.isolation_level == 1)
         release(topics)
         await broker.wait_for_data(remaining)
 
