@@ -51,7 +51,20 @@ class RecordBatchTooLargeError(CompactLogError):
     code, name = 18, "RECORD_LIST_TOO_LARGE"
 
 
-class InvalidTimestampError(CompactLogError):
+class RecordErrors:
+    """What an error about some records of a batch says of each: Kafka's Produce answer lists them
+    (``record_errors``: the record's index in its batch and why it was refused), so a producer can tell
+    which of its records were at fault. Empty when the error is about the batch as a whole."""
+
+    record_errors: tuple[tuple[int, str], ...] = ()
+
+    def with_records(self, record_errors: "list[tuple[int, str]] | tuple[tuple[int, str], ...]"):
+        """This error, naming the refused records as (index in the batch, message) pairs."""
+        self.record_errors = tuple(record_errors)
+        return self
+
+
+class InvalidTimestampError(RecordErrors, CompactLogError):
     """A record timestamp is outside the allowed window or the timestamp type is wrong."""
 
     code, name = 32, "INVALID_TIMESTAMP"
@@ -111,7 +124,7 @@ class UnsupportedCompressionTypeError(CompactLogError):
     code, name = 76, "UNSUPPORTED_COMPRESSION_TYPE"
 
 
-class InvalidRecordError(CompactLogError):
+class InvalidRecordError(RecordErrors, CompactLogError):
     """A record failed validation (for example a null key on a compacted topic)."""
 
     code, name = 87, "INVALID_RECORD"
@@ -223,6 +236,12 @@ class GroupSubscribedToTopicError(CompactLogError):
     """The group's members consume the topic, so its committed offsets cannot be deleted."""
 
     code, name = 86, "GROUP_SUBSCRIBED_TO_TOPIC"
+
+
+class ClusterAuthorizationFailedError(CompactLogError):
+    """Cluster authorization failed: the principal lacks the operation on the cluster the request needs."""
+
+    code, name = 31, "CLUSTER_AUTHORIZATION_FAILED"
 
 
 class SaslAuthenticationFailedError(CompactLogError):

@@ -32,19 +32,20 @@ def server(tmp_path_factory):
     add_users(d, USERS)  # SCRAM-SHA-256, 4096 iterations
     cli("acls", "--data-dir", str(d), "--add", "--allow-principal", "User:alice", "--operation", "Describe",
         "--cluster")
-    s = ServeProcess(d, {"listeners": "SASL_PLAINTEXT://127.0.0.1:0", "super.users": "User:admin"}).start()
+    s = ServeProcess(d, {"listeners": "SASL_PLAINTEXT://127.0.0.1:0,PLAINTEXT://127.0.0.1:0",
+                         "super.users": "User:admin"}).start()
     yield s
     s.kill()
 
 
 def conf(server, user: str, password: str | None = None, mechanism: str = "SCRAM-SHA-256") -> dict:
-    return {"bootstrap.servers": server.bootstrap, "security.protocol": "SASL_PLAINTEXT", "sasl.mechanisms": mechanism,
+    return {"bootstrap.servers": f"127.0.0.1:{server.ports['SASL_PLAINTEXT']}", "security.protocol": "SASL_PLAINTEXT", "sasl.mechanisms": mechanism,
             "sasl.username": user, "sasl.password": USERS.get(user) if password is None else password}
 
 
 def raw(server, user: str) -> RawClient:
     """A raw connection logged in as ``user`` (PLAIN)."""
-    c = RawClient.to(server)
+    c = RawClient("127.0.0.1", server.ports["SASL_PLAINTEXT"])
     assert c.call(SaslHandshakeRequest(mechanism="PLAIN")).error_code == 0
     assert c.call(SaslAuthenticateRequest(auth_bytes=f"\0{user}\0{USERS[user]}".encode())).error_code == 0
     return c
@@ -127,7 +128,7 @@ def test_kafka_python_alters_and_describes(server):
     from kafka.admin import ScramMechanism, UserScramCredentialDeletion, UserScramCredentialUpsertion
     from kafka.errors import ClusterAuthorizationFailedError
 
-    admin = KafkaAdminClient(bootstrap_servers=server.bootstrap, security_protocol="SASL_PLAINTEXT",
+    admin = KafkaAdminClient(bootstrap_servers=conf(server, "admin")["bootstrap.servers"], security_protocol="SASL_PLAINTEXT",
                              sasl_mechanism="SCRAM-SHA-256", sasl_plain_username="admin",
                              sasl_plain_password=USERS["admin"], request_timeout_ms=10000)
     try:
@@ -141,7 +142,7 @@ def test_kafka_python_alters_and_describes(server):
         assert "does not exist" in str(errors["frank"])
     finally:
         admin.close()
-    bob = KafkaAdminClient(bootstrap_servers=server.bootstrap, security_protocol="SASL_PLAINTEXT",
+    bob = KafkaAdminClient(bootstrap_servers=conf(server, "bob")["bootstrap.servers"], security_protocol="SASL_PLAINTEXT",
                            sasl_mechanism="PLAIN", sasl_plain_username="bob", sasl_plain_password=USERS["bob"],
                            request_timeout_ms=10000)
     try:
@@ -187,3 +188,41 @@ def test_describe_answers_as_kafka(server):
     refused = describe(server, "bob", ["alice"])
     assert refused.error_code == 31 and refused.error_message is None  # Kafka's generic error: no message
     assert [int(r.error_code) for r in refused.results] == [31]
+
+
+# compactlog configs --bootstrap-server --entity-type users -------------------------------------------------
+
+def configs(server, *args: str):
+    from click.testing import CliRunner
+
+    from compactlog.cli import main
+
+    return CliRunner().invoke(main, ["configs", "--bootstrap-server", f"127.0.0.1:{server.ports['PLAINTEXT']}",
+                                     "--entity-type", "users", *args])
+
+
+def test_the_configs_command_through_the_broker(server):
+    """As kafka-configs --bootstrap-server: refused without the right on the cluster (one line, no abort:
+    librdkafka would abort on Describe's refusal, so the command asks the cluster first), then with it the
+    same lines as over the data directory, and the user it adds logs in."""
+    refused = configs(server, "--describe")
+    assert refused.exit_code == 1 and "Not authorized to describe" in refused.output, refused.output
+    refused = configs(server, "--alter", "--entity-name", "ivy", "--add-config", "SCRAM-SHA-256=[password=ivy-pw]")
+    assert refused.exit_code == 1 and "authorization" in refused.output.lower(), refused.output
+    cli("acls", "--data-dir", str(server.data_dir), "--add", "--allow-principal", "User:ANONYMOUS",
+        "--operation", "Alter", "--operation", "Describe", "--cluster")
+    done = configs(server, "--alter", "--entity-name", "ivy", "--add-config",
+                   "SCRAM-SHA-256=[password=ivy-pw],SCRAM-SHA-512=[iterations=8192,password=ivy-pw]")
+    assert (done.exit_code, done.output) == (0, "Completed updating config for user ivy.\n")
+    shown = configs(server, "--describe", "--entity-name", "ivy")
+    assert shown.output == "SCRAM credentials of user ivy: SCRAM-SHA-256 (iterations=4096), SCRAM-SHA-512 (iterations=8192)\n"
+    assert shown.output == cli("configs", "--data-dir", str(server.data_dir), "--describe", "--entity-type", "users",
+                               "--entity-name", "ivy")
+    assert confluent_login_error(conf(server, "ivy", "ivy-pw", "SCRAM-SHA-512")) is None
+    assert configs(server, "--alter", "--entity-name", "ivy", "--delete-config", "SCRAM-SHA-256").exit_code == 0
+    assert "ivy: SCRAM-SHA-512 (iterations=8192)\n" in configs(server, "--describe").output
+    assert configs(server, "--describe", "--entity-name", "nobody").output == "User nobody has no SCRAM credentials.\n"
+    gone = configs(server, "--alter", "--entity-name", "ivy", "--delete-config", "SCRAM-SHA-256")
+    assert gone.exit_code == 1 and "does not exist" in gone.output and "Traceback" not in gone.output
+    odd = configs(server, "--alter", "--entity-name", "ivy", "--add-config", "SCRAM-SHA-1=[password=x]")
+    assert odd.exit_code == 1 and "only SCRAM-SHA-256 and SCRAM-SHA-512" in odd.output

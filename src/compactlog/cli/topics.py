@@ -152,11 +152,8 @@ def configs(data_dir, server_properties, bootstrap_server, entity_type, topic, a
     Example: compactlog configs --bootstrap-server 127.0.0.1:9092 --entity-type topics --entity-name prices --describe
     """
     action = one_action({"alter": alter, "describe": describe})
-    if entity_type == "users" and bootstrap_server is not None:
-        raise click.UsageError("users' credentials are kept in the data directory: give --data-dir (it works while "
-                               "serve runs)")
     if entity_type == "users":  # SCRAM credentials: users.py (no data directory lock needed)
-        return configure_users(data_dir, topic, action, add, delete)
+        return configure_users(data_dir, topic, action, add, delete, bootstrap_server)
     if not topic:
         raise click.UsageError("Missing option '--topic' / '--entity-name'.")
     if action == "alter":

@@ -8,6 +8,8 @@
 The credentials go to the data directory's ``__security/credentials.json`` salted (``compactlog.security``),
 without opening the data directory, so this works while ``compactlog serve`` runs on it: the broker
 reads the file again at the next login. ``--describe`` shows mechanisms and iterations, never secrets.
+With ``--bootstrap-server`` they go through the broker (DescribeUserScramCredentials and
+AlterUserScramCredentials, ``wire_users.py``).
 """
 
 from __future__ import annotations
@@ -61,20 +63,30 @@ def parse_credentials(items: tuple[str, ...] | list[str]) -> list[NewCredential]
     return out
 
 
-def configure_users(data_dir: str, user: str | None, action: str, add: tuple[str, ...],
-                    delete: tuple[str, ...]) -> None:
-    """Run ``configs --alter`` or ``--describe`` for ``--entity-type users``."""
-    store = CredentialStore(data_dir)
+def configure_users(data_dir: str | None, user: str | None, action: str, add: tuple[str, ...],
+                    delete: tuple[str, ...], bootstrap: str | None = None) -> None:
+    """Run ``configs --alter`` or ``--describe`` for ``--entity-type users``, on the data directory's
+    store or, with ``bootstrap``, through the broker (wire_users.py); the same lines either way."""
     if action == "alter":
         if not user:
             raise click.UsageError("--alter --entity-type users needs --entity-name")
         if not add and not delete:
             raise click.UsageError("--alter needs --add-config or --delete-config")
         names = [n.strip() for item in delete for n in item.split(",") if n.strip()]
-        store.alter(user, parse_credentials(add), names)
+        if bootstrap is not None:
+            from . import wire_users  # noqa: PLC0415 - loads the Kafka client only when used
+
+            wire_users.alter(bootstrap, user, parse_credentials(add), names)
+        else:
+            CredentialStore(data_dir).alter(user, parse_credentials(add), names)
         click.echo(f"Completed updating config for user {user}.")
         return
-    described = store.describe(user)
+    if bootstrap is not None:
+        from . import wire_users  # noqa: PLC0415
+
+        described = wire_users.describe(bootstrap, user)
+    else:
+        described = CredentialStore(data_dir).describe(user)
     if user is not None and user not in described:
         click.echo(f"User {user} has no SCRAM credentials.")
     for name, mechanisms in described.items():

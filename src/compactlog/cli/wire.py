@@ -67,7 +67,8 @@ def as_error(err: Any, doing: str = "") -> CompactLogError:
         err = err.args[0]
     if not hasattr(err, "code"):
         return CompactLogError(f"{doing}{err}")
-    return error_for(err.code(), err.str(), doing)
+    message = err.str()  # "(null)": the broker sent no message (librdkafka prints the null string)
+    return error_for(err.code(), None if message in ("", "(null)") else message, doing)
 
 
 def result(future, doing: str = "", timeout: float = TIMEOUT_S) -> Any:
