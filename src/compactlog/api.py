@@ -206,17 +206,13 @@ class CompactLog:
         return topic in self.manager.topics
 
     def topic_id(self, topic: str) -> str | None:
-        """The topic's id as Kafka writes it in ``partition.metadata`` (URL-safe base64 of a UUID), or
-        None when there is no such topic. Cheap: Metadata asks it for every topic it lists."""
+        """The id in the topic's ``partition.metadata`` (Kafka's text of a UUID); None for no such topic."""
         meta = self.manager.topics.get(topic)
         return None if meta is None else meta["topic_id"]
 
     def topic_with_id(self, topic_id: str) -> str | None:
         """The name of the topic whose id is ``topic_id`` (Fetch v13+ names topics by id), or None."""
-        for name, meta in list(self.manager.topics.items()):
-            if meta["topic_id"] == topic_id:
-                return name
-        return None
+        return next((name for name, meta in list(self.manager.topics.items()) if meta["topic_id"] == topic_id), None)
 
     def topic_config(self, topic: str) -> LogConfig:
         """The topic's effective config (its overrides over the broker's defaults)."""
