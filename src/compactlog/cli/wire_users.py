@@ -13,13 +13,12 @@ from __future__ import annotations
 from ..errors import ClusterAuthorizationFailedError, CompactLogError, InvalidConfigError
 from ..security.credentials import NewCredential
 from ..security.scram import SCRAM_MECHANISMS
-from .wire import CONNECT_TIMEOUT_S, client_config, result
+from .wire import CONNECT_TIMEOUT_S, WireClient, result
 
 
 def _admin(bootstrap: str):
-    from confluent_kafka.admin import AdminClient
-
-    return AdminClient(client_config(bootstrap))
+    """librdkafka's admin client, once the broker answered (no answer: the one line every command gives)."""
+    return WireClient(bootstrap).admin
 
 
 def _mechanism(name: str):
