@@ -268,6 +268,10 @@ def test_metadata_before_v12_refuses_topic_ids_as_kafka_does(server):
         answer = c.call(body)
     assert answer.brokers == () and answer.controller_id == -1
     assert [(t.name, t.error_code) for t in answer.topics] == [("some", ErrorCode.invalid_request)]
+    nameless = dataclasses.replace(body, topics=(mod.MetadataRequestTopic(topic_id=None, name=None),))
+    with wire.RawClient.to(server) as c:
+        answer = c.call(nameless)
+    assert [(t.name, t.error_code) for t in answer.topics] == [("", ErrorCode.invalid_request)]
 
 
 def test_authorized_operations_only_when_asked(server):

@@ -46,12 +46,8 @@ async def metadata(broker: Broker, req: Request, session: Session):
     body = req.body
     version = req.api_version
     asked = body.topics
-    if asked is not None and (version == 10 or version == 11):  # Kafka: ids are for v12+, names required before
-        bad = next((f"Topic name can not be null for version {version}" if t.name is None else
-                    f"Topic IDs are not supported in requests for version {version}"
-                    for t in asked if t.name is None or _has_id(t)), None)
-        if bad:
-            return _refused(req, 42, asked)
+    if asked is not None and version in (10, 11) and any(t.name is None or _has_id(t) for t in asked):
+        return _refused(req, 42, asked)  # Kafka: topics by id from v12 on; before it, each needs a name
     topics = []
     by_id = asked is not None and any(_has_id(t) for t in asked)
     names: list[str]
