@@ -57,10 +57,14 @@ class RecordErrors:
     which of its records were at fault. Empty when the error is about the batch as a whole."""
 
     record_errors: tuple[tuple[int, str], ...] = ()
+    records_refused: int = 0  # how many records were refused; record_errors may list only the first ones
 
-    def with_records(self, record_errors: "list[tuple[int, str]] | tuple[tuple[int, str], ...]"):
-        """This error, naming the refused records as (index in the batch, message) pairs."""
+    def with_records(self, record_errors: "list[tuple[int, str]] | tuple[tuple[int, str], ...]",
+                     refused: int | None = None):
+        """This error, naming the refused records as (index in the batch, message) pairs; ``refused``
+        counts them all when only the first ones are listed."""
         self.record_errors = tuple(record_errors)
+        self.records_refused = len(self.record_errors) if refused is None else refused
         return self
 
 

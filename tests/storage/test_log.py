@@ -140,6 +140,18 @@ def test_keyless_record_rejected_on_compacted_topic(tmp_path, clock):
     assert lg.log_end_offset == 1
 
 
+def test_refused_keyless_records_are_named_by_index_the_first_thousand_listed(tmp_path, clock):
+    lg = open_log(tmp_path, clock, cleanup_policy="compact")
+    with pytest.raises(InvalidRecordError) as info:
+        lg.append(batch([b"a", None, b"c", None]))
+    why = "Compacted topic cannot accept message without key in topic partition t-0"
+    assert info.value.record_errors == ((1, why), (3, why)) and info.value.records_refused == 2
+    with pytest.raises(InvalidRecordError) as info:
+        lg.append(batch([b"a"] + [None] * 1500))
+    assert info.value.records_refused == 1500
+    assert [i for i, _ in info.value.record_errors] == list(range(1, 1001))
+
+
 def test_oversized_batch_rejected(tmp_path, clock):
     lg = open_log(tmp_path, clock, max_message_bytes=500)
     with pytest.raises(RecordTooLargeError, match="exceeds the maximum configured value of 500"):

@@ -81,7 +81,8 @@ def cheap(broker: Broker, topics, size: int) -> bool:
 
 
 def _append_all(broker: Broker, topics, version: int) -> list[list[tuple]]:
-    """(partition, error, base offset, log append time, log start offset, message) per partition."""
+    """(partition, error, base offset, log append time, log start offset, message) per partition, and
+    after them the refused records (index in the batch, message) when the error names some."""
     out = []
     cl = broker.cl
     for t in topics:
@@ -99,9 +100,26 @@ def _append_all(broker: Broker, topics, version: int) -> list[list[tuple]]:
                 v = part.append(records)
                 rows.append((p.index, 0, v.first_offset, v.log_append_time, part.log_start_offset, None))
             except CompactLogError as exc:
-                rows.append((p.index, exc.code, -1, -1, -1, str(exc)))
+                rows.append(_refused(cl, t.name, p.index, exc))
         out.append(rows)
     return out
+
+
+def _refused(cl, topic: str, index: int, exc: CompactLogError) -> tuple:
+    """The row of a refused partition. Refused records (a keyless one on a compacted topic, a timestamp
+    out of the window) are answered as Kafka's broker answers them: each named in ``record_errors``,
+    ``error_message`` in Kafka's words with the first three, and the partition's log start offset."""
+    named = getattr(exc, "record_errors", ())
+    if not named:
+        return (index, exc.code, -1, -1, -1, str(exc))
+    part = cl.find_partition(topic, index)
+    if exc.code == InvalidRecordError.code:
+        listed = ", ".join(f"RecordError(batchIndex={i}, message='{m}')" for i, m in named[:3])
+        message = (f"One or more records have been rejected due to {exc.records_refused} record errors in total, "
+                   f"and only showing the first three errors at most: [{listed}]")
+    else:
+        message = "One or more records have been rejected due to invalid timestamp"
+    return (index, exc.code, -1, -1, -1 if part is None else part.log_start_offset, message, named)
 
 
 async def produce(broker: Broker, req: Request, session: Session):
@@ -139,11 +157,20 @@ def answer(req: Request, body, results: list[list[tuple]]):
         parts = tuple(
             make(s.PartitionProduceResponse, index=index, error_code=error_code(code), base_offset=base,
                  log_append_time=None if append_time < 0 else datetime.datetime.fromtimestamp(append_time / 1000, UTC),
-                 log_start_offset=start, record_errors=(), error_message=message if code else None)
-            for index, code, base, append_time, start, message in rows
+                 log_start_offset=start, error_message=message if code else None,
+                 record_errors=_record_errors(s, named_records[0] if named_records else ()))
+            for index, code, base, append_time, start, message, *named_records in rows
         )
         topics.append(make(s.TopicProduceResponse, name=t.name, partition_responses=parts))
     return response(req, responses=tuple(topics), throttle_time=NO_THROTTLE)
+
+
+def _record_errors(s, named: tuple[tuple[int, str], ...]) -> tuple:
+    """Produce v8+'s ``record_errors`` (older versions have no such field: nothing to build)."""
+    entity = getattr(s, "BatchIndexAndErrorMessage", None)
+    if entity is None:
+        return ()
+    return tuple(make(entity, batch_index=i, batch_index_error_message=m) for i, m in named)
 
 
 HANDLERS = {0: produce}

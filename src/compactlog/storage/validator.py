@@ -50,6 +50,9 @@ LEADER_EPOCH = 0
 # Records rebuilt one by one (a compressed batch whose inner offsets are not 0..n-1, which no Kafka client
 # writes); each costs a Python object, so a batch of more is refused.
 MAX_RECORD_BY_RECORD = 65536
+# Refused records named one by one in an error (Kafka names every one; a compressed batch may hold a
+# million, and the answer would be tens of megabytes): the count of all of them is kept besides.
+MAX_RECORD_ERRORS = 1000
 
 
 @dataclass(frozen=True)
@@ -91,6 +94,15 @@ def _single_batch(records: bytes, where: str) -> RecordBatch:
     return batch
 
 
+def keyless_records(batch: RecordBatch, nulls: int, where: str) -> InvalidRecordError:
+    """The error for a batch with ``nulls`` keyless records bound for a compacted topic: Kafka names each
+    such record by its index in the batch (the first ``MAX_RECORD_ERRORS`` here)."""
+    message = f"Compacted topic cannot accept message without key in topic partition {where}."
+    _, cols = batch.scan()
+    keyless = (cols[:, kernels.C_KEY_LEN] < 0).nonzero()[0][:MAX_RECORD_ERRORS]
+    return InvalidRecordError(message).with_records([(int(i), message[:-1]) for i in keyless], nulls)
+
+
 def check_timestamps(min_ts: int, max_ts: int, batch: RecordBatch, now: int, config, where: str) -> None:
     """Kafka's CreateTime window: message.timestamp.before.max.ms / after.max.ms; -1 (no timestamp) is exempt."""
     if min_ts < -1:
@@ -106,15 +118,29 @@ def check_timestamps(min_ts: int, max_ts: int, batch: RecordBatch, now: int, con
         return
     before, after = config.message_timestamp_before_max_ms, config.message_timestamp_after_max_ms
     if before < LONG_MAX and now - min_ts > before:
-        raise InvalidTimestampError(
+        raise _out_of_window(InvalidTimestampError(
             f"Timestamp {min_ts} of message in {where} is before the allowed window "
             f"(message.timestamp.before.max.ms={before}, now={now})"
-        )
+        ), batch, now, before, after)
     if after < LONG_MAX and max_ts - now > after:
-        raise InvalidTimestampError(
+        raise _out_of_window(InvalidTimestampError(
             f"Timestamp {max_ts} of message in {where} is after the allowed window "
             f"(message.timestamp.after.max.ms={after}, now={now})"
-        )
+        ), batch, now, before, after)
+
+
+def _out_of_window(error: InvalidTimestampError, batch: RecordBatch, now: int, before: int,
+                   after: int) -> InvalidTimestampError:
+    """``error`` naming each record whose timestamp is outside [now - before, now + after] (the first
+    ``MAX_RECORD_ERRORS``), by its index in the batch and in Kafka's words, as Produce answers them."""
+    _, cols = batch.scan()
+    ts = batch.base_timestamp + cols[:, kernels.C_TS_DELTA]
+    low, high = now - before, min(now + after, LONG_MAX)  # Kafka's long sum wraps past LONG_MAX; ours stops there
+    outside = ((ts != -1) & ((ts < low) | (ts > high))).nonzero()[0]
+    return error.with_records(
+        [(int(i), f"Timestamp {int(ts[i])} of message with offset {batch.base_offset + int(cols[i, kernels.C_OFFSET_DELTA])} "
+                  f"is out of range. The timestamp should be within [{low}, {high}]") for i in outside[:MAX_RECORD_ERRORS]],
+        len(outside))
 
 
 def validate_and_assign_offsets(records: bytes, next_offset: int, config, now: int, where: str) -> ValidatedAppend:
@@ -156,7 +182,7 @@ def validate_and_assign_offsets(records: bytes, next_offset: int, config, now: i
     max_size = config.broker.get("message.max.decompressed.bytes")
     nulls, min_ts, max_ts, deltas_ok, bad_header_keys = batch.summarize(max_size)
     if config.compact and nulls:
-        raise InvalidRecordError(f"Compacted topic cannot accept message without key in topic partition {where}.")
+        raise keyless_records(batch, nulls, where)
     if bad_header_keys:
         raise InvalidRecordError(
             f"{bad_header_keys} record(s) of the batch in the append to {where} have a header key that is not valid "

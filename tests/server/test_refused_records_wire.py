@@ -1,0 +1,79 @@
+"""What the broker answers about the records it refuses: Produce names each refused record in
+``record_errors`` (its index in the batch and why) and says in ``error_message`` what Kafka's broker says,
+so a client that reads them (kafka-python 3) tells the producer which record was at fault."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import wire
+
+import compactlog
+from compactlog.records.batch import build_batch
+
+T = 15  # seconds any one client call may take
+KEYLESS = "Compacted topic cannot accept message without key in topic partition compacted-0"
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    data = tmp_path_factory.mktemp("refused") / "data"
+    with compactlog.open(data) as cl:
+        cl.create_topic("compacted", 1, {"cleanup.policy": "compact"})
+        cl.create_topic("recent", 1, {"message.timestamp.before.max.ms": "60000"})
+    with wire.serving(data) as s:
+        yield s
+
+
+def partition_answer(server, topic: str, batch: bytes, version: int):
+    with wire.RawClient.to(server) as c:
+        return c.call(wire.produce(topic, 0, batch, version=version)).responses[0].partition_responses[0]
+
+
+def test_keyless_records_on_a_compacted_topic_are_named_one_by_one(server):
+    now = int(time.time() * 1000)
+    batch = build_batch([b"k", None, b"k2", None, None, None], [b"v"] * 6, [now] * 6)
+    part = partition_answer(server, "compacted", batch, 8)
+    assert part.error_code == 87  # INVALID_RECORD
+    assert [(e.batch_index, e.batch_index_error_message) for e in part.record_errors] == [
+        (1, KEYLESS), (3, KEYLESS), (4, KEYLESS), (5, KEYLESS)]
+    assert part.error_message == (
+        "One or more records have been rejected due to 4 record errors in total, and only showing the first three "
+        f"errors at most: [RecordError(batchIndex=1, message='{KEYLESS}'), RecordError(batchIndex=3, message="
+        f"'{KEYLESS}'), RecordError(batchIndex=4, message='{KEYLESS}')]")
+    assert part.log_start_offset == 0  # Kafka answers the log start with refused records
+    assert part.base_offset == -1
+
+
+def test_timestamps_out_of_the_window_are_named_one_by_one(server):
+    now = int(time.time() * 1000)
+    batch = build_batch([b"a", b"b", b"c"], [b"v"] * 3, [now, 1000, now])
+    part = partition_answer(server, "recent", batch, 9)
+    assert part.error_code == 32  # INVALID_TIMESTAMP
+    assert part.error_message == "One or more records have been rejected due to invalid timestamp"
+    [error] = part.record_errors
+    assert error.batch_index == 1
+    assert error.batch_index_error_message.startswith("Timestamp 1000 of message with offset 1 is out of range. "
+                                                      "The timestamp should be within [")
+
+
+def test_versions_before_8_answer_the_code_alone(server):
+    part = partition_answer(server, "compacted", build_batch([None], [b"v"], [int(time.time() * 1000)]), 7)
+    assert part.error_code == 87
+    assert not hasattr(part, "record_errors") and not hasattr(part, "error_message")  # v8 added both
+
+
+def test_kafka_python_tells_the_producer_which_record_was_keyless(server):
+    kafka = pytest.importorskip("kafka")
+    producer = kafka.KafkaProducer(bootstrap_servers=server.bootstrap, linger_ms=50, retries=0)
+    try:
+        keyed = producer.send("compacted", key=b"k", value=b"v", partition=0)
+        keyless = producer.send("compacted", value=b"no key", partition=0)
+        producer.flush(T)
+        with pytest.raises(kafka.errors.InvalidRecordError, match=KEYLESS):
+            keyless.get(T)
+        with pytest.raises(kafka.errors.KafkaError, match="part of a batch"):
+            keyed.get(T)  # the keyed record was refused with its batch, and told why
+    finally:
+        producer.close(T)
