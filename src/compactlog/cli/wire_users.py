@@ -15,6 +15,8 @@ from ..security.credentials import NewCredential
 from ..security.scram import SCRAM_MECHANISMS
 from .wire import CONNECT_TIMEOUT_S, WireClient, result
 
+RESOURCE_NOT_FOUND = 91
+
 
 def _admin(bootstrap: str):
     """librdkafka's admin client, once the broker answered (no answer: the one line every command gives)."""
@@ -53,7 +55,7 @@ def describe(bootstrap: str, user: str | None) -> dict[str, dict[str, int]]:
         try:
             found = {user: result(admin.describe_user_scram_credentials([user])[user], f"Describing user {user}: ")}
         except CompactLogError as exc:
-            if "does not exist" in str(exc):  # RESOURCE_NOT_FOUND: no credentials
+            if exc.code == RESOURCE_NOT_FOUND:  # the user has no credentials
                 return {}
             raise
     return {name: {info.mechanism.name.replace("_", "-"): info.iterations for info in d.scram_credential_infos}
