@@ -4,7 +4,7 @@ librdkafka's admin client. The password is salted here (librdkafka does it), so 
 broker; the broker keeps what ``configs --data-dir`` would have written.
 
 Kafka's broker refuses a request that names one user twice, so kafka-configs fails to set SCRAM-SHA-256
-and SCRAM-SHA-512 of one user at once; here each mechanism goes in its own request, in the order given
+and SCRAM-SHA-512 of one user at once; here each change goes in its own request, deletions first
 (docs/differences.md).
 """
 
