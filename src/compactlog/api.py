@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Iterable, Iterator, Mapping, Sequence
 
 from .clock import SYSTEM, Time
 from .compaction.state import remove_unpublished
-from .errors import InvalidRecordError, InvalidRequestError, UnknownTopicOrPartitionError
+from .errors import InvalidRecordError, InvalidRequestError, UnknownTopicOrPartitionError, shown
 from .reading import COMPACTED, LIVE, READ_UNCOMMITTED, check_read, earliest_offset, read_records
 from .records import kernels
 from .records.batch import NO_TIMESTAMP, Record, build_batch
@@ -264,7 +264,7 @@ class CompactLog:
         if not _is_int(partition):
             raise InvalidRequestError(f"partition must be an int, got {type(partition).__name__}")
         if not 0 <= partition < n:
-            raise UnknownTopicOrPartitionError(f"Partition {partition} of topic '{topic}' does not exist (the topic has {n}).")
+            raise UnknownTopicOrPartitionError(f"Partition {partition} of topic {shown(topic)} does not exist (the topic has {n}).")
 
     def produce(self, topic: str, value: bytes | None, key: bytes | None = None, *, partition: int | None = None,
                 timestamp: int | None = None, headers: Headers | None = None, compression: str = "none",

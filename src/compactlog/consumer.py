@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from typing import Iterator
 
-from .errors import CorruptRecordError, InvalidRequestError, OffsetOutOfRangeError, UnknownTopicOrPartitionError
+from .errors import CorruptRecordError, InvalidRequestError, OffsetOutOfRangeError, UnknownTopicOrPartitionError, shown
 from .reading import COMPACTED, LIVE, earliest_offset, read_batches, records_of
 from .records.batch import Record
 from .storage import files
@@ -40,10 +40,10 @@ class SnapshotConsumer:
         files.validate_topic_name(topic)
         meta = read_topics(data_dir).get(topic)
         if meta is None:
-            raise UnknownTopicOrPartitionError(f"Topic '{topic}' does not exist in {data_dir}.")
+            raise UnknownTopicOrPartitionError(f"Topic {shown(topic)} does not exist in {data_dir}.")
         n = meta["partitions"]
         if partition is not None and not 0 <= partition < n:
-            raise UnknownTopicOrPartitionError(f"Partition {partition} of topic '{topic}' does not exist (the topic has {n}).")
+            raise UnknownTopicOrPartitionError(f"Partition {partition} of topic {shown(topic)} does not exist (the topic has {n}).")
         if isinstance(start, int) and partition is None and n > 1:
             raise InvalidRequestError("an explicit offset needs a partition")
         self.data_dir, self.topic, self.read_compacted = data_dir, topic, read_compacted

@@ -7,6 +7,26 @@ helps, what would be right.
 
 from __future__ import annotations
 
+# A value a user typed (a name, a number, a config value, an address) is repeated by the message that
+# refuses it: whole up to SHOWN_CHARS characters, else by its first SHOWN_HEAD and its length, so that a
+# 5,000-character value makes a short line in the CLI, a page of the console, a broker's error_message
+# and a log (Kafka repeats any value whole).
+SHOWN_CHARS = 200
+SHOWN_HEAD = 50
+
+
+def shown(value: object, quote: str = "'") -> str:
+    """``value`` as an error message repeats it: between ``quote`` marks, whole when at most
+    ``SHOWN_CHARS`` characters, else its first ``SHOWN_HEAD`` and its length. Characters that do not
+    print (a newline, an escape sequence) are written as Python escapes, so the message stays one line
+    and a terminal shows what was typed instead of obeying it."""
+    text = value if isinstance(value, str) else str(value)
+    cut = len(text) > SHOWN_CHARS
+    head = text[:SHOWN_HEAD] if cut else text
+    if not head.isprintable():
+        head = "".join(c if c.isprintable() else repr(c)[1:-1] for c in head)
+    return f"{quote}{head}{quote}... ({len(text)} characters)" if cut else f"{quote}{head}{quote}"
+
 
 class CompactLogError(Exception):
     """Base of every error compactlog raises on purpose."""

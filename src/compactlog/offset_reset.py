@@ -14,7 +14,7 @@ from __future__ import annotations
 import datetime
 import re
 
-from .errors import InvalidRequestError
+from .errors import InvalidRequestError, shown
 
 EARLIEST, LATEST, OFFSET, DATETIME = "earliest", "latest", "offset", "datetime"
 RESET_TARGETS = (EARLIEST, LATEST, OFFSET, DATETIME)
@@ -65,4 +65,4 @@ def new_offset(to: str, value: int | None, start: int, end: int, found: int | No
         return min(max(value, start), end)
     if to == DATETIME:
         return end if found is None else found
-    raise ValueError(f"unknown reset target {to!r}: one of {', '.join(RESET_TARGETS)}")
+    raise ValueError(f"unknown reset target {shown(to)}: one of {', '.join(RESET_TARGETS)}")

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from .errors import InvalidRequestError
+from .errors import InvalidRequestError, shown
 from .records.batch import Record, RecordBatch
 from .storage.reader import PartitionView
 from .storage.snapshot import PartitionSnapshot
@@ -51,12 +51,12 @@ def topic_metadata(data_dir) -> dict[str, dict]:
 def check_read(isolation: str, view: str) -> None:
     """Refuse an isolation level or view this reader cannot honour, naming it (before any record is read)."""
     if isolation not in ISOLATION_LEVELS:
-        raise InvalidRequestError(f"isolation level must be one of {', '.join(ISOLATION_LEVELS)}, got {isolation!r}")
+        raise InvalidRequestError(f"isolation level must be one of {', '.join(ISOLATION_LEVELS)}, got {shown(isolation)}")
     if isolation == READ_COMMITTED:
         raise InvalidRequestError("isolation level read_committed needs transactions, which this data directory "
                                   "does not keep yet; read with read_uncommitted")
     if view not in VIEWS:
-        raise InvalidRequestError(f"view must be one of {', '.join(VIEWS)}, got {view!r}")
+        raise InvalidRequestError(f"view must be one of {', '.join(VIEWS)}, got {shown(view)}")
 
 
 def earliest_offset(log_start_offset: int, view: str) -> int:

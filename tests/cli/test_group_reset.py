@@ -43,7 +43,7 @@ def test_export_and_from_file_agree(tmp_path):
     ("t,0\n", ["g"], "line 1: expected topic,partition,offset, got 't,0'"),
     ("t,0,1\n", ["a", "b"], "line 1: expected group,topic,partition,offset, got 't,0,1'"),
     ("t,0,1\nt,x,1\n", ["g"], "line 2: 'x' is not a valid integer."),
-    ("t,0," + "9" * 5000 + "\n", ["g"], "line 1: '999999999999999999999999'... (5000 characters) is not in the range"),
+    ("t,0," + "9" * 5000 + "\n", ["g"], "line 1: '" + "9" * 50 + "'... (5000 characters) is not in the range"),
     ("t,0,-1\n", ["g"], "line 1: -1 is not in the range x>=0."),
     (",0,1\n", ["g"], "line 1: the topic is empty"),
     ("\n\n", ["g"], "holds no offsets"),

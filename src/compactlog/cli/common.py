@@ -22,7 +22,7 @@ from typing import Callable, Iterator, Mapping
 
 import click
 
-from ..errors import CompactLogError
+from ..errors import CompactLogError, shown  # noqa: F401 (shown: the commands quote refused values with it)
 
 EXIT_ERROR = 1  # a CompactLogError: the message says what was wrong
 EXIT_USAGE = 2  # click's usage errors (a flag or value the command does not take)
@@ -231,17 +231,6 @@ def open_target(data_dir: str | None, server_properties: str | None, bootstrap_s
 
 INT_MAX = (1 << 31) - 1  # Java's Integer.MAX_VALUE: partitions, levels, sizes Kafka keeps in an int
 LONG_MIN, LONG_MAX = -(1 << 63), (1 << 63) - 1  # Java's long: offsets, timestamps, milliseconds
-_SHOWN = 24  # characters of a refused value repeated in its message
-
-
-def shown(text: str) -> str:
-    """A user's value as an error message repeats it: quoted, and cut short when long (a 5,000-digit
-    number is named by its length, not printed whole)."""
-    if len(text) <= _SHOWN:
-        return repr(text)
-    return f"{text[:_SHOWN]!r}... ({len(text)} characters)"
-
-
 def parse_number(text: str, low: int = LONG_MIN, high: int = LONG_MAX) -> int:
     """An integer as Java's ``Long.parseLong`` reads one: ASCII digits after an optional sign, nothing
     else (no spaces, no ``_``, no other scripts' digits, which Python's int() would take), within
@@ -383,7 +372,7 @@ def bool_property(props: dict[str, str], name: str, default: bool) -> bool:
         return default
     value = props[name].strip().lower()
     if value not in ("true", "false"):
-        raise click.BadParameter(f"{name} must be true or false, got {props[name]!r}", param_hint="'--property'")
+        raise click.BadParameter(f"{name} must be true or false, got {shown(props[name])}", param_hint="'--property'")
     return value == "true"
 
 

@@ -143,7 +143,7 @@ def dump_log(paths, print_data_log, deep_iteration):
     """
     names = [p.strip() for p in paths.split(",") if p.strip()]
     if not names:
-        raise click.BadParameter(f"expected a comma-separated list of .log, .index or .timeindex files, got {paths!r}",
+        raise click.BadParameter(f"expected a comma-separated list of .log, .index or .timeindex files, got {shown(paths)}",
                                  param_hint="'--files'")
     findings = DumpFindings()
     try:

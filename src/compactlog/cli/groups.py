@@ -267,9 +267,9 @@ def _delete_offsets(admin, bootstrap: str, group: str, topics: tuple[str, ...]) 
     top, codes = delete_offsets(bootstrap, group, partitions)
     if top:
         error = error_for(top)
-        messages = {69: f"Consumer group '{group}' does not exist.", 24: f"'{group}' is not valid.",
-                    68: f"Deleting offsets of a consumer group '{group}' is forbidden if the group is not empty.",
-                    30: f"Access to '{group}' is not authorized."}
+        messages = {69: f"Consumer group {shown(group)} does not exist.", 24: f"{shown(group)} is not valid.",
+                    68: f"Deleting offsets of a consumer group {shown(group)} is forbidden if the group is not empty.",
+                    30: f"Access to {shown(group)} is not authorized."}
         if top not in (3, 29, 86):  # partition-level refusals: the rows below say which
             raise type(error)(messages.get(top, f"{error}"))
         click.echo("Error: some partitions were refused; see each one below:", err=True)
@@ -279,4 +279,4 @@ def _delete_offsets(admin, bootstrap: str, group: str, topics: tuple[str, ...]) 
             for t, p in sorted(partitions)]
     echo_table(("TOPIC", "PARTITION", "STATUS"), rows)
     if top:
-        raise CompactLogError(f"Offsets of group '{group}' were not deleted for every partition")
+        raise CompactLogError(f"Offsets of group {shown(group)} were not deleted for every partition")

@@ -16,7 +16,7 @@ def _overrides(items) -> dict[str, str]:
     for item in items:
         name, sep, value = item.partition("=")
         if not sep or not name.strip():
-            raise click.BadParameter(f"expected NAME=VALUE, got {item!r}", param_hint="'--override'")
+            raise click.BadParameter(f"expected NAME=VALUE, got {shown(item)}", param_hint="'--override'")
         out[name.strip()] = value.strip()
     return out
 

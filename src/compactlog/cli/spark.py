@@ -43,13 +43,13 @@ def export(data_dir, topic, fmt, output, master):
 
     Example: compactlog spark export --data-dir data --topic prices --format parquet --output latest/
     """
-    from ..errors import UnknownTopicOrPartitionError
+    from ..errors import UnknownTopicOrPartitionError, shown
     from ..spark.jobs import export_latest
     from ..spark.session import spark_session
     from ..reading import topic_metadata
 
     if topic not in topic_metadata(data_dir):  # fails before Spark starts; no lock, as the export takes none
-        raise UnknownTopicOrPartitionError(f"Topic '{topic}' does not exist.")
+        raise UnknownTopicOrPartitionError(f"Topic {shown(topic)} does not exist.")
     if fmt != "table" and overwrites_data_dir(output, data_dir):
         raise click.BadParameter(f"{output!r} would replace the data directory {data_dir!r} or part of it (Spark replaces "
                                  "the output directory): pick one outside it, or a new one inside it", param_hint="'--output'")

@@ -112,7 +112,7 @@ def topics(data_dir, server_properties, bootstrap_server, create, delete, list_,
         if action in ("delete", "alter", "describe") and topic and topic not in cl.list_topics():
             if if_exists:
                 return
-            raise UnknownTopicOrPartitionError(f"Topic '{topic}' does not exist as expected")
+            raise UnknownTopicOrPartitionError(f"Topic {shown(topic)} does not exist as expected")
         if action == "create":
             if if_not_exists and topic in cl.list_topics():
                 return

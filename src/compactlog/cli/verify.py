@@ -54,9 +54,9 @@ def verify(data_dir, topic, repair):
     with io_progress("verify") as on_io:
         report = scrub.verify(data_dir, topic, on_io)
     if topic is not None and not report.partitions and not report.problems:  # nothing of it was found to check
-        from ..errors import UnknownTopicOrPartitionError
+        from ..errors import UnknownTopicOrPartitionError, shown
 
-        raise UnknownTopicOrPartitionError(f"Topic '{topic}' does not exist in {data_dir}.")
+        raise UnknownTopicOrPartitionError(f"Topic {shown(topic)} does not exist in {data_dir}.")
     _summary_table(report)
     if report.problems:
         _problems_table("problems found", report.problems)

@@ -31,6 +31,7 @@ from ..errors import (
     RecordTooLargeError,
     UnknownTopicOrPartitionError,
     error_for,
+    shown,
 )
 from ..producer import DEFAULT_BATCH_BYTES
 from ..records.batch import Record
@@ -133,7 +134,7 @@ class WireClient:
     def partitions_for(self, topic: str) -> int:
         meta = self._metadata().topics.get(topic)
         if meta is None or meta.error is not None and meta.error.code() == 3:
-            raise UnknownTopicOrPartitionError(f"Topic '{topic}' does not exist.")
+            raise UnknownTopicOrPartitionError(f"Topic {shown(topic)} does not exist.")
         if meta.error is not None:
             raise as_error(meta.error)
         return len(meta.partitions)
@@ -145,7 +146,7 @@ class WireClient:
         missing = [p for p in parts if not 0 <= p < count]
         if missing:
             raise UnknownTopicOrPartitionError(
-                f"Partition {missing[0]} of topic '{topic}' does not exist (the topic has {count}).")
+                f"Partition {missing[0]} of topic {shown(topic)} does not exist (the topic has {count}).")
         return [(topic, p) for p in parts]
 
     # topics -------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
-from ..errors import CompactLogError, GroupIdNotFoundError, InvalidRequestError
+from ..errors import CompactLogError, GroupIdNotFoundError, InvalidRequestError, shown
 from ..offset_reset import DATETIME, EARLIEST, LATEST, OFFSET, RESET_TARGETS, new_offset
 from .wire import TIMEOUT_S, TopicPartitionKey, WireClient, as_error, result
 
@@ -90,7 +90,7 @@ class GroupAdmin(WireClient):
                    m.group_instance_id or "")
             for m in desc.members or ())
         if state in ("Dead", "Unknown") and not members and not committed:
-            raise GroupIdNotFoundError(f"Consumer group '{group}' does not exist.")
+            raise GroupIdNotFoundError(f"Consumer group {shown(group)} does not exist.")
         node = desc.coordinator
         coordinator = f"{node.host}:{node.port}  ({node.id})" if node is not None else ""
         return GroupView(group, state, members, committed, coordinator, desc.partition_assignor or "")
@@ -157,7 +157,7 @@ class GroupAdmin(WireClient):
             elif to == FILE:
                 wanted = requested[tp]
             else:
-                raise ValueError(f"unknown reset target {to!r}")
+                raise ValueError(f"unknown reset target {shown(to)}")
             plan[tp] = new_offset(OFFSET, wanted, earliest[tp], latest[tp], None)
         return plan
 
@@ -178,7 +178,7 @@ class GroupAdmin(WireClient):
             self._done(self.admin.delete_consumer_groups([group], request_timeout=self.timeout_s)[group])
         except CompactLogError as exc:
             if exc.code == GROUP_ID_NOT_FOUND:
-                raise GroupIdNotFoundError(f"Consumer group '{group}' does not exist.") from None
+                raise GroupIdNotFoundError(f"Consumer group {shown(group)} does not exist.") from None
             raise
 
 

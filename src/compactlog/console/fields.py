@@ -13,9 +13,10 @@ from __future__ import annotations
 import math
 import re
 
+from ..errors import shown  # noqa: F401 (the pages quote refused values with it)
+
 INT_MAX = 2**31 - 1  # Kafka's int32 fields: partitions, partition counts
 LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1  # offsets, timestamps
-SHOWN_CHARS = 40  # of a refused value shown in the message
 _INTEGER = re.compile(r"[+-]?[0-9]+")
 _DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 _LONGEST = len(str(LONG_MAX))  # more significant digits than this is out of any range here
@@ -27,13 +28,6 @@ class FieldError(ValueError):
     def __init__(self, field: str, message: str) -> None:
         super().__init__(message)
         self.field = field
-
-
-def shown(text: str) -> str:
-    """What was typed, as a message quotes it: whole when short, else its start and its length."""
-    if len(text) <= SHOWN_CHARS:
-        return f"'{text}'"
-    return f"'{text[:SHOWN_CHARS]}…' ({len(text):,} characters)"
 
 
 def whole_number(text: str | None, field: str, low: int = LONG_MIN, high: int = LONG_MAX,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from ..errors import InvalidConfigError
+from ..errors import InvalidConfigError, shown
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,7 @@ def parse_http_listeners(entries) -> list[HttpListener]:
         except ValueError:
             port = None
         if parts.scheme not in ("http", "https") or port is None or parts.path not in ("", "/"):
-            raise InvalidConfigError(f"Invalid value {entry} for configuration http.listeners: expected "
+            raise InvalidConfigError(f"Invalid value {shown(entry, '')} for configuration http.listeners: expected "
                                      "http://host:port or https://host:port")
         out.append(HttpListener(parts.scheme, parts.hostname or LOOPBACK, port))
     return out

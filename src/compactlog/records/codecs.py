@@ -25,7 +25,7 @@ import zlib
 from enum import IntEnum
 from typing import TYPE_CHECKING, Any
 
-from ..errors import CorruptRecordError, InvalidConfigError, UnsupportedCompressionTypeError
+from ..errors import CorruptRecordError, InvalidConfigError, UnsupportedCompressionTypeError, shown
 from .levels import LEVEL_RANGES, LevelRange
 
 if TYPE_CHECKING:
@@ -94,7 +94,7 @@ def codec_from_name(name: str) -> Codec:
         return Codec[lowered.upper()]
     except KeyError:
         raise UnsupportedCompressionTypeError(
-            f"Unknown compression name: {name}. Valid names are none, gzip, snappy, lz4, zstd"
+            f"Unknown compression name: {shown(name, '')}. Valid names are none, gzip, snappy, lz4, zstd"
         ) from None
 
 

@@ -22,7 +22,7 @@ import os
 from dataclasses import dataclass
 from typing import Iterable
 
-from ..errors import InvalidRequestError
+from ..errors import InvalidRequestError, shown
 from ..storage import files
 from .store import JsonFile
 
@@ -96,7 +96,7 @@ def parse_enum(kind: type[enum.IntEnum], text: str | int) -> enum.IntEnum:
         if member.name.replace("_", "") == wanted:
             return member
     names = ", ".join(m.name for m in kind if m.value > 1)
-    raise InvalidRequestError(f"Unknown {kind.__name__} {text!r} (one of {names})")
+    raise InvalidRequestError(f"Unknown {kind.__name__} {shown(text)} (one of {names})")
 
 
 @dataclass(frozen=True)
@@ -128,7 +128,7 @@ class AclBinding:
             raise InvalidRequestError(f"The cluster resource is LITERAL {CLUSTER_NAME}")
         kind, sep, who = self.principal.partition(":")
         if not sep or not kind or not who:
-            raise InvalidRequestError(f"Invalid principal {self.principal!r}: expected Type:name, as in User:alice")
+            raise InvalidRequestError(f"Invalid principal {shown(self.principal)}: expected Type:name, as in User:alice")
         if not self.host:
             raise InvalidRequestError("The host must not be empty ('*' for every host)")
 

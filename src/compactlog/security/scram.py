@@ -22,7 +22,7 @@ import secrets
 from dataclasses import dataclass
 from typing import Callable
 
-from ..errors import InvalidConfigError, SaslAuthenticationFailedError
+from ..errors import InvalidConfigError, SaslAuthenticationFailedError, shown
 
 # name -> hashlib name. Kafka's limits on iterations for both: 4096 to 16384, 4096 by default.
 SCRAM_MECHANISMS = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
@@ -160,7 +160,7 @@ def _attributes(text: str) -> list[tuple[str, str]]:
     for item in text.split(","):
         key, sep, value = item.partition("=")
         if not sep or not key:
-            raise SaslAuthenticationFailedError(f"Invalid SCRAM message attribute {item!r}")
+            raise SaslAuthenticationFailedError(f"Invalid SCRAM message attribute {shown(item)}")
         out.append((key, value))
     return out
 

@@ -31,6 +31,7 @@ from ..errors import (
     InvalidReplicationFactorError,
     InvalidRequestError,
     UnknownTopicOrPartitionError,
+    shown,
 )
 from ..storage.log_config import LogConfig
 from ..topics import INTERNAL_TOPICS
@@ -67,7 +68,7 @@ def _refused(broker: Broker, session: Session, operation: str, names: Iterable[s
 
 
 def _not_allowed(operation: str, name: str) -> Outcome:
-    return TOPIC_AUTHORIZATION_FAILED, f"Not authorized to {operation.lower()} topic '{name}'."
+    return TOPIC_AUTHORIZATION_FAILED, f"Not authorized to {operation.lower()} topic {shown(name)}."
 
 
 def _outcome(exc: CompactLogError | None) -> Outcome:
@@ -80,7 +81,7 @@ def _repeated(names: Iterable[str]) -> set[str]:
 
 
 def _twice(what: str, name: str) -> InvalidRequestError:
-    return InvalidRequestError(f"The request lists {what} '{name}' more than once; list each once.")
+    return InvalidRequestError(f"The request lists {what} {shown(name)} more than once; list each once.")
 
 
 # CreateTopics -------------------------------------------------------------------------------------
@@ -102,14 +103,14 @@ def _check_assignment(topic: str, node_id: int, assigned: Sequence[tuple[int, Se
     indexes = sorted(p for p, _ in assigned)
     if indexes != list(range(len(indexes))):
         raise InvalidReplicaAssignmentError(
-            f"The partitions assigned for topic '{topic}' must be numbered 0 to {len(indexes) - 1} with no gap or "
+            f"The partitions assigned for topic {shown(topic)} must be numbered 0 to {len(indexes) - 1} with no gap or "
             f"repeat, got {indexes}.")
     for p, brokers in assigned:
         _check_replicas(topic, p, brokers, node_id)
 
 
 def _check_replicas(topic: str, partition: int, brokers: Sequence[int], node_id: int) -> None:
-    where = f"Partition {partition} of topic '{topic}'"
+    where = f"Partition {partition} of topic {shown(topic)}"
     if not brokers:
         raise InvalidReplicaAssignmentError(f"{where} is assigned to no broker; assign it to broker {node_id}.")
     if len(set(brokers)) != len(brokers):
@@ -124,7 +125,7 @@ def _topic_configs(topic: str, configs) -> dict[str, str]:
     out: dict[str, str] = {}
     for c in configs:
         if c.value is None:
-            raise InvalidConfigError(f"Config {c.name} of topic '{topic}' has no value (null); give one or leave it out.")
+            raise InvalidConfigError(f"Config {c.name} of topic {shown(topic)} has no value (null); give one or leave it out.")
         out[c.name] = c.value
     return out
 
@@ -137,7 +138,7 @@ def create_one(broker: Broker, t, validate_only: bool) -> Created:
     if t.assignments:
         if t.num_partitions != DEFAULT or t.replication_factor != DEFAULT:
             raise InvalidRequestError(
-                f"Topic '{t.name}' gives a manual assignment and also a partition count or replication factor; "
+                f"Topic {shown(t.name)} gives a manual assignment and also a partition count or replication factor; "
                 f"give one or the other (set both counts to -1 with an assignment).")
         _check_assignment(t.name, broker.node_id, [(a.partition_index, tuple(a.broker_ids)) for a in t.assignments])
         count: int | None = len(t.assignments)
@@ -216,7 +217,7 @@ async def create_topics(broker: Broker, req: Request, session: Session):
 
 def delete_one(broker: Broker, name: str) -> None:
     if name in INTERNAL_TOPICS:
-        raise InvalidRequestError(f"Topic '{name}' is internal to the broker (it holds consumer groups' state); "
+        raise InvalidRequestError(f"Topic {shown(name)} is internal to the broker (it holds consumer groups' state); "
                                   f"it cannot be deleted.")
     broker.cl.delete_topic(name)
 
@@ -284,7 +285,7 @@ def grow_one(broker: Broker, t, validate_only: bool) -> None:
     if t.assignments is not None:
         if len(t.assignments) != t.count - have:
             raise InvalidReplicaAssignmentError(
-                f"Growing topic '{t.name}' from {have} to {t.count} partitions needs {max(t.count - have, 0)} "
+                f"Growing topic {shown(t.name)} from {have} to {t.count} partitions needs {max(t.count - have, 0)} "
                 f"assignments, got {len(t.assignments)}.")
         for i, a in enumerate(t.assignments):
             _check_replicas(t.name, have + i, tuple(a.broker_ids), broker.node_id)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ..errors import CompactLogError, InvalidConfigError, InvalidRequestError
+from ..errors import CompactLogError, InvalidConfigError, InvalidRequestError, shown
 from ..storage.configdef import ConfigKey, describe_key, parse_value
 from ..storage.log_config import DEFAULT_CONFIG, DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG, DescribeRow
 from ..storage.topic_config import TOPIC_CONFIGS
@@ -99,13 +99,13 @@ def _entries(s, rows: Sequence[DescribeRow], keys, synonyms: bool, docs: bool, t
 
 def _check_broker_name(broker: Broker, name: str) -> None:
     if name not in ("", str(broker.node_id)):
-        raise InvalidRequestError(f"There is no broker '{name}': this cluster's only broker is {broker.node_id}.")
+        raise InvalidRequestError(f"There is no broker {shown(name)}: this cluster's only broker is {broker.node_id}.")
 
 
 def _refusal(broker: Broker, session: Session, operation: str, res) -> tuple[int, str] | None:
     """The error for a resource ``session`` may not describe or alter, None when it may."""
     if res.resource_type == TOPIC and not broker.authorize(session, operation, "TOPIC", res.resource_name):
-        return TOPIC_AUTHORIZATION_FAILED, f"Not authorized to {operation.lower()} of topic '{res.resource_name}'."
+        return TOPIC_AUTHORIZATION_FAILED, f"Not authorized to {operation.lower()} of topic {shown(res.resource_name)}."
     if res.resource_type in (BROKER, BROKER_LOGGER) and not broker.authorize(session, operation, "CLUSTER"):
         return CLUSTER_AUTHORIZATION_FAILED, f"Not authorized to {operation.lower()} of the broker."
     return None
@@ -151,7 +151,7 @@ async def describe_configs(broker: Broker, req: Request, session: Session):
 def _known(name: str) -> ConfigKey:
     key = TOPIC_CONFIGS.get(name)
     if key is None:
-        raise InvalidConfigError(f"Unknown topic config name: {name}")
+        raise InvalidConfigError(f"Unknown topic config name: {shown(name, '')}")
     return key
 
 

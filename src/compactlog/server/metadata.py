@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import uuid
 
-from ..errors import CompactLogError
+from ..errors import CompactLogError, shown
 from ..partition import LEADER_EPOCH
 from ..topics import INTERNAL_TOPICS
 from .acls import authorized_operations
@@ -191,7 +191,7 @@ def _coordinator_of(broker: Broker, session: Session, key_type: int, key: str) -
     if not key:
         return 24, "the group id is empty", -1, "", -1
     if not broker.authorize(session, "DESCRIBE", "GROUP", key):  # GROUP_AUTHORIZATION_FAILED
-        return 30, f"Not authorized to describe group '{key}'", -1, "", -1
+        return 30, f"Not authorized to describe group {shown(key)}", -1, "", -1
     host, port = broker.address(session)
     return 0, None, broker.node_id, host, port
 

@@ -27,7 +27,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Callable, Mapping, Protocol, Sequence
 
-from ..errors import InvalidConfigError
+from ..errors import InvalidConfigError, shown
+from ..storage.configdef import invalid
 from . import apis
 from .broker import Broker, Session
 from .protocol import NEED_DATA, Connection, Frame, ProtocolError, UnsupportedApiVersions, encode_unsupported_api_versions
@@ -73,18 +74,20 @@ def parse_listeners(entries, protocol_map) -> list[Listener]:
     for entry in as_list(entries):
         name, sep, rest = entry.strip().partition("://")
         if not sep:
-            raise InvalidConfigError(f"Invalid value {entry} for configuration listeners: expected NAME://host:port")
+            raise invalid("listeners", entry, "expected NAME://host:port")
         host, _, port = rest.rpartition(":")
         host = host.strip("[]")
-        try:
-            port_no = int(port)
-        except ValueError:
-            raise InvalidConfigError(f"Invalid value {entry} for configuration listeners: the port is not a number") from None
+        # ASCII digits only (int() would take spaces, '_' and other scripts' digits), counted before
+        # int() sees them (it refuses over 4,300 digits with advice meant for programmers)
+        if not (port.isascii() and port.isdigit()):
+            raise invalid("listeners", entry, "the port is not a number")
+        port_no = int(port) if len(port.lstrip("0")) <= 5 else 65536
         name = name.upper()
         if name not in mapping:
-            raise InvalidConfigError(f"No security protocol defined for listener {name} (listener.security.protocol.map)")
+            raise InvalidConfigError(f"No security protocol defined for listener {shown(name, '')} "
+                                     "(listener.security.protocol.map)")
         if not 0 <= port_no <= 65535:
-            raise InvalidConfigError(f"Invalid value {entry} for configuration listeners: port out of range")
+            raise invalid("listeners", entry, "port out of range")
         out.append(Listener(name, mapping[name], host, port_no))
     if len({x.name for x in out}) != len(out):
         raise InvalidConfigError("Each listener must have a different name (listeners)")

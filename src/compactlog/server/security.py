@@ -22,7 +22,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ..errors import InvalidConfigError
+from ..errors import InvalidConfigError, shown
 from .broker import Session
 
 SASL_PROTOCOLS = frozenset({"SASL_PLAINTEXT", "SASL_SSL"})
@@ -91,7 +91,7 @@ def _load_keystore(ctx: ssl.SSLContext, config: _Settings) -> None:
             key_file.write_text(normalize_pem(key))
             ctx.load_cert_chain(cert_file, key_file, password=password)
     except FileNotFoundError as exc:
-        raise InvalidConfigError(f"Invalid value {exc.filename} for configuration ssl.keystore.location: "
+        raise InvalidConfigError(f"Invalid value {shown(exc.filename, '')} for configuration ssl.keystore.location: "
                                  "no such file") from None
     except ssl.SSLError as exc:
         raise InvalidConfigError(f"Cannot load the broker's certificate and key (ssl.keystore.*, ssl.key.password): "
@@ -108,7 +108,7 @@ def _load_truststore(ctx: ssl.SSLContext, config: _Settings) -> None:
         elif ctx.verify_mode != ssl.CERT_NONE:
             ctx.load_default_certs(ssl.Purpose.CLIENT_AUTH)  # as Kafka falls back on the JVM's CAs
     except FileNotFoundError:
-        raise InvalidConfigError(f"Invalid value {location} for configuration ssl.truststore.location: "
+        raise InvalidConfigError(f"Invalid value {shown(location, '')} for configuration ssl.truststore.location: "
                                  "no such file") from None
     except ssl.SSLError as exc:
         raise InvalidConfigError(f"Cannot load the trusted certificates (ssl.truststore.*): "

@@ -21,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import InvalidRequestError, UnknownTopicOrPartitionError
+from ..errors import InvalidRequestError, UnknownTopicOrPartitionError, shown
 from ..producer import DEFAULT_BATCH_BYTES, BuiltInPartitioner, ProducerPlan, header_bytes, record_sizes
 from ..reading import topic_metadata
 from ..records.batch import build_batch
@@ -165,7 +165,7 @@ def _plan_for(topic: str, meta: dict | None, data_dir: str, batch_bytes: int) ->
     """How a task writes to ``topic``: the producer plan under the topic's config. Its partitioner
     lives as long as the task, which is one producer."""
     if meta is None:
-        raise UnknownTopicOrPartitionError(f"Topic '{topic}' does not exist in {data_dir}.")
+        raise UnknownTopicOrPartitionError(f"Topic {shown(topic)} does not exist in {data_dir}.")
     return ProducerPlan.of(topic, LogConfig(meta.get("config", {})), BuiltInPartitioner(meta["partitions"]),
                            batch_bytes=batch_bytes)
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, ClassVar, Mapping
 
-from ..errors import InvalidConfigError
+from ..errors import InvalidConfigError, shown
 from .cleaner_config import CLEANER_CONFIGS
 from .configdef import LONG_MAX, ConfigKey, at_least, parse_properties, setting
 from .topic_config import TOPIC_CONFIGS
@@ -113,7 +113,7 @@ class BrokerConfig:
                 if name in KAFKA_BROKER_CONFIGS_WITHOUT_EFFECT:
                     log.debug("Broker config %s has no effect in compactlog.", name)
                 else:
-                    log.warning("The configuration %s was supplied but isn't a known config.", name)
+                    log.warning("The configuration %s was supplied but isn't a known config.", shown(name, ""))
                 continue
             values[name] = key.parse(raw)
             originals[name] = key.render(values[name]) or ""
@@ -166,7 +166,7 @@ class BrokerConfig:
             return key.default
         if name in self.originals:
             return self.originals[name]
-        raise InvalidConfigError(f"Unknown broker config name: {name}")
+        raise InvalidConfigError(f"Unknown broker config name: {shown(name, '')}")
 
     @property
     def log_dirs(self) -> list[str]:

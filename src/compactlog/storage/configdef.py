@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Callable, Mapping
 
-from ..errors import InvalidConfigError
+from ..errors import InvalidConfigError, shown
 
 INT_MIN, INT_MAX = -(2**31), 2**31 - 1
 LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
@@ -39,17 +39,11 @@ _INT_RANGES = {"int": (INT_MIN, INT_MAX), "long": (LONG_MIN, LONG_MAX)}
 MAX_INTEGER_DIGITS = len(str(LONG_MAX))  # 19: more significant digits than this fit no INT or LONG
 
 
-SHOWN_VALUE_CHARS = 200  # a refused value longer than this is shown by its head and its length
-
-
 def invalid(name: str, value: Any, reason: str) -> InvalidConfigError:
-    """Kafka's ConfigException text, so messages can be compared with a real broker's. A value of more
-    than ``SHOWN_VALUE_CHARS`` characters is cut to its first ones and its length (Kafka repeats any
-    value whole; a client may send megabytes, and the answer, the CLI's line and the logs stay short)."""
-    shown = java_str(value)
-    if len(shown) > SHOWN_VALUE_CHARS:
-        shown = f"{shown[:SHOWN_VALUE_CHARS // 4]}... ({len(shown)} characters)"
-    return InvalidConfigError(f"Invalid value {shown} for configuration {name}: {reason}")
+    """Kafka's ConfigException text, so messages can be compared with a real broker's. A long value is
+    shown by its head and its length (``errors.shown``: Kafka repeats any value whole; a client may send
+    megabytes, and the answer, the CLI's line and the logs stay short)."""
+    return InvalidConfigError(f"Invalid value {shown(java_str(value), '')} for configuration {name}: {reason}")
 
 
 # --- printing values as Java does ------------------------------------------------------------------

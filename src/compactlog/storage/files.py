@@ -15,7 +15,7 @@ import os
 import re
 from pathlib import Path
 
-from ..errors import InvalidTopicError
+from ..errors import InvalidTopicError, shown
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
@@ -74,6 +74,9 @@ def is_segment_file(name: str) -> bool:
     return len(head) == 20 and head.isdigit()
 
 
+QUOTE = '"'  # around a topic name in Kafka's message
+
+
 def validate_topic_name(topic: str) -> None:
     """Kafka's topic name rules; also guarantees a topic can never name a path outside its directory."""
     if not isinstance(topic, str) or not topic:
@@ -82,11 +85,11 @@ def validate_topic_name(topic: str) -> None:
         raise InvalidTopicError('Topic name cannot be "." or ".."')
     if len(topic) > MAX_TOPIC_NAME_LENGTH:
         raise InvalidTopicError(
-            f"Topic name is illegal, it can't be longer than {MAX_TOPIC_NAME_LENGTH} characters, topic name: {topic}"
+            f"Topic name is illegal, it can't be longer than {MAX_TOPIC_NAME_LENGTH} characters, topic name: {shown(topic, '')}"
         )
     if not _LEGAL_TOPIC.fullmatch(topic):
         raise InvalidTopicError(
-            f"Topic name \"{topic}\" is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-'"
+            f"Topic name {shown(topic, QUOTE)} is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-'"
         )
 
 

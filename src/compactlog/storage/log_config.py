@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Iterable, Mapping
 
-from ..errors import InvalidConfigError, InvalidRequestError
+from ..errors import InvalidConfigError, InvalidRequestError, shown
 from ..records.codecs import Codec
 from .broker_config import BROKER_CONFIGS, BrokerConfig
 from .configdef import LONG_MAX, ConfigKey, describe_key
@@ -34,7 +34,7 @@ class DescribeRow:
 def _check_names(names: Iterable[str]) -> None:
     for name in names:
         if name not in TOPIC_CONFIGS:
-            raise InvalidConfigError(f"Unknown topic config name: {name}")
+            raise InvalidConfigError(f"Unknown topic config name: {shown(name, '')}")
 
 
 def _check_lags(min_lag: int, max_lag: int) -> None:
@@ -170,7 +170,7 @@ class LogConfig:
     def get(self, name: str) -> Any:
         """The effective typed value of a topic config, by its Kafka name."""
         if name not in self._values:
-            raise InvalidConfigError(f"Unknown topic config name: {name}")
+            raise InvalidConfigError(f"Unknown topic config name: {shown(name, '')}")
         return self._values[name]
 
     def source(self, name: str) -> str:

@@ -35,6 +35,7 @@ from ..errors import (
     KafkaStorageError,
     TopicAlreadyExistsError,
     UnknownTopicOrPartitionError,
+    shown,
 )
 from ..records.codecs import allow_reading_up_to
 from . import files
@@ -198,7 +199,7 @@ class LogManager:
         overrides = validate_topic_overrides(dict(config or {}))
         with self.lock:
             self.check_name_free(name)
-            self._check_partition_limit(name, n, f"Cannot create topic '{name}' with {n} partitions")
+            self._check_partition_limit(name, n, f"Cannot create topic {shown(name)} with {n} partitions")
         return n, overrides
 
     def check_name_free(self, name: str) -> None:
@@ -208,17 +209,17 @@ class LogManager:
         files.validate_topic_name(name)
         with self.lock:
             if name in self.topics:
-                raise TopicAlreadyExistsError(f"Topic '{name}' already exists.")
+                raise TopicAlreadyExistsError(f"Topic {shown(name)} already exists.")
             collisions = [t for t in self.topics if t.replace(".", "_") == name.replace(".", "_")]
             if collisions:
                 raise TopicAlreadyExistsError(
-                    f"Topic '{name}' collides with existing topic: {collisions[0]} ('.' and '_' are treated alike, as in Kafka)"
+                    f"Topic {shown(name)} collides with existing topic: {collisions[0]} ('.' and '_' are treated alike, as in Kafka)"
                 )
 
     def _check_dir_names(self, name: str, n: int) -> None:
         longest = files.partition_dir_name(name, n - 1)
         if len(longest.encode()) > files.MAX_FILE_NAME:
-            raise InvalidPartitionsError(f"Topic '{name}' cannot have {n} partitions: the directory name {longest} "
+            raise InvalidPartitionsError(f"Topic {shown(name)} cannot have {n} partitions: the directory name {longest} "
                                          f"would be longer than {files.MAX_FILE_NAME} bytes.")
 
     def _check_partition_limit(self, name: str, adding: int, what: str) -> None:
@@ -259,10 +260,10 @@ class LogManager:
             have = meta["partitions"]
             if not isinstance(count, int) or isinstance(count, bool) or count <= have:
                 raise InvalidPartitionsError(
-                    f"Topic '{name}' has {have} partition{'s' if have != 1 else ''}; partitions can only be added, "
+                    f"Topic {shown(name)} has {have} partition{'s' if have != 1 else ''}; partitions can only be added, "
                     f"so the new count must be more than {have}, not {count}.")
             self._check_dir_names(name, count)
-            self._check_partition_limit(name, count - have, f"Cannot grow topic '{name}' to {count} partitions")
+            self._check_partition_limit(name, count - have, f"Cannot grow topic {shown(name)} to {count} partitions")
             if validate_only:
                 return None
             grown = {**meta, "partitions": count}
@@ -309,7 +310,7 @@ class LogManager:
     def _require(self, name: str) -> dict:
         meta = self.topics.get(name)
         if meta is None:
-            raise UnknownTopicOrPartitionError(f"Topic '{name}' does not exist.")
+            raise UnknownTopicOrPartitionError(f"Topic {shown(name)} does not exist.")
         return meta
 
     def delete_topic(self, name: str) -> None:
@@ -424,9 +425,9 @@ class LogManager:
         if lg is None:
             if topic in self.topics:
                 raise UnknownTopicOrPartitionError(
-                    f"Partition {partition} of topic '{topic}' does not exist (the topic has {self.topics[topic]['partitions']})."
+                    f"Partition {partition} of topic {shown(topic)} does not exist (the topic has {self.topics[topic]['partitions']})."
                 )
-            raise UnknownTopicOrPartitionError(f"Topic '{topic}' does not exist.")
+            raise UnknownTopicOrPartitionError(f"Topic {shown(topic)} does not exist.")
         return lg
 
     # housekeeping ---------------------------------------------------------------------------------

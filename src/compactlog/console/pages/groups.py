@@ -282,7 +282,7 @@ def inactive_error(group_id: str, state: str) -> str | None:
     """Kafka's refusal to reset the offsets of a group that still has members (or is rebalancing)."""
     if state in INACTIVE:
         return None
-    return f"Assignments can only be reset if the group '{group_id}' is inactive, but the current state is {state}."
+    return f"Assignments can only be reset if the group {shown(group_id)} is inactive, but the current state is {state}."
 
 
 def plan_reset(cl, spec: ResetSpec, committed: dict[TopicPartition, int]) -> list[PlannedOffset]:
@@ -319,7 +319,7 @@ async def list_groups(request: web.Request) -> web.Response:
 
 def _not_found(request: web.Request, group_id: str) -> web.Response:
     return page(request, "error.html", status=404, title="Not found",
-                message=f"Consumer group '{group_id}' does not exist.")
+                message=f"Consumer group {shown(group_id)} does not exist.")
 
 
 @routes.get("/groups/{group}")

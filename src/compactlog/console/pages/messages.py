@@ -154,7 +154,7 @@ def read_page(cl, topic: str, q: BrowseQuery | None) -> Browse:
     if q is None:
         return out
     if q.partition >= out.partitions:
-        out.error = f"Partition {q.partition} of topic '{topic}' does not exist (the topic has {out.partitions})."
+        out.error = f"Partition {q.partition} of topic {shown(topic)} does not exist (the topic has {out.partitions})."
         return out
     part = cl.partition(topic, q.partition)
     out.log_start, out.log_end = part.log_start_offset, part.log_end_offset

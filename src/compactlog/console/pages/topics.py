@@ -302,7 +302,7 @@ async def delete_form(request: web.Request) -> web.Response:
     name = path_name(request, "topic")
     require(request, "DELETE", "TOPIC", name)
     if name not in console(request).cl.list_topics():
-        raise UnknownTopicOrPartitionError(f"Topic '{name}' does not exist.")
+        raise UnknownTopicOrPartitionError(f"Topic {shown(name)} does not exist.")
     return _delete_page(request, name)
 
 

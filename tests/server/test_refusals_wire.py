@@ -1,6 +1,10 @@
-"""What the broker answers about the records it refuses: Produce names each refused record in
-``record_errors`` (its index in the batch and why) and says in ``error_message`` what Kafka's broker says,
-so a client that reads them (kafka-python 3) tells the producer which record was at fault."""
+"""What the broker answers to what it refuses, through real clients and raw requests on one server.
+
+* Records: Produce names each refused record in ``record_errors`` (its index in the batch and why) and
+  says in ``error_message`` what Kafka's broker says, so a client that reads them (kafka-python 3) tells
+  the producer which record was at fault.
+* Long values: a 5,000-character name or value is repeated by its head and length in the error message.
+"""
 
 from __future__ import annotations
 
@@ -13,6 +17,7 @@ import compactlog
 from compactlog.records.batch import build_batch
 
 T = 15  # seconds any one client call may take
+LONG = "x" * 5000
 KEYLESS = "Compacted topic cannot accept message without key in topic partition compacted-0"
 
 
@@ -77,3 +82,42 @@ def test_kafka_python_tells_the_producer_which_record_was_keyless(server):
             keyed.get(T)  # the keyed record was refused with its batch, and told why
     finally:
         producer.close(T)
+
+
+def admin_error(future):
+    from confluent_kafka import KafkaException
+
+    with pytest.raises(KafkaException) as info:
+        future.result(T)
+    return info.value.args[0]
+
+
+@pytest.fixture(scope="module")
+def admin(server):
+    admin_module = pytest.importorskip("confluent_kafka.admin")
+    return admin_module.AdminClient({"bootstrap.servers": server.bootstrap})
+
+
+LONG_VALUE_CASES = {
+    "config name": (lambda a, m: a.create_topics([m.NewTopic("u1", 1, 1, config={LONG: "1"})])["u1"],
+                    40, "Unknown topic config name: xxx"),
+    "config value": (lambda a, m: a.create_topics([m.NewTopic("u2", 1, 1, config={"segment.ms": "9" * 5000})])["u2"],
+                     40, "for configuration segment.ms: Not a number of type LONG"),
+    "compression": (lambda a, m: a.create_topics([m.NewTopic("u3", 1, 1, config={"compression.type": LONG})])["u3"],
+                    40, "for configuration compression.type"),
+    "topic name": (lambda a, m: a.create_topics([m.NewTopic(LONG, 1, 1)])[LONG], 17, "Topic name is illegal"),
+    "missing topic": (lambda a, m: a.create_partitions([m.NewPartitions(LONG, 3)])[LONG], 3, "Topic 'xxx"),
+    "missing topic's configs": (lambda a, m: a.describe_configs([r := m.ConfigResource(m.ResourceType.TOPIC, LONG)])[r],
+                                3, "Topic 'xxx"),
+}
+
+
+@pytest.mark.parametrize("case", list(LONG_VALUE_CASES))
+def test_a_long_value_is_shown_by_its_head_and_length_in_the_brokers_answer(admin, case):
+    import confluent_kafka.admin as m
+
+    call, code, words = LONG_VALUE_CASES[case]
+    err = admin_error(call(admin, m))
+    assert err.code() == code, err
+    assert words in err.str() and "(5000 characters)" in err.str(), err.str()[:400]
+    assert len(err.str()) < 300
