@@ -142,6 +142,13 @@ class InvalidProducerEpochError(CompactLogError):
     code, name = 47, "INVALID_PRODUCER_EPOCH"
 
 
+class PolicyViolationError(CompactLogError):
+    """The request breaks a limit the broker sets: more partitions than ``max.broker.partitions`` (Kafka
+    answers this code to a request for more partitions than its controller writes at once)."""
+
+    code, name = 44, "POLICY_VIOLATION"
+
+
 class UnsupportedCompressionTypeError(CompactLogError):
     """The compression type is not one Kafka defines."""
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 
 import pytest
 
@@ -13,6 +14,7 @@ from compactlog.errors import (
     InvalidConfigError,
     InvalidPartitionsError,
     OffsetOutOfRangeError,
+    PolicyViolationError,
     TopicAlreadyExistsError,
     UnknownTopicOrPartitionError,
 )
@@ -43,10 +45,29 @@ def test_a_topic_grows_and_keeps_what_it_had(tmp_path):
 def test_growth_respects_max_broker_partitions(tmp_path):
     with compactlog.open(tmp_path, {"max.broker.partitions": "5"}) as cl:
         cl.create_topic("t", 3)
-        with pytest.raises(InvalidPartitionsError, match="max.broker.partitions is 5"):
+        with pytest.raises(PolicyViolationError, match="max.broker.partitions is 5"):
             cl.create_partitions("t", 6)
         assert cl.manager.partitions_for("t") == 3
         cl.create_partitions("t", 5)
+
+
+@pytest.mark.parametrize("count", [10_001, 2**31 - 1, 10**30])
+def test_a_huge_count_is_refused_at_once_and_makes_nothing(tmp_path, count):
+    """max.broker.partitions (10,000 by default) bounds a new topic and a grown one alike, before any
+    directory is made; Kafka's code and words for a request over its controller's batch."""
+    with compactlog.open(tmp_path) as cl:
+        cl.create_topic("t", 2)
+        before = sorted(p.name for p in tmp_path.iterdir())
+        started = time.monotonic()
+        with pytest.raises(PolicyViolationError, match=r"^Unable to perform excessively large batch operation\. "
+                           rf"Cannot create topic 'huge' with {count} partitions: .*max.broker.partitions is 10000"):
+            cl.create_topic("huge", count)
+        with pytest.raises(PolicyViolationError, match=rf"Cannot grow topic 't' to {count} partitions"):
+            cl.create_partitions("t", count)
+        assert time.monotonic() - started < 1
+        assert sorted(p.name for p in tmp_path.iterdir()) == before
+        assert cl.list_topics() == ["t"] and cl.partitions_for("t") == 2
+        assert PolicyViolationError.code == 44
 
 
 def test_a_failed_growth_leaves_the_old_count(tmp_path, monkeypatch):

@@ -4,11 +4,20 @@
   says in ``error_message`` what Kafka's broker says, so a client that reads them (kafka-python 3) tells
   the producer which record was at fault.
 * Long values: a 5,000-character name or value is repeated by its head and length in the error message.
+* Partition counts: ``max.broker.partitions`` bounds CreateTopics and CreatePartitions (raw requests up to
+  Kafka's int32, a real client within its own bound) and the console's forms, with Kafka's
+  POLICY_VIOLATION, before any directory is made.
 """
 
 from __future__ import annotations
 
+import datetime
+import re
 import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from http.cookiejar import CookieJar
 
 import pytest
 import wire
@@ -27,7 +36,8 @@ def server(tmp_path_factory):
     with compactlog.open(data) as cl:
         cl.create_topic("compacted", 1, {"cleanup.policy": "compact"})
         cl.create_topic("recent", 1, {"message.timestamp.before.max.ms": "60000"})
-    with wire.serving(data) as s:
+        cl.create_topic("grow", 1)
+    with wire.serving(data, {"http.listeners": "http://127.0.0.1:0"}) as s:
         yield s
 
 
@@ -121,3 +131,85 @@ def test_a_long_value_is_shown_by_its_head_and_length_in_the_brokers_answer(admi
     assert err.code() == code, err
     assert words in err.str() and "(5000 characters)" in err.str(), err.str()[:400]
     assert len(err.str()) < 300
+
+
+# max.broker.partitions ---------------------------------------------------------------------------------
+
+INT32_MAX = 2**31 - 1
+TOO_MANY = "Unable to perform excessively large batch operation."
+
+
+def directories(server) -> list[str]:
+    return sorted(p.name for p in server.data_dir.iterdir())
+
+
+def create_topics(name: str, count: int, validate_only: bool = False):
+    mod = wire.module_of("create_topics", 7, "request")
+    return mod.CreateTopicsRequest(topics=(mod.CreatableTopic(name=name, num_partitions=count, replication_factor=-1,
+                                                              assignments=(), configs=()),),
+                                   timeout=datetime.timedelta(seconds=T), validate_only=validate_only)
+
+
+def create_partitions(name: str, count: int, validate_only: bool = False):
+    mod = wire.module_of("create_partitions", 3, "request")
+    return mod.CreatePartitionsRequest(topics=(mod.CreatePartitionsTopic(name=name, count=count, assignments=None),),
+                                       timeout=datetime.timedelta(seconds=T), validate_only=validate_only)
+
+
+@pytest.mark.parametrize("count", [10_001, INT32_MAX])
+@pytest.mark.parametrize("validate_only", [False, True])
+def test_raw_requests_for_too_many_partitions_are_refused_at_once(server, count, validate_only):
+    before = directories(server)
+    started = time.monotonic()
+    with wire.RawClient.to(server) as c:
+        [made] = c.call(create_topics("huge", count, validate_only)).topics
+        [grown] = c.call(create_partitions("grow", count, validate_only)).results
+    assert time.monotonic() - started < 2
+    assert (made.error_code, grown.error_code) == (44, 44)  # POLICY_VIOLATION
+    assert made.error_message.startswith(f"{TOO_MANY} Cannot create topic 'huge' with {count} partitions: ")
+    assert grown.error_message.startswith(f"{TOO_MANY} Cannot grow topic 'grow' to {count} partitions: ")
+    assert "max.broker.partitions is 10000" in made.error_message
+    assert directories(server) == before
+
+
+def test_a_real_client_gets_the_same_refusal(admin):
+    import confluent_kafka.admin as m
+    from confluent_kafka import KafkaError
+
+    for future in (admin.create_topics([m.NewTopic("huge", 100_000, 1)])["huge"],
+                   admin.create_partitions([m.NewPartitions("grow", 100_000)])["grow"]):
+        err = admin_error(future)
+        assert err.code() == KafkaError.POLICY_VIOLATION and TOO_MANY in err.str() and "max.broker.partitions" in err.str()
+
+
+class ConsoleClient:
+    """The console as a browser speaks to it: a cookie jar, the CSRF token, redirects not followed."""
+
+    class _NoRedirect(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *args, **kwargs):
+            return None
+
+    def __init__(self, base: str) -> None:
+        self.base = base
+        self.opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(CookieJar()), self._NoRedirect)
+        self.csrf = re.search(r'"X-CSRF-Token": "([^"]+)"', self.post("/", None)[1]).group(1)
+
+    def post(self, path: str, fields: dict[str, str] | None) -> tuple[int, str]:
+        data = None if fields is None else urllib.parse.urlencode({**fields, "csrf": self.csrf}).encode()
+        try:
+            with self.opener.open(urllib.request.Request(self.base + path, data=data), timeout=T) as r:
+                return r.status, r.read().decode(errors="replace")
+        except urllib.error.HTTPError as e:
+            return e.code, e.read().decode(errors="replace")
+
+
+@pytest.mark.parametrize("path, fields, says", [
+    ("/topics", {"name": "huge", "partitions": str(INT32_MAX)}, f"Cannot create topic &#39;huge&#39; with {INT32_MAX}"),
+    ("/topics/grow/partitions", {"count": str(INT32_MAX)}, f"Cannot grow topic &#39;grow&#39; to {INT32_MAX}"),
+])
+def test_the_consoles_forms_get_the_same_refusal(server, path, fields, says):
+    before = directories(server)
+    status, text = ConsoleClient(server.console_url).post(path, fields)
+    assert status == 400, re.sub(r"\s+", " ", text)[-400:]
+    assert TOO_MANY in text and says in text and "max.broker.partitions is 10000" in text
+    assert directories(server) == before

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 import compactlog
-from compactlog.errors import InvalidPartitionsError, KafkaStorageError
+from compactlog.errors import KafkaStorageError, PolicyViolationError
 
 T = "t"
 VALUE = b"x" * 1000
@@ -177,7 +177,7 @@ def test_six_hundred_partitions_under_a_256_descriptor_limit(tmp_path):
 
 def test_a_huge_partition_count_is_refused_before_anything_is_written(tmp_path):
     with compactlog.open(tmp_path) as cl:
-        with pytest.raises(InvalidPartitionsError, match="max.broker.partitions"):
+        with pytest.raises(PolicyViolationError, match="max.broker.partitions"):
             cl.create_topic(T, 10**9)
         assert cl.list_topics() == []
     assert [p.name for p in tmp_path.iterdir() if p.is_dir()] == []  # not a folder made

@@ -33,6 +33,7 @@ from ..errors import (
     InvalidPartitionsError,
     OffsetOutOfRangeError,
     KafkaStorageError,
+    PolicyViolationError,
     TopicAlreadyExistsError,
     UnknownTopicOrPartitionError,
     shown,
@@ -223,11 +224,15 @@ class LogManager:
                                          f"would be longer than {files.MAX_FILE_NAME} bytes.")
 
     def _check_partition_limit(self, name: str, adding: int, what: str) -> None:
-        """``max.broker.partitions`` bounds the partitions of every topic together (call under the lock)."""
+        """``max.broker.partitions`` bounds the partitions of every topic together (call under the lock).
+        The one place the bound is checked: the API, the CLI, the console and CreateTopics /
+        CreatePartitions all come here before a directory is made. Refused as Kafka refuses a request for
+        more partitions than its controller writes at once (POLICY_VIOLATION, its words first)."""
         limit = self.broker.get("max.broker.partitions")
         have = sum(m["partitions"] for m in self.topics.values())
         if have + adding > limit:
-            raise InvalidPartitionsError(f"{what}: the data directory holds {have} and max.broker.partitions is {limit}.")
+            raise PolicyViolationError(f"Unable to perform excessively large batch operation. {what}: the data "
+                                       f"directory holds {have} and max.broker.partitions is {limit}.")
 
     def create_topic(self, name: str, partitions: int | None = None, config: dict[str, str] | None = None) -> TopicDescription:
         """Create a topic. Everything is checked before anything is written (name, count, configs, the
