@@ -31,7 +31,6 @@ from typing import Any
 from ..errors import SaslAuthenticationFailedError
 from ..security.credentials import CredentialStore
 from ..security.scram import PLAIN, server_mechanism
-from . import scram_credentials
 from .broker import Broker, Session, error_code
 from .entities import response
 from .protocol import ProtocolError, Request
@@ -154,5 +153,4 @@ def setup(broker: Broker) -> None:
     broker.check_before_login = check_request
 
 
-# The logins, and the APIs that read and change the credentials they check (scram_credentials.py).
-HANDLERS = {SASL_HANDSHAKE: sasl_handshake, SASL_AUTHENTICATE: sasl_authenticate, **scram_credentials.HANDLERS}
+HANDLERS = {SASL_HANDSHAKE: sasl_handshake, SASL_AUTHENTICATE: sasl_authenticate}
