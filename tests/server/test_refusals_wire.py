@@ -133,6 +133,13 @@ def test_a_long_value_is_shown_by_its_head_and_length_in_the_brokers_answer(admi
     assert len(err.str()) < 300
 
 
+@pytest.mark.parametrize("records", [None, b"not a batch"], ids=["no-batch", "bad-batch"])
+def test_a_produce_to_a_long_topic_name_is_answered_briefly(server, records):
+    part = partition_answer(server, LONG, records if records is not None else build_batch([b"k"], [b"v"], [0]), 9)
+    assert part.error_code in (3, 87)  # UNKNOWN_TOPIC_OR_PARTITION, or INVALID_RECORD for the bytes
+    assert "(5000 characters)" in part.error_message and len(part.error_message) < 300, part.error_message[:400]
+
+
 # max.broker.partitions ---------------------------------------------------------------------------------
 
 INT32_MAX = 2**31 - 1

@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from ..errors import InvalidConfigError
+from ..errors import InvalidConfigError, shown
 from ..storage import files
 from .scram import DEFAULT_ITERATIONS, SCRAM_MECHANISMS, ScramCredential, make_credential
 from .store import JsonFile
@@ -67,7 +67,7 @@ class CredentialStore:
             raise InvalidConfigError("The user name must not be empty")
         for name in [c.mechanism for c in add] + list(delete):
             if name not in SCRAM_MECHANISMS:
-                raise InvalidConfigError(f"Invalid config {name} for users: only "
+                raise InvalidConfigError(f"Invalid config {shown(name, '')} for users: only "
                                          f"{' and '.join(SCRAM_MECHANISMS)} credentials can be set")
         both = {c.mechanism for c in add} & set(delete)
         if both:
@@ -79,7 +79,7 @@ class CredentialStore:
             entry = users.setdefault(user, {})
             for name in delete:
                 if name not in entry:
-                    raise InvalidConfigError(f"User {user} has no {name} credential to delete")
+                    raise InvalidConfigError(f"User {shown(user, '')} has no {name} credential to delete")
                 del entry[name]
             for name, cred in made.items():
                 entry[name] = cred.to_json()

@@ -227,7 +227,7 @@ class ScramServer:
             raise SaslAuthenticationFailedError("Authentication failed: the authorization id differs from the username")
         for key, value in attrs[2:]:  # other extensions are ignored, as Kafka ignores ones it does not know
             if key == "m" or (key == "tokenauth" and value.lower() == "true"):
-                raise SaslAuthenticationFailedError(f"Unsupported SCRAM extension {key}={value} "
+                raise SaslAuthenticationFailedError(f"Unsupported SCRAM extension {shown(f'{key}={value}', '')} "
                                                     "(no delegation tokens here)")
         self.username = user
         cred = self.lookup(user, self.mechanism)

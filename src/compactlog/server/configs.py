@@ -159,13 +159,13 @@ def _no_repeats(names: Sequence[str]) -> None:
     seen: set[str] = set()
     for name in names:
         if name in seen:
-            raise InvalidRequestError(f"Config {name} is named more than once in one resource; name each config once.")
+            raise InvalidRequestError(f"Config {shown(name, '')} is named more than once in one resource; name each config once.")
         seen.add(name)
 
 
 def _needs_value(name: str, value: str | None, what: str) -> str:
     if value is None:
-        raise InvalidConfigError(f"{what} {name} needs a value, not null (delete the config to reset it).")
+        raise InvalidConfigError(f"{what} {shown(name, '')} needs a value, not null (delete the config to reset it).")
     return value
 
 

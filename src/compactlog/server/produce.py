@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import datetime
 
-from ..errors import CompactLogError, InvalidRecordError, InvalidTopicError
+from ..errors import CompactLogError, InvalidRecordError, InvalidTopicError, shown
 from ..records.batch import (
     ATTRIBUTES_OFFSET,
     COMPRESSION_MASK,
@@ -92,7 +92,7 @@ def _append_all(broker: Broker, topics, version: int) -> list[list[tuple]]:
                 records = p.records
                 if t.name in INTERNAL_TOPICS:
                     raise InvalidTopicError(f"Cannot append to internal topic {t.name}")
-                check_records(records, f"{t.name}-{p.index}")
+                check_records(records, f"{shown(t.name, '')}-{p.index}")
                 if version < 7 and len(records) > ATTRIBUTES_LOW_BYTE and records[ATTRIBUTES_LOW_BYTE] & COMPRESSION_MASK == Codec.ZSTD:
                     rows.append((p.index, 76, -1, -1, -1, "zstd batches need Produce v7 or later"))
                     continue
@@ -137,7 +137,7 @@ async def produce(broker: Broker, req: Request, session: Session):
         broker.data_arrived()
         if len(topics) < len(allowed):  # topics without WRITE: TOPIC_AUTHORIZATION_FAILED, nothing appended
             appended = iter(results)
-            results = [next(appended) if ok else [(p.index, 29, -1, -1, -1, f"Not authorized to write to {t.name}")
+            results = [next(appended) if ok else [(p.index, 29, -1, -1, -1, f"Not authorized to write to {shown(t.name, '')}")
                                                   for p in t.partition_data]
                        for t, ok in zip(body.topic_data, allowed)]
     if body.acks == 0:

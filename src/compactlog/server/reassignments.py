@@ -18,6 +18,7 @@ Electing and reassigning need ALTER on the cluster, listing DESCRIBE (refused: C
 
 from __future__ import annotations
 
+from ..errors import shown
 from .broker import NO_THROTTLE, Broker, Session, error_code
 from .entities import make, response, schema
 from .protocol import Request
@@ -35,9 +36,9 @@ Outcome = tuple[int, str | None]
 
 def election(broker: Broker, topic: str, partition: int) -> Outcome:
     if not broker.cl.has_topic(topic):
-        return UNKNOWN_TOPIC_OR_PARTITION, f"No such topic as {topic}"
+        return UNKNOWN_TOPIC_OR_PARTITION, f"No such topic as {shown(topic, '')}"
     if broker.cl.find_partition(topic, partition) is None:
-        return UNKNOWN_TOPIC_OR_PARTITION, f"No such partition as {topic}-{partition}"
+        return UNKNOWN_TOPIC_OR_PARTITION, f"No such partition as {shown(topic, '')}-{partition}"
     return ELECTION_NOT_NEEDED, NOT_NEEDED_MESSAGE
 
 
@@ -73,9 +74,9 @@ async def elect_leaders(broker: Broker, req: Request, session: Session):
 def reassignment(broker: Broker, topic: str, partition: int, replicas) -> Outcome:
     """Kafka's controller's checks of one reassignment, in its order and words."""
     if not broker.cl.has_topic(topic):
-        return UNKNOWN_TOPIC_OR_PARTITION, f"Unable to find a topic named {topic}."
+        return UNKNOWN_TOPIC_OR_PARTITION, f"Unable to find a topic named {shown(topic, '')}."
     if broker.cl.find_partition(topic, partition) is None:
-        return UNKNOWN_TOPIC_OR_PARTITION, f"Unable to find partition {topic}:{partition}."
+        return UNKNOWN_TOPIC_OR_PARTITION, f"Unable to find partition {shown(topic, '')}:{partition}."
     if replicas is None:
         return NO_REASSIGNMENT_IN_PROGRESS, "No partition reassignment is in progress."
     if not replicas:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from ..errors import shown
 from ..security.credentials import CredentialStore
 from ..security.scram import MAX_ITERATIONS, MIN_ITERATIONS, credential_from_salted
 from .broker import NO_THROTTLE, Broker, Session, error_code
@@ -59,9 +60,9 @@ async def describe_user_scram_credentials(broker: Broker, req: Request, session:
         infos, code, message = (), 0, None
         if times[name] > 1:
             code, message = DUPLICATE_RESOURCE, ("Cannot describe SCRAM credentials for the same user twice in a "
-                                                 f"single request: {name}")
+                                                 f"single request: {shown(name, '')}")
         elif not known.get(name):
-            code, message = RESOURCE_NOT_FOUND, f"Attempt to describe a user credential that does not exist: {name}"
+            code, message = RESOURCE_NOT_FOUND, f"Attempt to describe a user credential that does not exist: {shown(name, '')}"
         else:
             infos = tuple(make(s.CredentialInfo, mechanism=TYPE_OF[m], iterations=i)
                           for m, i in known[name].items() if m in TYPE_OF)
