@@ -362,7 +362,7 @@ def _outside_brackets(text: str) -> str:
 def check_property_names(props: dict[str, str], known: set[str], what: str) -> None:
     unknown = sorted(set(props) - known)
     if unknown:
-        raise click.BadParameter(f"unknown {what} property {unknown[0]} (known: {', '.join(sorted(known))})",
+        raise click.BadParameter(f"unknown {what} property {shown(unknown[0], '')} (known: {', '.join(sorted(known))})",
                                  param_hint="'--property'")
 
 

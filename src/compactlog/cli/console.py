@@ -257,7 +257,7 @@ def consumer_settings(props: dict[str, str]) -> bool:
     """The consumer configs the console consumer takes (``--consumer-property``): only ``check.crcs``."""
     unknown = sorted(set(props) - {"check.crcs"})
     if unknown:
-        raise click.BadParameter(f"unknown consumer property {unknown[0]} (known: check.crcs)",
+        raise click.BadParameter(f"unknown consumer property {shown(unknown[0], '')} (known: check.crcs)",
                                  param_hint="'--consumer-property'")
     return bool_property(props, "check.crcs", True)
 

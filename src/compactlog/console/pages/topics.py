@@ -59,7 +59,7 @@ def parse_config_lines(text: str) -> dict[str, str]:
             raise FormError(f"Config line {n} is not name=value: {shown(line)}")
         name = name.strip()
         if name in out:
-            raise FormError(f"Config {name} is given twice (lines name each config once).")
+            raise FormError(f"Config {shown(name, '')} is given twice (lines name each config once).")
         out[name] = value.strip()
     return out
 
