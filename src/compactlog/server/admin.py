@@ -321,7 +321,7 @@ def _delete_records(broker: Broker, topics, denied: set[str]) -> list[list[tuple
                 continue
             try:
                 if cl.find_partition(t.name, p.partition_index) is None:
-                    raise UnknownTopicOrPartitionError(f"{t.name}-{p.partition_index} does not exist")
+                    raise UnknownTopicOrPartitionError(f"{shown(t.name, '')}-{p.partition_index} does not exist")
                 low = cl.delete_records(t.name, p.partition_index, p.offset, checkpoint=False)
                 rows.append((p.partition_index, 0, low))
                 moved = True

@@ -209,7 +209,7 @@ def apply_operations(broker: Broker, topic: str, ops, validate_only: bool) -> No
                     now = [i for i in have if i not in items]
                 changes[o.name] = ",".join(now)
             else:
-                raise InvalidRequestError(f"Unknown config operation {op} for {o.name} (0 SET, 1 DELETE, 2 APPEND, "
+                raise InvalidRequestError(f"Unknown config operation {op} for {shown(o.name, '')} (0 SET, 1 DELETE, 2 APPEND, "
                                           f"3 SUBTRACT).")
         cl.alter_topic_config(topic, changes, removed, validate_only)
 
