@@ -202,6 +202,7 @@ class ConsoleClient:
         self.csrf = re.search(r'"X-CSRF-Token": "([^"]+)"', self.post("/", None)[1]).group(1)
 
     def post(self, path: str, fields: dict[str, str] | None) -> tuple[int, str]:
+        """POST ``fields`` with the CSRF token (a GET when ``fields`` is None); (status, page)."""
         data = None if fields is None else urllib.parse.urlencode({**fields, "csrf": self.csrf}).encode()
         try:
             with self.opener.open(urllib.request.Request(self.base + path, data=data), timeout=T) as r:
@@ -220,3 +221,18 @@ def test_the_consoles_forms_get_the_same_refusal(server, path, fields, says):
     assert status == 400, re.sub(r"\s+", " ", text)[-400:]
     assert TOO_MANY in text and says in text and "max.broker.partitions is 10000" in text
     assert directories(server) == before
+
+
+@pytest.mark.parametrize("path, fields, says", [
+    ("/topics", {"name": LONG}, "Topic name is illegal"),
+    ("/topics", {"name": "u", "configs": f"{LONG}=1"}, "Unknown topic config name: xxx"),
+    ("/topics", {"name": "u", "configs": "retention.ms=" + "9" * 5000}, "for configuration retention.ms"),
+    ("/topics/grow/config", {"name": LONG, "value": "1", "action": "set"}, "Unknown topic config name: xxx"),
+])
+def test_the_consoles_forms_show_a_long_value_briefly(server, path, fields, says):
+    status, text = ConsoleClient(server.console_url).post(path, fields)
+    assert status == 400, re.sub(r"\s+", " ", text)[-400:]
+    message = re.search(r'class="error"[^>]*>(.*?)</', text, re.S)
+    assert message, re.sub(r"\s+", " ", text)[-400:]
+    assert says in message.group(1) and "(5000 characters)" in message.group(1), message.group(1)[:400]
+    assert len(message.group(1)) < 300
