@@ -74,6 +74,8 @@ CLI_CASES = {
                           "unknown producer property xxx"),
     "consumer property": (["consume", "--data-dir", "DATA", "--topic", "t", "--consumer-property", f"{LONG}=1"],
                           "unknown consumer property xxx"),
+    "listener host": (["serve", "--data-dir", "DATA", "--override", f"listeners=PLAINTEXT://{LONG}:0"],
+                      "Socket server failed to bind to xxx"),
     "override": (["serve", "--data-dir", "DATA", "--override", LONG], "expected NAME=VALUE, got 'xxx"),
     "broker config value": (["serve", "--data-dir", "DATA", "--override", f"log.retention.ms={DIGITS}"],
                             "for configuration log.retention.ms: Not a number of type LONG"),
@@ -90,3 +92,19 @@ def test_the_command_line(data, case):
     assert words in line
     assert len(line) < MOST, line
     assert "(5000 characters)" in line or "(5022 characters)" in line
+
+
+def test_a_listener_that_cannot_be_bound_is_one_line(data):
+    """A port in use, or a host nothing resolves, is the user's to fix: Kafka's words, exit 1, no traceback."""
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        for listener, why in ((f"127.0.0.1:{port}", "address already in use"),
+                              ("nosuchhost.invalid:0", "Socket server failed to bind to nosuchhost.invalid:0")):
+            res = CliRunner().invoke(main, ["serve", "--data-dir", str(data), "--override",
+                                            f"listeners=PLAINTEXT://{listener}"])
+            assert res.exit_code == 1 and "Traceback" not in res.output, res.output
+            assert res.output.startswith("Error: Socket server failed to bind to ") and why in res.output, res.output

@@ -324,8 +324,14 @@ class KafkaServer:
         loop = asyncio.get_running_loop()
         for x in self.listeners:
             ssl_context = self.ssl_context(x)
-            srv = await loop.create_server(lambda x=x: ClientConnection(self, x), x.host or None, x.port,
-                                           ssl=ssl_context, reuse_address=True, start_serving=False)
+            try:
+                srv = await loop.create_server(lambda x=x: ClientConnection(self, x), x.host or None, x.port,
+                                               ssl=ssl_context, reuse_address=True, start_serving=False)
+            except (OSError, UnicodeError) as exc:  # in use, an unknown host, a name the resolver cannot encode
+                why = exc.strerror if isinstance(exc, OSError) and exc.strerror else \
+                    "not a host name this machine can resolve" if isinstance(exc, UnicodeError) else str(exc)
+                raise InvalidConfigError(f"Socket server failed to bind to {shown(x.host, '')}:{x.port}: {why} "
+                                         "(listeners)") from None
             self.servers.append(srv)
             self.bound[x.name] = (x.host, srv.sockets[0].getsockname()[1])
         adv = self._advertised()
