@@ -76,6 +76,8 @@ CLI_CASES = {
                           "unknown consumer property xxx"),
     "listener host": (["serve", "--data-dir", "DATA", "--override", f"listeners=PLAINTEXT://{LONG}:0"],
                       "Socket server failed to bind to xxx"),
+    "security protocol": (["serve", "--data-dir", "DATA", "--override", f"listener.security.protocol.map=PLAINTEXT:{LONG}"],
+                          "Invalid security protocol `xxx"),
     "override": (["serve", "--data-dir", "DATA", "--override", LONG], "expected NAME=VALUE, got 'xxx"),
     "broker config value": (["serve", "--data-dir", "DATA", "--override", f"log.retention.ms={DIGITS}"],
                             "for configuration log.retention.ms: Not a number of type LONG"),

@@ -64,11 +64,17 @@ def as_list(value) -> list[str]:
     return list(value)
 
 
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+
+
 def parse_listeners(entries, protocol_map) -> list[Listener]:
     """Kafka's ``listeners`` syntax; an empty host binds every interface, as in Kafka."""
     mapping = {}
     for item in as_list(protocol_map):
         name, _, proto = item.partition(":")
+        if proto.strip().upper() not in SECURITY_PROTOCOLS:  # Kafka's ConfigException, in its words
+            raise InvalidConfigError(f"Invalid security protocol `{shown(proto.strip(), '')}` defined in "
+                                     "listener.security.protocol.map")
         mapping[name.strip().upper()] = proto.strip().upper()
     out = []
     for entry in as_list(entries):
