@@ -39,7 +39,7 @@ def parse_datetime(text: str) -> int:
     """
     m = _DATETIME.fullmatch(text.strip())
     if m is None:
-        raise InvalidRequestError(f"'{text}' is not a date and time like {DATETIME_EXAMPLE} (UTC unless it ends "
+        raise InvalidRequestError(f"{shown(text)} is not a date and time like {DATETIME_EXAMPLE} (UTC unless it ends "
                                   "in Z or an offset such as +01:00)")
     try:
         naive = datetime.datetime.fromisoformat(f"{m['date']}T{m['time']}")
@@ -47,7 +47,7 @@ def parse_datetime(text: str) -> int:
         if offset >= datetime.timedelta(hours=24) or int(m["mm"] or 0) >= 60:
             raise ValueError(f"the offset {m['zone']} is not one a clock can have")
     except ValueError as exc:
-        raise InvalidRequestError(f"'{text}' is not a valid date and time: {exc}") from None
+        raise InvalidRequestError(f"{shown(text)} is not a valid date and time: {exc}") from None
     ms = (naive - _EPOCH) // _MS + int((m["fraction"] or "0")[:3].ljust(3, "0"))
     ms -= (offset // _MS) * (-1 if m["sign"] == "-" else 1)  # 10:00+01:00 is 09:00 UTC
     return max(0, ms)

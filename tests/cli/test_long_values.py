@@ -78,6 +78,10 @@ CLI_CASES = {
                       "Socket server failed to bind to xxx"),
     "security protocol": (["serve", "--data-dir", "DATA", "--override", f"listener.security.protocol.map=PLAINTEXT:{LONG}"],
                           "Invalid security protocol `xxx"),
+    "line without a key separator": (["produce", "--data-dir", "DATA", "--topic", "t", "--property", "parse.key=true"],
+                                     "No key separator found on line number 1: 'xxx"),
+    "reset to a date": (["consumer-groups", "--bootstrap-server", "127.0.0.1:1", "--reset-offsets", "--group", "g",
+                         "--all-topics", "--to-datetime", LONG], "xxx"),
     "override": (["serve", "--data-dir", "DATA", "--override", LONG], "expected NAME=VALUE, got 'xxx"),
     "broker config value": (["serve", "--data-dir", "DATA", "--override", f"log.retention.ms={DIGITS}"],
                             "for configuration log.retention.ms: Not a number of type LONG"),
@@ -87,7 +91,7 @@ CLI_CASES = {
 @pytest.mark.parametrize("case", list(CLI_CASES))
 def test_the_command_line(data, case):
     args, words = CLI_CASES[case]
-    res = CliRunner().invoke(main, [a.replace("DATA", str(data)) for a in args])
+    res = CliRunner().invoke(main, [a.replace("DATA", str(data)) for a in args], input=LONG + "\n")
     assert res.exit_code in (1, 2), res.output
     assert "Traceback" not in res.output
     [line] = [ln for ln in res.output.splitlines() if ln.startswith("Error")]

@@ -75,7 +75,7 @@ class LineReaderProps:
         if self.parse_headers:
             head, sep, line = line.partition(self.headers_delimiter)
             if not sep:
-                raise InvalidRecordError(f"No headers delimiter found on line number {number}: '{head.decode(errors='replace')}'")
+                raise InvalidRecordError(f"No headers delimiter found on line number {number}: {shown(head.decode(errors='replace'))}")
             for item in head.split(self.headers_separator):
                 if item:
                     k, s, v = item.partition(self.headers_key_separator)
@@ -83,13 +83,13 @@ class LineReaderProps:
                         name = k.decode("utf-8")
                     except UnicodeDecodeError:
                         raise InvalidRecordError(f"Header key on line number {number} is not valid UTF-8: "
-                                                 f"'{k.decode(errors='backslashreplace')}'") from None
+                                                 f"{shown(k.decode(errors='backslashreplace'))}") from None
                     headers.append((name, self._nullable(v) if s else None))
         key = None
         if self.parse_key:
             k, sep, line = line.partition(self.key_separator)
             if not sep:
-                raise InvalidRecordError(f"No key separator found on line number {number}: '{k.decode(errors='replace')}'")
+                raise InvalidRecordError(f"No key separator found on line number {number}: {shown(k.decode(errors='replace'))}")
             key = self._nullable(k)
         return key, self._nullable(line), tuple(headers)
 

@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING
 
 import click
 
+from ..errors import shown
+
 if TYPE_CHECKING:
     from .wire_groups import GroupView
 
@@ -35,9 +37,9 @@ def echo_table(header: tuple[str, ...], rows: list[tuple]) -> None:
 def note_state(view: GroupView) -> None:
     """kafka-consumer-groups' note on a group without members or in a rebalance (standard error)."""
     if view.state in ("Empty", "Dead") or not view.members:
-        click.echo(f"Consumer group '{view.group_id}' has no active members.", err=True)
+        click.echo(f"Consumer group {shown(view.group_id)} has no active members.", err=True)
     elif view.state in REBALANCING:
-        click.echo(f"Warning: Consumer group '{view.group_id}' is rebalancing.", err=True)
+        click.echo(f"Warning: Consumer group {shown(view.group_id)} is rebalancing.", err=True)
 
 
 def offset_rows(view: GroupView, ends: dict) -> list[tuple]:

@@ -254,7 +254,7 @@ def _delete(admin, names: list[str]) -> None:
     if len(failed) == 1 and not done:
         raise failed[0][1]
     raise CompactLogError("Deletion of some consumer groups failed:\n" +
-                          "\n".join(f"* Group '{g}' could not be deleted due to: {e}" for g, e in failed))
+                          "\n".join(f"* Group {shown(g)} could not be deleted due to: {e}" for g, e in failed))
 
 
 def _delete_offsets(admin, bootstrap: str, group: str, topics: tuple[str, ...]) -> None:

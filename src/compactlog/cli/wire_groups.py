@@ -185,7 +185,7 @@ class GroupAdmin(WireClient):
 def check_inactive(group: GroupView) -> None:
     """Offsets are reset only while no member could overwrite them, in kafka-consumer-groups' words."""
     if group.state not in INACTIVE:
-        raise InvalidRequestError(f"Assignments can only be reset if the group '{group.group_id}' is inactive, but "
+        raise InvalidRequestError(f"Assignments can only be reset if the group {shown(group.group_id)} is inactive, but "
                                   f"the current state is {group.state}.")
 
 

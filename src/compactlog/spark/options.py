@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from ..reading import COMPACTED, LIVE, earliest_offset, topic_metadata
-from ..errors import InvalidConfigError, UnknownTopicOrPartitionError
+from ..errors import InvalidConfigError, UnknownTopicOrPartitionError, shown
 
 EARLIEST, LATEST = -2, -1  # Spark's Kafka source uses these in per-partition offset JSON
 
@@ -63,14 +63,14 @@ class SourceOptions:
             wanted = [t.strip() for t in opts["subscribe"].split(",") if t.strip()]
             missing = [t for t in wanted if t not in topics]
             if missing:
-                raise UnknownTopicOrPartitionError(f"Topic '{missing[0]}' does not exist in {path}.")
+                raise UnknownTopicOrPartitionError(f"Topic {shown(missing[0])} does not exist in {path}.")
         elif "subscribepattern" in opts:
             pattern = re.compile(opts["subscribepattern"])
             wanted = sorted(t for t in topics if pattern.fullmatch(t))
         elif "topic" in opts:
             wanted = [opts["topic"]]
             if wanted[0] not in topics:
-                raise UnknownTopicOrPartitionError(f"Topic '{wanted[0]}' does not exist in {path}.")
+                raise UnknownTopicOrPartitionError(f"Topic {shown(wanted[0])} does not exist in {path}.")
         else:
             raise OptionError('one of the options "subscribe" or "subscribePattern" is required')
         default_start = "latest" if streaming else "earliest"

@@ -175,7 +175,7 @@ def _partitions(plan: ProducerPlan, rows: _Rows, picked: np.ndarray) -> np.ndarr
     does, else the sticky partition."""
     parts = plan.partition(rows.keys[picked].tolist(), rows.sizes[picked], rows.explicit[picked])
     if parts.max() >= plan.partitioner.partitions:
-        raise UnknownTopicOrPartitionError(f"Partition {int(parts.max())} of topic '{plan.topic}' does not exist.")
+        raise UnknownTopicOrPartitionError(f"Partition {int(parts.max())} of topic {shown(plan.topic)} does not exist.")
     return parts
 
 
