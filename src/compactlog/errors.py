@@ -2,7 +2,8 @@
 
 Every layer raises these so that the CLI can print ``Error: <message>`` and a broker can answer with
 the matching Kafka error code without a translation table. Messages name what was wrong and, where it
-helps, what would be right.
+helps, what would be right; a value the user typed is repeated through :func:`shown`, the one place
+that decides how much of it a message carries.
 """
 
 from __future__ import annotations
