@@ -70,6 +70,24 @@ def test_a_huge_count_is_refused_at_once_and_makes_nothing(tmp_path, count):
         assert PolicyViolationError.code == 44
 
 
+def test_one_change_writes_at_most_kafkas_ten_thousand_records_whatever_the_limit(tmp_path):
+    """max.broker.partitions set as high as Kafka's int32 (Kafka's "unlimited") still leaves Kafka's own
+    bound: one create writes a topic record, its overrides and its partitions, at most 10,000 in all."""
+    with compactlog.open(tmp_path, {"max.broker.partitions": str(2**31 - 1)}) as cl:
+        cl.create_topic("t", 1)
+        before = sorted(p.name for p in tmp_path.iterdir())
+        with pytest.raises(PolicyViolationError, match="one change writes at most 10000 records, and this one "
+                                                       "needs 2147483647"):
+            cl.create_topic("huge", 2**31 - 2)  # with "t", as many partitions as the limit allows
+        with pytest.raises(PolicyViolationError, match="needs 10001"):
+            cl.create_topic("h", 9_999, {"retention.ms": "1"})
+        with pytest.raises(PolicyViolationError, match="Cannot grow topic 't' to 10002 partitions: one change"):
+            cl.create_partitions("t", 10_002)
+        assert sorted(p.name for p in tmp_path.iterdir()) == before
+        assert cl.check_new_topic("fits", 9_998, {"retention.ms": "1"}) == 9_998
+        assert cl.create_partitions("t", 10_001, validate_only=True) is None
+
+
 def test_a_failed_growth_leaves_the_old_count(tmp_path, monkeypatch):
     with compactlog.open(tmp_path) as cl:
         cl.create_topic("t", 2)

@@ -48,7 +48,9 @@ from .log import Log
 from .topics import load_topics, new_topic_id, partition_dirs, partition_metadata_text, write_topic
 
 log = logging.getLogger(__name__)
-
+# Kafka's controller writes at most this many metadata records for one request (QuorumController's
+# MAX_RECORDS_PER_USER_OP) and refuses a larger one: the bound under any max.broker.partitions.
+MAX_RECORDS_PER_CHANGE = 10_000
 
 
 @dataclass(frozen=True)
@@ -200,7 +202,8 @@ class LogManager:
         overrides = validate_topic_overrides(dict(config or {}))
         with self.lock:
             self.check_name_free(name)
-            self._check_partition_limit(name, n, f"Cannot create topic {shown(name)} with {n} partitions")
+            self._check_partition_limit(name, n, f"Cannot create topic {shown(name)} with {n} partitions",
+                                        records=1 + len(overrides) + n)
         return n, overrides
 
     def check_name_free(self, name: str) -> None:
@@ -223,16 +226,22 @@ class LogManager:
             raise InvalidPartitionsError(f"Topic {shown(name)} cannot have {n} partitions: the directory name {longest} "
                                          f"would be longer than {files.MAX_FILE_NAME} bytes.")
 
-    def _check_partition_limit(self, name: str, adding: int, what: str) -> None:
-        """``max.broker.partitions`` bounds the partitions of every topic together (call under the lock).
-        The one place the bound is checked: the API, the CLI, the console and CreateTopics /
-        CreatePartitions all come here before a directory is made. Refused as Kafka refuses a request for
-        more partitions than its controller writes at once (POLICY_VIOLATION, its words first)."""
+    def _check_partition_limit(self, name: str, adding: int, what: str, records: int | None = None) -> None:
+        """``max.broker.partitions`` bounds the partitions of every topic together (call under the lock),
+        and, as in Kafka, one change writes at most ``MAX_RECORDS_PER_CHANGE`` metadata records (a topic
+        record, one per config override and one per partition; a growth one per new partition), whatever
+        the limit is set to. The one place partition counts are bounded: the API, the CLI, the console
+        and CreateTopics / CreatePartitions all come here before a directory is made. Refused as Kafka
+        refuses a request for more than its controller writes at once (POLICY_VIOLATION, its words first)."""
         limit = self.broker.get("max.broker.partitions")
         have = sum(m["partitions"] for m in self.topics.values())
         if have + adding > limit:
             raise PolicyViolationError(f"Unable to perform excessively large batch operation. {what}: the data "
                                        f"directory holds {have} and max.broker.partitions is {limit}.")
+        records = adding if records is None else records
+        if records > MAX_RECORDS_PER_CHANGE:
+            raise PolicyViolationError(f"Unable to perform excessively large batch operation. {what}: one change "
+                                       f"writes at most {MAX_RECORDS_PER_CHANGE} records, and this one needs {records}.")
 
     def create_topic(self, name: str, partitions: int | None = None, config: dict[str, str] | None = None) -> TopicDescription:
         """Create a topic. Everything is checked before anything is written (name, count, configs, the
