@@ -81,7 +81,7 @@ def test_versions_before_8_answer_the_code_alone(server):
 
 def test_kafka_python_tells_the_producer_which_record_was_keyless(server):
     kafka = pytest.importorskip("kafka")
-    producer = kafka.KafkaProducer(bootstrap_servers=server.bootstrap, linger_ms=50, retries=0)
+    producer = kafka.KafkaProducer(bootstrap_servers=server.bootstrap, linger_ms=5000, retries=0)  # one batch: flush() sends it
     try:
         keyed = producer.send("compacted", key=b"k", value=b"v", partition=0)
         keyless = producer.send("compacted", value=b"no key", partition=0)
