@@ -241,16 +241,19 @@ def parse_number(text: str, low: int = LONG_MIN, high: int = LONG_MAX) -> int:
     if not body or not (body.isascii() and body.isdigit()):
         raise ValueError(f"{shown(text)} is not a valid integer.")
     if len(body.lstrip("0")) > len(str(max(abs(low), abs(high)))):
-        raise ValueError(f"{shown(text)} is not in the range {range_text(low, high)}.")
+        above = not text.startswith("-") or low < 0
+        raise ValueError(f"{shown(text)} is not in the range {range_text(low, high, above)}.")
     value = int(text)
     if not low <= value <= high:
-        raise ValueError(f"{value} is not in the range {range_text(low, high)}.")
+        raise ValueError(f"{value} is not in the range {range_text(low, high, value > high)}.")
     return value
 
 
-def range_text(low: int | float, high: int | float) -> str:
-    """click's way of writing a range: ``x>=0``, ``0<=x<=9``."""
-    if high in (LONG_MAX, INT_MAX):
+def range_text(low: int | float, high: int | float, above: bool = False) -> str:
+    """click's way of writing a range: ``x>=0``, ``0<=x<=9``. A bound that is only the type's own
+    limit (a long's, an int's) is left out for a value below ``low``, and named for one above it, which
+    ``x>=0`` alone would seem to allow."""
+    if high in (LONG_MAX, INT_MAX) and not above:
         return f"x>={low}"
     return f"{low}<=x<={high}"
 

@@ -54,6 +54,29 @@ def topic_configs(items: tuple[str, ...]) -> dict[str, str]:
     return parse_key_values(items, "--config")
 
 
+INTERNAL_TOPICS = ("__consumer_offsets", "__transaction_state")
+
+
+def matching_topics(names: list[str], pattern: str | None, exclude_internal: bool) -> list[str]:
+    """The topics kafka-topics acts on outside --create: ``--topic`` is a regular expression the whole
+    name must match, read as Kafka's include list reads it (commas are alternatives, spaces and quotes
+    around it dropped), so ``'prices.*'`` describes every prices topic and ``--list --topic T`` lists only
+    T; ``--exclude-internal`` leaves out the internal topics."""
+    import re
+
+    if pattern is None:
+        chosen = list(names)
+    else:
+        text = pattern.strip().replace(",", "|").replace(" ", "").strip("\"'")
+        try:
+            regex = re.compile(text)
+        except re.error as exc:
+            raise click.BadParameter(f"{shown(pattern)} is not a valid regular expression: {exc}",
+                                     param_hint="'--topic'") from None
+        chosen = [name for name in names if regex.fullmatch(name)]
+    return [name for name in chosen if not (exclude_internal and name in INTERNAL_TOPICS)]
+
+
 def one_action(actions: dict[str, bool]) -> str:
     """The one action flag given, as kafka-topics and kafka-configs insist."""
     given = [name for name, on in actions.items() if on]
@@ -78,18 +101,22 @@ def one_action(actions: dict[str, bool]) -> str:
 @click.option("--config", "configs", multiple=True, help="Topic config override k=v; repeatable.")
 @click.option("--if-not-exists", is_flag=True, help="With --create, do nothing if the topic exists.")
 @click.option("--if-exists", is_flag=True, help="With --alter, --delete or --describe, do nothing if the topic is missing.")
+@click.option("--exclude-internal", is_flag=True, help="With --list or --describe, leave out internal topics.")
 @kafka_errors
 def topics(data_dir, server_properties, bootstrap_server, create, delete, list_, describe, alter, topic, partitions,
-           replication_factor, configs, if_not_exists, if_exists):
+           replication_factor, configs, if_not_exists, if_exists, exclude_internal):
     """Create, delete, list, describe and grow topics (kafka-topics), in a data directory or through a
     running broker.
 
     Example: compactlog topics --data-dir data --create --topic prices --config cleanup.policy=compact
 
     Example: compactlog topics --bootstrap-server 127.0.0.1:9092 --alter --topic prices --partitions 6
+
+    Outside --create, --topic is a regular expression the whole name must match, as in kafka-topics:
+    escape a dot ('prices\\.eu') to mean only that topic.
     """
     action = one_action({"create": create, "delete": delete, "list": list_, "describe": describe, "alter": alter})
-    if action in ("create", "delete", "alter") and not topic:
+    if action in ("delete", "alter") and not topic or action == "create" and topic is None:
         raise click.UsageError(f"--{action} needs --topic")
     if action == "alter" and partitions is None:
         raise click.UsageError("--alter needs --partitions (the new, larger partition count)")
@@ -106,10 +133,13 @@ def topics(data_dir, server_properties, bootstrap_server, create, delete, list_,
             raise click.BadParameter(f"Directory {data_dir!r} does not exist.", param_hint="'--data-dir'")
     elif if_exists:
         raise click.UsageError("--if-exists only goes with --alter, --delete or --describe")
+    if exclude_internal and action not in ("list", "describe"):
+        raise click.UsageError("--exclude-internal only goes with --list or --describe")
     check_counts(partitions, replication_factor)
     overrides = topic_configs(configs)
     with open_target(data_dir, server_properties, bootstrap_server) as cl:
-        if action in ("delete", "alter", "describe") and topic and topic not in cl.list_topics():
+        names = [] if action == "create" else matching_topics(cl.list_topics(), topic, exclude_internal)
+        if action in ("delete", "alter", "describe") and topic and not names:
             if if_exists:
                 return
             raise UnknownTopicOrPartitionError(f"Topic {shown(topic)} does not exist as expected")
@@ -119,15 +149,16 @@ def topics(data_dir, server_properties, bootstrap_server, create, delete, list_,
             cl.create_topic(topic, partitions, overrides)
             click.echo(f"Created topic {topic}.")
         elif action == "delete":
-            cl.delete_topic(topic)
-            click.echo(f"Deleted topic {topic}.")
+            for name in names:
+                cl.delete_topic(name)
+                click.echo(f"Deleted topic {name}.")
         elif action == "alter":
-            cl.create_partitions(topic, partitions)
+            for name in names:
+                cl.create_partitions(name, partitions)
         elif action == "list":
-            for name in cl.list_topics():
+            for name in names:
                 click.echo(name)
         else:
-            names = [topic] if topic else cl.list_topics()
             for name in names:
                 for line in describe_lines(cl.describe_topic(name), getattr(cl, "node_id", 0)):
                     click.echo(line)
