@@ -110,7 +110,15 @@ Lookup = Callable[[str, str], "ScramCredential | None"]  # (user, mechanism) -> 
 
 
 def _failed(mechanism: str) -> SaslAuthenticationFailedError:
-    return SaslAuthenticationFailedError(f"Authentication failed: wrong username or password (SASL {mechanism})")
+    """A wrong password or unknown user, in the words Kafka's broker answers (what operators search for):
+    PLAIN's own message, and for SCRAM the generic one Kafka gives for any failed exchange."""
+    return SaslAuthenticationFailedError(failed_login_message(mechanism))
+
+
+def failed_login_message(mechanism: str) -> str:
+    if mechanism == PLAIN:
+        return "Authentication failed: Invalid username or password"
+    return f"Authentication failed during authentication due to invalid credentials with SASL mechanism {mechanism}"
 
 
 class PlainServer:
