@@ -54,6 +54,12 @@ async def _errors(request: web.Request, handler):
         return _error_page(request, 404, "Not found", f"There is no page at {request.path}.")
     except web.HTTPRequestEntityTooLarge:
         return _error_page(request, 413, "Too large", f"The form is larger than {MAX_FORM_BYTES:,} bytes.")
+    except web.HTTPMethodNotAllowed as exc:  # a form's address typed into the browser (GET /topics)
+        allowed = ", ".join(sorted(exc.allowed_methods))
+        response = _error_page(request, 405, "Method not allowed",
+                               f"{request.path} takes {allowed}, not {request.method}: it is where a form sends.")
+        response.headers["Allow"] = allowed
+        return response
     except web.HTTPException:
         raise
     except Exception:  # a bug: the log gets the traceback, the page only says so
