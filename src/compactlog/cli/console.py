@@ -228,6 +228,9 @@ def consume(data_dir, server_properties, bootstrap_server, topic, from_beginning
             raise click.UsageError("--read-compacted reads a data directory's compacted view; give --data-dir")
         if group is not None and partition is not None:
             raise click.UsageError("--group and --partition cannot be given together (the group assigns partitions)")
+        if group is not None and not group.strip():  # librdkafka treats it as no group (and its wrapper aborts)
+            raise click.BadParameter(f"{shown(group)}: to use the group management or offset commit APIs, a group "
+                                     "id must be given that is not empty or only spaces", param_hint="'--group'")
         with open_target(data_dir, server_properties, bootstrap_server) as cl:
             write_records(cl.consume(topic, partition, from_beginning=from_beginning, offset=start,
                                      max_records=max_messages, group=group, timeout_ms=timeout_ms,
