@@ -1,6 +1,7 @@
 """kafka-topics' --topic outside --create is a regular expression the whole name must match (commas are
 alternatives), so --list filters and --describe, --alter and --delete act on every match; --exclude-internal
-leaves out __consumer_offsets. A number above a flag's range names both bounds (``x>=0`` alone would seem
+leaves out __consumer_offsets. configs --alter with nothing to change is a usage
+line. A number above a flag's range names both bounds (``x>=0`` alone would seem
 to allow it)."""
 
 from __future__ import annotations
@@ -74,3 +75,14 @@ def test_a_number_above_the_range_names_the_upper_bound(data, args, message):
     result = CliRunner().invoke(main, [args[0], "--data-dir", str(data), *args[1:]])
     assert result.exit_code == 2
     assert result.output.splitlines()[-1] == "Error: " + message
+
+
+@pytest.mark.parametrize("flags", [["--add-config", ""], ["--delete-config", ""], ["--delete-config", ",,"],
+                                   ["--add-config", "", "--delete-config", " "]])
+def test_configs_alter_with_nothing_to_change_is_a_usage_error(data, flags):
+    """An empty --add-config reached librdkafka's 'expected non-empty list' ValueError over the wire (a
+    traceback, exit 3); both ways it is now a usage line before anything is asked."""
+    for target in (["--data-dir", str(data)], ["--bootstrap-server", "127.0.0.1:1"]):
+        result = CliRunner().invoke(main, ["configs", *target, "--alter", "--topic", "orders", *flags])
+        assert (result.exit_code, result.output.splitlines()[-1]) == (
+            2, "Error: --alter needs a name=value in --add-config or a name in --delete-config"), result.output

@@ -194,6 +194,8 @@ def configs(data_dir, server_properties, bootstrap_server, entity_type, topic, a
             raise click.UsageError("--all only goes with --describe")
         changes = parse_key_values(add, "--add-config", commas=True)
         names = [n.strip() for item in delete for n in item.split(",") if n.strip()]
+        if not changes and not names:  # --add-config '' and the like: nothing to change
+            raise click.UsageError("--alter needs a name=value in --add-config or a name in --delete-config")
     elif add or delete:
         raise click.UsageError("--add-config and --delete-config only go with --alter")
     with open_target(data_dir, server_properties, bootstrap_server) as cl:
