@@ -272,11 +272,13 @@ def _delete_offsets(admin, bootstrap: str, group: str, topics: tuple[str, ...]) 
                     30: f"Access to {shown(group)} is not authorized."}
         if top not in (3, 29, 86):  # partition-level refusals: the rows below say which
             raise type(error)(messages.get(top, f"{error}"))
+    refused = top or any(codes.values())  # a partition refused (members read its topic) fails the request too,
+    if refused:                           # as Kafka's admin client fails it with the partition's error
         click.echo("Error: some partitions were refused; see each one below:", err=True)
     else:
         click.echo(f"Request succeed for deleting offsets with topic {', '.join(topics)} group {group}")
     rows = [(t, p, "Successful" if not codes.get((t, p)) else f"Error: {error_for(codes[(t, p)])}")
             for t, p in sorted(partitions)]
     echo_table(("TOPIC", "PARTITION", "STATUS"), rows)
-    if top:
+    if refused:
         raise CompactLogError(f"Offsets of group {shown(group)} were not deleted for every partition")

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
-from ..errors import CompactLogError, GroupIdNotFoundError, InvalidRequestError, shown
+from ..errors import CompactLogError, GroupIdNotFoundError, InvalidRequestError, NonEmptyGroupError, shown
 from ..offset_reset import DATETIME, EARLIEST, LATEST, OFFSET, RESET_TARGETS, new_offset
 from .wire import TIMEOUT_S, TopicPartitionKey, WireClient, as_error, result
 
@@ -173,12 +173,15 @@ class GroupAdmin(WireClient):
                 raise as_error(tp.error, f"{tp.topic}-{tp.partition}: ")
 
     def delete_group(self, group: str) -> None:
-        """DeleteGroups; a group the broker does not know is named as --describe names it."""
+        """DeleteGroups; a group the broker does not know is named as --describe names it, one with members
+        in Kafka's words (librdkafka's own are 'Broker: The group is not empty', naming no group)."""
         try:
             self._done(self.admin.delete_consumer_groups([group], request_timeout=self.timeout_s)[group])
         except CompactLogError as exc:
             if exc.code == GROUP_ID_NOT_FOUND:
                 raise GroupIdNotFoundError(f"Consumer group {shown(group)} does not exist.") from None
+            if exc.code == NonEmptyGroupError.code:
+                raise NonEmptyGroupError(f"Consumer group {shown(group)} is not empty.") from None
             raise
 
 
