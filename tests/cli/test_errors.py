@@ -179,10 +179,10 @@ def test_a_property_is_one_name_and_value_kept_as_typed(data):
     (["--create", "--topic", "u", "--partitions", "9" * 5000], 2,
      "Error: Invalid value for '--partitions': '" + "9" * 50 + "'... (5000 characters) is not in the range"),
     (["--create", "--topic", "u", "--partitions", "2147483647"], 1,  # max.broker.partitions, no directory made
-     "Error: Unable to perform excessively large batch operation. Cannot create topic 'u' with 2147483647 "
-     "partitions: the data directory holds 2 and max.broker.partitions is 10000."),
+     "Error: Cannot create topic 'u' with 2147483647 "
+     "partitions: the data directory holds 2 partitions and max.broker.partitions is 10000."),
     (["--alter", "--topic", "t", "--partitions", "2147483647"], 1,
-     "Error: Unable to perform excessively large batch operation. Cannot grow topic 't' to 2147483647 partitions"),
+     "Error: Cannot grow topic 't' to 2147483647 partitions"),
     (["--create", "--topic", "u", "--partitions", "٣"], 2, "Error: Invalid value for '--partitions': '٣' is not a valid integer."),
     (["--create", "--topic", "u", "--partitions", "many"], 2, "Error: Invalid value for '--partitions': 'many' is not a valid integer."),
     (["--create", "--topic", "u", "--replication-factor", "3"], 2,

@@ -143,7 +143,6 @@ def test_a_produce_to_a_long_topic_name_is_answered_briefly(server, records):
 # max.broker.partitions ---------------------------------------------------------------------------------
 
 INT32_MAX = 2**31 - 1
-TOO_MANY = "Unable to perform excessively large batch operation."
 
 
 def directories(server) -> list[str]:
@@ -173,8 +172,8 @@ def test_raw_requests_for_too_many_partitions_are_refused_at_once(server, count,
         [grown] = c.call(create_partitions("grow", count, validate_only)).results
     assert time.monotonic() - started < 2
     assert (made.error_code, grown.error_code) == (44, 44)  # POLICY_VIOLATION
-    assert made.error_message.startswith(f"{TOO_MANY} Cannot create topic 'huge' with {count} partitions: ")
-    assert grown.error_message.startswith(f"{TOO_MANY} Cannot grow topic 'grow' to {count} partitions: ")
+    assert made.error_message.startswith(f"Cannot create topic 'huge' with {count} partitions: ")
+    assert grown.error_message.startswith(f"Cannot grow topic 'grow' to {count} partitions: ")
     assert "max.broker.partitions is 10000" in made.error_message
     assert directories(server) == before
 
@@ -186,7 +185,7 @@ def test_a_real_client_gets_the_same_refusal(admin):
     for future in (admin.create_topics([m.NewTopic("huge", 100_000, 1)])["huge"],
                    admin.create_partitions([m.NewPartitions("grow", 100_000)])["grow"]):
         err = admin_error(future)
-        assert err.code() == KafkaError.POLICY_VIOLATION and TOO_MANY in err.str() and "max.broker.partitions" in err.str()
+        assert err.code() == KafkaError.POLICY_VIOLATION and "max.broker.partitions" in err.str()
 
 
 class ConsoleClient:
@@ -219,7 +218,7 @@ def test_the_consoles_forms_get_the_same_refusal(server, path, fields, says):
     before = directories(server)
     status, text = ConsoleClient(server.console_url).post(path, fields)
     assert status == 400, re.sub(r"\s+", " ", text)[-400:]
-    assert TOO_MANY in text and says in text and "max.broker.partitions is 10000" in text
+    assert says in text and "max.broker.partitions is 10000" in text
     assert directories(server) == before
 
 

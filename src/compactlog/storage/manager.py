@@ -231,13 +231,14 @@ class LogManager:
         and, as in Kafka, one change writes at most ``MAX_RECORDS_PER_CHANGE`` metadata records (a topic
         record, one per config override and one per partition; a growth one per new partition), whatever
         the limit is set to. The one place partition counts are bounded: the API, the CLI, the console
-        and CreateTopics / CreatePartitions all come here before a directory is made. Refused as Kafka
-        refuses a request for more than its controller writes at once (POLICY_VIOLATION, its words first)."""
+        and CreateTopics / CreatePartitions all come here before a directory is made. Both are refused
+        with POLICY_VIOLATION; the second in the words Kafka's controller uses for a request bigger than
+        it writes at once, the first naming the limit (Kafka has no such broker limit to quote)."""
         limit = self.broker.get("max.broker.partitions")
         have = sum(m["partitions"] for m in self.topics.values())
         if have + adding > limit:
-            raise PolicyViolationError(f"Unable to perform excessively large batch operation. {what}: the data "
-                                       f"directory holds {have} and max.broker.partitions is {limit}.")
+            raise PolicyViolationError(f"{what}: the data directory holds {have} partitions and "
+                                       f"max.broker.partitions is {limit}.")
         records = adding if records is None else records
         if records > MAX_RECORDS_PER_CHANGE:
             raise PolicyViolationError(f"Unable to perform excessively large batch operation. {what}: one change "
