@@ -79,12 +79,18 @@ class LineReaderProps:
             for item in head.split(self.headers_separator):
                 if item:
                     k, s, v = item.partition(self.headers_key_separator)
+                    if not s:  # Kafka's console producer refuses the pair (ignore.error aside, as for keys)
+                        raise InvalidRecordError(f"No header key separator found in pair "
+                                                 f"{shown(k.decode(errors='replace'))} on line number {number}")
+                    if self.null_marker is not None and k == self.null_marker:
+                        raise InvalidRecordError(f"Header keys should not be equal to the null marker "
+                                                 f"{shown(k.decode(errors='replace'))} as they can't be null")
                     try:
                         name = k.decode("utf-8")
                     except UnicodeDecodeError:
                         raise InvalidRecordError(f"Header key on line number {number} is not valid UTF-8: "
                                                  f"{shown(k.decode(errors='backslashreplace'))}") from None
-                    headers.append((name, self._nullable(v) if s else None))
+                    headers.append((name, self._nullable(v)))
         key = None
         if self.parse_key:
             k, sep, line = line.partition(self.key_separator)
