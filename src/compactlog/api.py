@@ -30,7 +30,8 @@ from .records.batch import NO_TIMESTAMP, Record, build_batch
 from .storage.broker_config import BrokerConfig
 from .storage.log_config import LogConfig
 from .storage.log import Log
-from .storage.manager import LogManager, PartitionInfo, TopicDescription
+from .storage.manager import LogManager
+from .storage.topics import PartitionInfo, TopicDescription
 from .storage.validator import ValidatedAppend
 from .partition import Partition
 

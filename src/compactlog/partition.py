@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from .segment_summaries import SegmentSummary
     from .storage.log import Log
     from .storage.log_config import LogConfig
-    from .storage.manager import PartitionInfo
+    from .storage.topics import PartitionInfo
     from .storage.validator import ValidatedAppend
 
 
@@ -262,7 +262,7 @@ class Partition:
         return summaries(lg.segments, lg.log_end_offset)
 
     def describe(self) -> "PartitionInfo":
-        from .storage.manager import PartitionInfo
+        from .storage.topics import PartitionInfo
 
         return PartitionInfo.of(self.index, self._log)
 

@@ -24,7 +24,6 @@ import os
 import shutil
 import threading
 import uuid
-from dataclasses import dataclass
 from pathlib import Path
 
 from ..clock import SYSTEM, Time
@@ -33,45 +32,20 @@ from ..errors import (
     InvalidPartitionsError,
     OffsetOutOfRangeError,
     KafkaStorageError,
-    PolicyViolationError,
-    TopicAlreadyExistsError,
     UnknownTopicOrPartitionError,
     shown,
 )
 from ..records.codecs import allow_reading_up_to
-from . import files
+from . import files, topic_rules
 from .checkpoint import OffsetCheckpointFile
 from .broker_config import BrokerConfig
 from .log_config import LogConfig, validate_topic_overrides
 from .failure import LogDirFailure, describe
 from .log import Log
-from .topics import load_topics, new_topic_id, partition_dirs, partition_metadata_text, write_topic
+from .topics import (PartitionInfo, TopicDescription, load_topics, new_topic_id, partition_dirs,
+                     partition_metadata_text, write_topic)
 
 log = logging.getLogger(__name__)
-# Kafka's controller writes at most this many metadata records for one request (QuorumController's
-# MAX_RECORDS_PER_USER_OP) and refuses a larger one: the bound under any max.broker.partitions.
-MAX_RECORDS_PER_CHANGE = 10_000
-
-
-@dataclass(frozen=True)
-class PartitionInfo:
-    partition: int
-    log_start_offset: int
-    log_end_offset: int
-    size_bytes: int
-    segments: int
-
-    @classmethod
-    def of(cls, partition: int, lg: Log) -> "PartitionInfo":
-        return cls(partition, lg.log_start_offset, lg.log_end_offset, lg.size, len(lg.segments))
-
-
-@dataclass(frozen=True)
-class TopicDescription:
-    name: str
-    topic_id: str
-    partitions: list[PartitionInfo]
-    config: LogConfig
 
 
 class LogManager:
@@ -198,51 +172,22 @@ class LogManager:
         n = self.broker.get("num.partitions") if partitions is None or partitions == -1 else partitions
         if not isinstance(n, int) or isinstance(n, bool) or n <= 0:
             raise InvalidPartitionsError(f"Number of partitions must be larger than 0, got {partitions}.")
-        self._check_dir_names(name, n)
+        topic_rules.check_dir_names(name, n)
         overrides = validate_topic_overrides(dict(config or {}))
         with self.lock:
             self.check_name_free(name)
-            self._check_partition_limit(name, n, f"Cannot create topic {shown(name)} with {n} partitions",
+            self._check_partition_limit(n, f"Cannot create topic {shown(name)} with {n} partitions",
                                         records=1 + len(overrides) + n)
         return n, overrides
 
     def check_name_free(self, name: str) -> None:
-        """A legal name no topic has, nor one that differs from it only by '.' against '_' (Kafka's
-        metrics names cannot tell those apart). Checked first, so that creating an existing topic says
-        so whatever else is wrong with the request, as Kafka answers."""
-        files.validate_topic_name(name)
+        """Checked first, so that creating an existing topic says so whatever else is wrong with the
+        request, as Kafka answers (``topic_rules.check_name_free``)."""
         with self.lock:
-            if name in self.topics:
-                raise TopicAlreadyExistsError(f"Topic {shown(name)} already exists.")
-            collisions = [t for t in self.topics if t.replace(".", "_") == name.replace(".", "_")]
-            if collisions:
-                raise TopicAlreadyExistsError(
-                    f"Topic {shown(name)} collides with existing topic: {collisions[0]} ('.' and '_' are treated alike, as in Kafka)"
-                )
+            topic_rules.check_name_free(self.topics, name)
 
-    def _check_dir_names(self, name: str, n: int) -> None:
-        longest = files.partition_dir_name(name, n - 1)
-        if len(longest.encode()) > files.MAX_FILE_NAME:
-            raise InvalidPartitionsError(f"Topic {shown(name)} cannot have {n} partitions: the directory name {longest} "
-                                         f"would be longer than {files.MAX_FILE_NAME} bytes.")
-
-    def _check_partition_limit(self, name: str, adding: int, what: str, records: int | None = None) -> None:
-        """``max.broker.partitions`` bounds the partitions of every topic together (call under the lock),
-        and, as in Kafka, one change writes at most ``MAX_RECORDS_PER_CHANGE`` metadata records (a topic
-        record, one per config override and one per partition; a growth one per new partition), whatever
-        the limit is set to. The one place partition counts are bounded: the API, the CLI, the console
-        and CreateTopics / CreatePartitions all come here before a directory is made. Both are refused
-        with POLICY_VIOLATION; the second in the words Kafka's controller uses for a request bigger than
-        it writes at once, the first naming the limit (Kafka has no such broker limit to quote)."""
-        limit = self.broker.get("max.broker.partitions")
-        have = sum(m["partitions"] for m in self.topics.values())
-        if have + adding > limit:
-            raise PolicyViolationError(f"{what}: the data directory holds {have} partitions and "
-                                       f"max.broker.partitions is {limit}.")
-        records = adding if records is None else records
-        if records > MAX_RECORDS_PER_CHANGE:
-            raise PolicyViolationError(f"Unable to perform excessively large batch operation. {what}: one change "
-                                       f"writes at most {MAX_RECORDS_PER_CHANGE} records, and this one needs {records}.")
+    def _check_partition_limit(self, adding: int, what: str, records: int | None = None) -> None:
+        topic_rules.check_partition_limit(self.topics, self.broker.get("max.broker.partitions"), adding, what, records)
 
     def create_topic(self, name: str, partitions: int | None = None, config: dict[str, str] | None = None) -> TopicDescription:
         """Create a topic. Everything is checked before anything is written (name, count, configs, the
@@ -277,8 +222,8 @@ class LogManager:
                 raise InvalidPartitionsError(
                     f"Topic {shown(name)} has {have} partition{'s' if have != 1 else ''}; partitions can only be added, "
                     f"so the new count must be more than {have}, not {count}.")
-            self._check_dir_names(name, count)
-            self._check_partition_limit(name, count - have, f"Cannot grow topic {shown(name)} to {count} partitions")
+            topic_rules.check_dir_names(name, count)
+            self._check_partition_limit(count - have, f"Cannot grow topic {shown(name)} to {count} partitions")
             if validate_only:
                 return None
             grown = {**meta, "partitions": count}

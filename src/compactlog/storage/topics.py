@@ -18,12 +18,39 @@ import logging
 import os
 import re
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import CompactLogError, KafkaStorageError
 from . import files
 
+if TYPE_CHECKING:
+    from .log import Log
+    from .log_config import LogConfig
+
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class PartitionInfo:
+    partition: int
+    log_start_offset: int
+    log_end_offset: int
+    size_bytes: int
+    segments: int
+
+    @classmethod
+    def of(cls, partition: int, lg: "Log") -> "PartitionInfo":
+        return cls(partition, lg.log_start_offset, lg.log_end_offset, lg.size, len(lg.segments))
+
+
+@dataclass(frozen=True)
+class TopicDescription:
+    name: str
+    topic_id: str
+    partitions: list[PartitionInfo]
+    config: "LogConfig"
 
 
 # What Kafka's broker forces on its internal topics (offsets.topic.segment.bytes and
