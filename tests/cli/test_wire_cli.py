@@ -280,6 +280,9 @@ def test_user_errors_over_the_wire_are_one_line(run):
                           "max.message.bytes).\n")
     res = run("produce", "--bootstrap-server", "BROKER", "--topic", "both", input="keyless\n", code=1)
     assert res.stderr == "Error: Compacted topic cannot accept message without key in topic partition both-0.\n"
+    res = run("produce", "--bootstrap-server", "BROKER", "--topic", "a/b", input="v\n", code=1)
+    assert res.stderr == ("Error: Topic name \"a/b\" is illegal, it contains a character other than ASCII "
+                          "alphanumerics, '.', '_' and '-'\n")  # the rule broken, not librdkafka's 'Invalid topic'
 
 
 def test_consumer_groups_reset_scenarios_export_and_from_file(run, tmp_path):

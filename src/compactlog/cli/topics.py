@@ -8,6 +8,7 @@ import os
 import click
 
 from ..errors import InvalidPartitionsError, InvalidReplicationFactorError, UnknownTopicOrPartitionError
+from ..topics import is_internal
 from .common import INT_MAX, Number, OneOf, data_dir_option, kafka_errors, open_target, parse_key_values, shown
 from .users import configure_users
 
@@ -54,9 +55,6 @@ def topic_configs(items: tuple[str, ...]) -> dict[str, str]:
     return parse_key_values(items, "--config")
 
 
-INTERNAL_TOPICS = ("__consumer_offsets", "__transaction_state")
-
-
 def matching_topics(names: list[str], pattern: str | None, exclude_internal: bool) -> list[str]:
     """The topics kafka-topics acts on outside --create: ``--topic`` is a regular expression the whole
     name must match, read as Kafka's include list reads it (commas are alternatives, spaces and quotes
@@ -74,7 +72,7 @@ def matching_topics(names: list[str], pattern: str | None, exclude_internal: boo
             raise click.BadParameter(f"{shown(pattern)} is not a valid regular expression: {exc}",
                                      param_hint="'--topic'") from None
         chosen = [name for name in names if regex.fullmatch(name)]
-    return [name for name in chosen if not (exclude_internal and name in INTERNAL_TOPICS)]
+    return [name for name in chosen if not (exclude_internal and is_internal(name))]
 
 
 def one_action(actions: dict[str, bool]) -> str:

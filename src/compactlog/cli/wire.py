@@ -27,6 +27,7 @@ from ..errors import (
     InvalidConfigError,
     InvalidPartitionsError,
     InvalidRecordError,
+    InvalidTopicError,
     OffsetOutOfRangeError,
     RecordTooLargeError,
     UnknownTopicOrPartitionError,
@@ -315,6 +316,10 @@ class WireClient:
             return RecordTooLargeError("RecordTooLargeException: The request included a message larger than the max "
                                        f"message size the server will accept ({where} takes batches of at most "
                                        f"{limit} bytes: max.message.bytes).")
+        if err.code() == InvalidTopicError.code:  # librdkafka's 'Broker: Invalid topic' names neither topic nor rule
+            from ..topics import check_topic_name
+
+            check_topic_name(topic)  # Kafka's words for the rule the name breaks
         if err.code() == InvalidRecordError.code and msg is not None and msg.key() is None:
             policy = next((r.value for r in self.topic_config(topic).rows if r.name == "cleanup.policy"), "")
             if "compact" in (policy or ""):
