@@ -25,7 +25,7 @@ PACKAGE = "compactlog"
 # The layers, lowest first: a module imports nothing of a layer above its own. Modules directly under
 # compactlog/ (api.py, producer.py, consumer.py, verify.py, advisor.py, ...) are the API layer, apart
 # from the ground every layer stands on (errors, clock, lazy) and the entry point (__main__, an adapter).
-GROUND = ("compactlog.errors", "compactlog.clock", "compactlog.lazy")
+GROUND = ("compactlog.errors", "compactlog.clock", "compactlog.lazy", "compactlog.numbers")
 LAYERS = ("ground", "records", "storage", "cleaner", "compaction", "security", "api", "adapters")
 ADAPTERS = ("compactlog.cli", "compactlog.server", "compactlog.spark", "compactlog.console", "compactlog.__main__")
 # Adapters stay apart: the console may use the server's public pieces (the authorizer, the coordinator's

@@ -23,6 +23,7 @@ from typing import Callable, Iterator, Mapping
 import click
 
 from ..errors import CompactLogError, shown  # noqa: F401 (shown: the commands quote refused values with it)
+from ..numbers import INT_MAX, LONG_MAX, LONG_MIN, read_integer  # noqa: F401 (the commands take the bounds from here)
 
 EXIT_ERROR = 1  # a CompactLogError: the message says what was wrong
 EXIT_USAGE = 2  # click's usage errors (a flag or value the command does not take)
@@ -229,23 +230,16 @@ def open_target(data_dir: str | None, server_properties: str | None, bootstrap_s
     return open_data_dir(data_dir, server_properties)
 
 
-INT_MAX = (1 << 31) - 1  # Java's Integer.MAX_VALUE: partitions, levels, sizes Kafka keeps in an int
-LONG_MIN, LONG_MAX = -(1 << 63), (1 << 63) - 1  # Java's long: offsets, timestamps, milliseconds
 def parse_number(text: str, low: int = LONG_MIN, high: int = LONG_MAX) -> int:
-    """An integer as Java's ``Long.parseLong`` reads one: ASCII digits after an optional sign, nothing
-    else (no spaces, no ``_``, no other scripts' digits, which Python's int() would take), within
-    [low, high]. The length is checked before any conversion, so a number of thousands of digits is
-    refused at once and never reaches int()'s digit limit. ValueError says what was wrong, in the words
-    click uses for its own numbers."""
-    body = text[1:] if text[:1] in "+-" else text
-    if not body or not (body.isascii() and body.isdigit()):
+    """An integer as Java's ``Long.parseLong`` reads one (``numbers.read_integer``: ASCII digits after
+    an optional sign, nothing else, and thousands of digits refused without being converted), within
+    [low, high]. ValueError says what was wrong, in the words click uses for its own numbers."""
+    value = read_integer(text)
+    if value is None:
         raise ValueError(f"{shown(text)} is not a valid integer.")
-    if len(body.lstrip("0")) > len(str(max(abs(low), abs(high)))):
-        above = not text.startswith("-") or low < 0
-        raise ValueError(f"{shown(text)} is not in the range {range_text(low, high, above)}.")
-    value = int(text)
     if not low <= value <= high:
-        raise ValueError(f"{value} is not in the range {range_text(low, high, value > high)}.")
+        shown_value = value if LONG_MIN <= value <= LONG_MAX else shown(text)
+        raise ValueError(f"{shown_value} is not in the range {range_text(low, high, value > high)}.")
     return value
 
 

@@ -37,12 +37,11 @@ from ..dump_log import (
     time_index_entries,
 )
 from ..errors import CompactLogError
-from .common import kafka_errors, shown
+from .common import INT_MAX, kafka_errors, shown
 
 if TYPE_CHECKING:
     from ..records.batch import RecordBatch
 
-INT_MAX = 2**31 - 1
 
 
 def increment_sequence(sequence: int, increment: int) -> int:

@@ -14,12 +14,9 @@ import math
 import re
 
 from ..errors import shown  # noqa: F401 (the pages quote refused values with it)
+from ..numbers import INT_MAX, LONG_MAX, LONG_MIN, read_integer  # noqa: F401 (the pages take the bounds from here)
 
-INT_MAX = 2**31 - 1  # Kafka's int32 fields: partitions, partition counts
-LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1  # offsets, timestamps
-_INTEGER = re.compile(r"[+-]?[0-9]+")
 _DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
-_LONGEST = len(str(LONG_MAX))  # more significant digits than this is out of any range here
 
 
 class FieldError(ValueError):
@@ -38,17 +35,12 @@ def whole_number(text: str | None, field: str, low: int = LONG_MIN, high: int = 
     value = (text or "").strip()
     if not value:
         raise FieldError(field, f"Give the {what}: a whole number.")
-    if not _INTEGER.fullmatch(value):
+    number = read_integer(value)
+    if number is None:
         raise FieldError(field, f"The {what} must be a whole number, got {shown(value)}.")
-    digits = value.lstrip("+-").lstrip("0") or "0"
-    negative = value[0] == "-" and digits != "0"
-    if len(digits) > _LONGEST:  # past any long: refused by its length, never converted
-        too_low = negative
-    else:
-        number = int(digits) * (-1 if negative else 1)
-        if low <= number <= high:
-            return number
-        too_low = number < low
+    if low <= number <= high:
+        return number
+    too_low = number < low
     bound = f"at least {low:,}" if too_low else f"at most {high:,}"
     raise FieldError(field, f"The {what} must be {bound}, got {shown(value)}.")
 

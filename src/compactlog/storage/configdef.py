@@ -24,19 +24,16 @@ from decimal import Decimal
 from typing import Any, Callable, Mapping
 
 from ..errors import InvalidConfigError, shown
+from ..numbers import INT_MAX, INT_MIN, LONG_MAX, LONG_MIN, read_integer
 
-INT_MIN, INT_MAX = -(2**31), 2**31 - 1
-LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
 DOUBLE_MAX = 1.7976931348623157e308
 
 TYPES = ("boolean", "string", "int", "long", "double", "list")
 IMPORTANCES = ("high", "medium", "low")
 
-_INTEGER = re.compile(r"[+-]?[0-9]+")
 # Java's Double.parseDouble without hex floats; NaN is left out on purpose (see parse_value).
 _DOUBLE = re.compile(r"[+-]?(Infinity|([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?[fFdD]?)")
 _INT_RANGES = {"int": (INT_MIN, INT_MAX), "long": (LONG_MIN, LONG_MAX)}
-MAX_INTEGER_DIGITS = len(str(LONG_MAX))  # 19: more significant digits than this fit no INT or LONG
 
 
 def invalid(name: str, value: Any, reason: str) -> InvalidConfigError:
@@ -292,16 +289,10 @@ def parse_value(name: str, typ: str, raw: Any) -> Any:
 
 
 def _bounded_int(text: str) -> int | None:
-    """The integer ``text`` writes (sign, ASCII digits, any number of leading zeros, as Java's
-    ``parseLong`` reads them), or None when it is not one or has more digits than any long: Python's
-    ``int()`` of a string over 4,300 digits raises instead of parsing, and a long has 19."""
-    if not _INTEGER.fullmatch(text):
-        return None
-    sign = "-" if text[0] == "-" else ""
-    digits = text.lstrip("+-").lstrip("0") or "0"
-    if len(digits) > MAX_INTEGER_DIGITS:
-        return None
-    return int(sign + digits)
+    """The integer ``text`` writes, as Java's ``parseLong`` reads it, or None when it is not one or is
+    past any long (``numbers.read_integer``)."""
+    value = read_integer(text)
+    return value if value is not None and LONG_MIN <= value <= LONG_MAX else None
 
 
 # --- server.properties ---------------------------------------------------------------------------------

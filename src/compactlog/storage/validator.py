@@ -41,9 +41,9 @@ from ..records.batch import (
     iter_batches,
     patch_header,
 )
+from ..numbers import LONG_MAX
 from ..records.codecs import Codec, codec_from_name, compress
 
-LONG_MAX = 2**63 - 1
 # The leader epoch a Kafka leader stamps on every batch it appends: a single node is the first and only
 # leader of every partition, so its epoch stays 0 (Kafka's first leader of a new topic writes 0 as well).
 LEADER_EPOCH = 0
