@@ -53,6 +53,23 @@ def _entries(principals, hosts, permission: Permission) -> list[tuple[str, str, 
     return [(p, h, permission) for p in principals for h in (hosts or (WILDCARD,))]
 
 
+def _remove_entries(store: AclStore, resources, pattern_type, allow_principal, allow_host, deny_principal,
+                    deny_host, ops) -> None:
+    """kafka-acls --remove as Kafka's tool reads it: the ACLs named exactly by --allow-principal and
+    --deny-principal (their hosts, '*' when none is given) and --operation (All when none is given, as
+    kafka-acls defaults it) on each resource flag."""
+    if not resources:
+        raise click.UsageError("--remove needs a resource (--topic, --group, --cluster) or --principal")
+    entries = _entries(allow_principal, allow_host, Permission.ALLOW) + _entries(deny_principal, deny_host,
+                                                                                 Permission.DENY)
+    filters = [AclFilter(rt, name, pattern_type, principal, host, op, permission)
+               for rt, name in resources for principal, host, permission in entries
+               for op in (ops or [Operation.ALL])]
+    for group in store.remove(filters):
+        for b in group:
+            click.echo(f"Removed {_show(b)}")
+
+
 @click.command("acls")
 @data_dir_option
 @click.option("--add", is_flag=True, help="Add ACLs.")
@@ -75,9 +92,10 @@ def _entries(principals, hosts, permission: Permission) -> list[tuple[str, str, 
 @click.option("--producer", is_flag=True, help="With --add: what a producer needs (Write, Describe, Create on topics).")
 @click.option("--consumer", is_flag=True,
               help="With --add: what a consumer needs (Read, Describe on topics, Read on groups).")
+@click.option("--force", is_flag=True, help="Accepted as kafka-acls takes it with --remove (nothing here asks to confirm).")
 @kafka_errors
 def acls(data_dir, server_properties, add, remove, list_, allow_principal, deny_principal, allow_host, deny_host,
-         principals, operations, topics, groups, cluster, pattern, producer, consumer):
+         principals, operations, topics, groups, cluster, pattern, producer, consumer, force):
     """Add, list and remove ACLs (kafka-acls).
 
     Example: compactlog acls --data-dir data --add --allow-principal User:alice --operation Read --topic prices
@@ -112,6 +130,9 @@ def acls(data_dir, server_properties, add, remove, list_, allow_principal, deny_
         for b in new:
             click.echo(f"Added {_show(b)}")
         return
+    if action == "remove" and (allow_principal or deny_principal):
+        return _remove_entries(store, resources, pattern_type, allow_principal, allow_host, deny_principal,
+                               deny_host, ops)
     if allow_principal or deny_principal or allow_host or deny_host:
         raise click.UsageError(f"--{action} selects with --principal, --operation and the resource flags")
     if action == "remove" and not (resources or principals):
