@@ -95,6 +95,8 @@ def parse_listeners(entries, protocol_map) -> list[Listener]:
         if not 0 <= port_no <= 65535:
             raise invalid("listeners", entry, "port out of range")
         out.append(Listener(name, mapping[name], host, port_no))
+    if not out:  # an empty value (listeners=, or only commas) would leave nothing to serve on
+        raise invalid("listeners", entries, "at least one listener is needed, as NAME://host:port")
     if len({x.name for x in out}) != len(out):
         raise InvalidConfigError("Each listener must have a different name (listeners)")
     return out
