@@ -115,10 +115,10 @@ def test_newer_versions_are_read_as_version_zero():
 
 @pytest.mark.parametrize("key,value,why", [
     (None, b"\0\0\0\0\0\0", "control record has no key"),
-    (b"\0\0\0", b"\0\0\0\0\0\0", "control record key is 3 bytes; it must have at least 4"),
+    (b"\0\0\0", b"\0\0\0\0\0\0", "control record key too short: 3 of the 4 bytes it must have at least"),
     (struct.pack(">hh", -1, COMMIT), b"\0\0\0\0\0\0", "control record key has the invalid version -1"),
     (struct.pack(">hh", 0, COMMIT), None, "end transaction marker has no value"),
-    (struct.pack(">hh", 0, ABORT), b"\0\0\0\0\0", "end transaction marker value is 5 bytes; it must have at least 6"),
+    (struct.pack(">hh", 0, ABORT), b"\0\0\0\0\0", "end transaction marker value too short: 5 of the 6 bytes it must have at least"),
     (struct.pack(">hh", 0, COMMIT), struct.pack(">hi", -2, 0), "end transaction marker has the invalid version -2"),
 ])
 def test_a_malformed_control_record_is_refused_naming_what_is_wrong(key, value, why):

@@ -6,7 +6,9 @@ What it prints follows Kafka's ``DumpLogSegments`` (4.0):
   ``| offset: ...`` line per record too (its sequence is the batch's base sequence plus the record's
   offset delta, -1 when the batch has none); ``--print-data-log`` (which implies it) ends each line with
   ``key: ...`` and ``payload: ...``, each left out when null, decoded as UTF-8 with replacement
-  characters, and neither for a control batch.
+  characters, and neither for a control batch. A control record's line ends instead with
+  ``endTxnMarker: COMMIT coordinatorEpoch: N`` (or ABORT) for a transaction's marker, ``controlType:
+  NAME(id)`` for any other type.
 * an ``.index``: ``<file> is empty.``, or one line per entry, each checked against the batch at its
   position in the ``.log`` beside it; a ``.timeindex``: one line per entry, each checked against the
   batch holding its offset.
@@ -79,12 +81,28 @@ def record_line(batch: RecordBatch, rec, print_data: bool) -> str:
     line = (f"| offset: {rec.offset} {ts_name}: {rec.timestamp} keySize: {-1 if rec.key is None else len(rec.key)} "
             f"valueSize: {-1 if rec.value is None else len(rec.value)} sequence: {seq} "
             f"headerKeys: [{','.join(k for k, _ in rec.headers)}]")
-    if print_data and not batch.is_control:
+    if batch.is_control:
+        line += control_part(rec.key, rec.value)
+    elif print_data:
         if rec.key is not None:
             line += f" key: {_text(rec.key)}"
         if rec.value is not None:
             line += f" payload: {_text(rec.value)}"
     return line
+
+
+def control_part(key: bytes | None, value: bytes | None) -> str:
+    """What kafka-dump-log adds to a control record's line: ``endTxnMarker: COMMIT coordinatorEpoch: N``
+    for a marker, ``controlType: NAME(id)`` for any other type (UNKNOWN for one Kafka does not know)."""
+    from ..records.control import parse_control_record
+
+    try:
+        control = parse_control_record(key, value)
+    except CompactLogError as exc:  # Kafka's tool stops with a stack trace here; this line names the damage
+        return f" control record unreadable: {exc}"
+    if control.is_end_txn_marker:
+        return f" endTxnMarker: {control.type_name} coordinatorEpoch: {control.coordinator_epoch}"
+    return f" controlType: {control.type_name}({control.type_id})"
 
 
 def dump_log_file(path: Path, deep: bool, print_data: bool, findings: DumpFindings | None = None,

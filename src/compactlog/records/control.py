@@ -137,7 +137,8 @@ def parse_control_type(key: bytes | memoryview | None) -> int:
         raise CorruptRecordError("control record has no key (a control record's key holds its version and type)")
     if len(key) < CONTROL_KEY_SIZE:
         raise CorruptRecordError(
-            f"control record key is {len(key)} bytes; it must have at least {CONTROL_KEY_SIZE} (version int16, type int16)"
+            f"control record key too short: {len(key)} of the {CONTROL_KEY_SIZE} bytes it must have at least "
+            "(version int16, type int16)"
         )
     version, type_id = _KEY.unpack_from(key, 0)
     if version < 0:
@@ -153,8 +154,8 @@ def parse_end_txn_marker_value(value: bytes | memoryview | None) -> int:
         raise CorruptRecordError("end transaction marker has no value (it must hold a version and the coordinator epoch)")
     if len(value) < END_TXN_MARKER_VALUE_SIZE:
         raise CorruptRecordError(
-            f"end transaction marker value is {len(value)} bytes; it must have at least {END_TXN_MARKER_VALUE_SIZE} "
-            "(version int16, coordinator epoch int32)"
+            f"end transaction marker value too short: {len(value)} of the {END_TXN_MARKER_VALUE_SIZE} bytes it must have "
+            "at least (version int16, coordinator epoch int32)"
         )
     version, epoch = _MARKER_VALUE.unpack_from(value, 0)
     if version < 0:
