@@ -2,7 +2,8 @@
 
 A segment with base offset B is ``P.log``, ``P.index``, ``P.timeindex`` (and ``P.txnindex``) where P is
 B zero-padded to 20 digits. Temporary suffixes go after the extension (``P.log.cleaned``,
-``P.log.swap``, ``P.log.deleted``). A partition lives in ``<topic>-<partition>``. Every other name a
+``P.log.swap``, ``P.log.deleted``). Producer state taken at offset O is ``O.snapshot`` (O padded the same
+way). A partition lives in ``<topic>-<partition>``. Every other name a
 data directory holds (checkpoints, markers, our metadata and staging folders) is here too, and nowhere
 else.
 """
@@ -26,6 +27,7 @@ INDEX_SUFFIXES = (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
 CLEANED_SUFFIX = ".cleaned"
 SWAP_SUFFIX = ".swap"
 DELETED_SUFFIX = ".deleted"
+PRODUCER_SNAPSHOT_SUFFIX = ".snapshot"  # <offset>.snapshot: producer state as of that offset (Kafka's name)
 
 # In a data directory (Kafka's names where Kafka has the file)
 LOCK_FILE = ".lock"
@@ -62,6 +64,11 @@ def filename_prefix(base_offset: int) -> str:
 
 def segment_file(directory: Path, base_offset: int, suffix: str, temp: str = "") -> Path:
     return directory / f"{filename_prefix(base_offset)}{suffix}{temp}"
+
+
+def producer_snapshot_file(directory: Path, offset: int) -> Path:
+    """Kafka's producer state snapshot taken at ``offset``: ``<offset, 20 digits>.snapshot``."""
+    return segment_file(directory, offset, PRODUCER_SNAPSHOT_SUFFIX)
 
 
 def base_offset_of(path: str | os.PathLike[str]) -> int:
