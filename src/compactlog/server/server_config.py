@@ -14,7 +14,15 @@ from types import MappingProxyType
 from typing import ClassVar, Mapping
 
 from ..storage.broker_config import BROKER_CONFIGS, BrokerConfig
-from ..storage.configdef import INT_MAX, ConfigKey, at_least, list_of, one_of, setting
+from ..storage.configdef import INT_MAX, Check, ConfigKey, at_least, list_of, one_of, setting
+
+
+def _principals(text: str | None) -> bool:
+    """``super.users``' form: a principal without its type (``admin``) would never match anyone, so is
+    refused at start, as Kafka's authorizer refuses it."""
+    items = [p.strip() for p in (text or "").split(";") if p.strip()]
+    return all(kind.strip() and sep and name.strip() for kind, sep, name in (p.partition(":") for p in items))
+
 
 SERVER_CONFIGS: Mapping[str, ConfigKey] = MappingProxyType({k.name: k for k in [
     setting("node.id", "int", 1, at_least(0),
@@ -97,7 +105,8 @@ SERVER_CONFIGS: Mapping[str, ConfigKey] = MappingProxyType({k.name: k for k in [
     setting("connection.failed.authentication.delay.ms", "int", 100, at_least(0),
             "How long a failed SASL login waits before its answer and the close, to slow down password guessing.",
             "low"),
-    setting("super.users", "string", None, None,
+    setting("super.users", "string", None, Check(_principals, "expected principals in format principalType:principalName "
+                                                  "separated by ';', as in User:admin;User:bob", "User:name;..."),
             "Principals allowed everything whatever the ACLs say, separated by ';' (User:admin;User:bob).", "medium"),
     setting("allow.everyone.if.no.acl.found", "boolean", False, None,
             "Once ACLs exist, whether a resource no ACL names is open to everyone (while no ACL exists at all, "
