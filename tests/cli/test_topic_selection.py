@@ -86,3 +86,18 @@ def test_configs_alter_with_nothing_to_change_is_a_usage_error(data, flags):
         result = CliRunner().invoke(main, ["configs", *target, "--alter", "--topic", "orders", *flags])
         assert (result.exit_code, result.output.splitlines()[-1]) == (
             2, "Error: --alter needs a name=value in --add-config or a name in --delete-config"), result.output
+
+
+def test_configs_describe_without_a_name_describes_every_topic(data):
+    """kafka-configs --describe --entity-type topics without --entity-name describes each topic; it was refused."""
+    assert CliRunner().invoke(main, ["configs", "--data-dir", str(data), "--alter", "--topic", "orders",
+                                     "--add-config", "retention.ms=5"]).exit_code == 0
+    result = CliRunner().invoke(main, ["configs", "--data-dir", str(data), "--describe", "--entity-type", "topics"])
+    assert result.exit_code == 0, result.output
+    heads = [line for line in result.output.splitlines() if not line.startswith("  ")]
+    assert heads == [f"Dynamic configs for topic {t} are:" for t in
+                     ("__consumer_offsets", "orders", "prices", "prices.eu", "pricesXeu")]
+    assert "  retention.ms=5 sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:retention.ms=5}" in result.output
+    for args in (["--alter", "--add-config", "retention.ms=1"], ["--describe", "--topic", ""]):
+        result = CliRunner().invoke(main, ["configs", "--data-dir", str(data), *args])
+        assert (result.exit_code, result.output.splitlines()[-1]) == (2, "Error: Missing option '--topic' / '--entity-name'.")

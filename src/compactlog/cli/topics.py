@@ -183,7 +183,7 @@ def configs(data_dir, server_properties, bootstrap_server, entity_type, topic, a
     action = one_action({"alter": alter, "describe": describe})
     if entity_type == "users":  # SCRAM credentials: users.py (no data directory lock needed)
         return configure_users(data_dir, topic, action, add, delete, bootstrap_server)
-    if not topic:
+    if not topic and (action == "alter" or topic is not None):  # --describe alone: every topic, as kafka-configs
         raise click.UsageError("Missing option '--topic' / '--entity-name'.")
     if action == "alter":
         if not add and not delete:
@@ -201,8 +201,9 @@ def configs(data_dir, server_properties, bootstrap_server, entity_type, topic, a
             cl.alter_topic_config(topic, changes, names)
             click.echo(f"Completed updating config for topic {topic}.")
             return
-        cfg = cl.describe_topic(topic).config
-        click.echo(f"{'All' if show_all else 'Dynamic'} configs for topic {topic} are:")
-        for row in cfg.describe():
-            if show_all or row.source == "DYNAMIC_TOPIC_CONFIG":
-                click.echo(f"  {row.name}={row.value} sensitive=false synonyms={{{row.source}:{row.name}={row.value}}}")
+        for name in [topic] if topic else cl.list_topics():
+            cfg = cl.describe_topic(name).config
+            click.echo(f"{'All' if show_all else 'Dynamic'} configs for topic {name} are:")
+            for row in cfg.describe():
+                if show_all or row.source == "DYNAMIC_TOPIC_CONFIG":
+                    click.echo(f"  {row.name}={row.value} sensitive=false synonyms={{{row.source}:{row.name}={row.value}}}")
