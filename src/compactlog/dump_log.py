@@ -5,13 +5,15 @@ read here, read-only and without any lock, so it works on a data directory anoth
 files copied from anywhere:
 
 * :func:`check_segment_file` refuses, before a byte is read, what cannot be a segment file, and names
-  the kind of the rest (``.log``, ``.index`` or ``.timeindex``);
+  the kind of the rest (``.log``, ``.index``, ``.timeindex`` or ``.txnindex``);
 * :func:`open_log_file` gives a ``.log``'s batches with their positions (a file whose first batch cannot
   be one is no segment, whatever its name says) and what follows the last whole batch;
 * :func:`offset_index_entries` and :func:`time_index_entries` give an index's entries, each checked
   against the ``.log`` beside it when there is one, what the checks find going into :class:`DumpFindings`
   in Kafka's words (an index entry whose offset is not the last offset of the batch at its position,
-  Kafka's three time-index findings, and offsets that leave gaps).
+  Kafka's three time-index findings, and offsets that leave gaps);
+* :func:`txn_index_entries` gives a ``.txnindex``'s aborted transactions, read by the storage's
+  ``TransactionIndex``, and the bytes of a torn entry after the last whole one.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import re
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Iterator, NamedTuple
 
 from .errors import CompactLogError, CorruptRecordError
 from .storage import files
@@ -34,7 +36,7 @@ if TYPE_CHECKING:
 # read files, so that listing the commands (compactlog --help) does not load them.
 
 NO_TIMESTAMP = -1
-LOG, INDEX, TIME_INDEX = "log", "index", "timeindex"
+LOG, INDEX, TIME_INDEX, TXN_INDEX = "log", "index", "timeindex", "txnindex"
 
 
 class NotASegmentFileError(CompactLogError):
@@ -78,15 +80,17 @@ class DumpFindings:
 
 
 def check_segment_file(path: Path) -> str:
-    """The kind of segment file ``path`` is (:data:`LOG`, :data:`INDEX` or :data:`TIME_INDEX`);
-    ``NotASegmentFileError`` naming why for what cannot be one, before a byte of it is read."""
+    """The kind of segment file ``path`` is (:data:`LOG`, :data:`INDEX`, :data:`TIME_INDEX` or
+    :data:`TXN_INDEX`); ``NotASegmentFileError`` naming why for what cannot be one, before a byte of it
+    is read."""
     if not path.exists():
         raise NotASegmentFileError(f"{path} does not exist")
     if path.is_dir():
-        raise NotASegmentFileError(f"{path} is a directory; --files takes .log, .index and .timeindex files")
+        raise NotASegmentFileError(f"{path} is a directory; --files takes .log, .index, .timeindex and .txnindex files")
     is_index = path.name.endswith((files.INDEX_SUFFIX, files.TIME_INDEX_SUFFIX))
-    if files.LOG_SUFFIX not in path.name and not is_index:
-        raise NotASegmentFileError(f"{path.name} is not a .log, .index or .timeindex file")
+    is_txn_index = path.name.endswith(files.TXN_INDEX_SUFFIX)
+    if files.LOG_SUFFIX not in path.name and not is_index and not is_txn_index:
+        raise NotASegmentFileError(f"{path.name} is not a .log, .index, .timeindex or .txnindex file")
     if not re.fullmatch(r"[0-9]+", path.name.split(".", 1)[0]):
         raise NotASegmentFileError(f"{path}: a segment file's name starts with its base offset "
                                    f"(as in 00000000000000000000{path.name[path.name.index('.'):]})")
@@ -98,6 +102,8 @@ def check_segment_file(path: Path) -> str:
         if size % entry:
             raise NotASegmentFileError(f"{path}: {size} bytes is not a whole number of {entry}-byte index entries "
                                        "(a torn index; the log rebuilds it when the partition is opened)")
+    if is_txn_index:  # a torn tail is left to the reader, which skips it as Kafka's does
+        return TXN_INDEX
     if files.LOG_SUFFIX in path.name:
         return LOG
     return TIME_INDEX if path.name.endswith(files.TIME_INDEX_SUFFIX) else INDEX
@@ -268,3 +274,26 @@ def _check_time_entry(path: Path, seg: "LogSegment", offsets: "OffsetIndex | Non
         findings.add(findings.time_mismatches, path, (timestamp, largest))
     if previous >= timestamp:
         findings.add(findings.time_out_of_order, path, (timestamp, previous))
+
+
+class AbortedTxnEntry(NamedTuple):
+    """One entry of a ``.txnindex``, with the fields Kafka's tool prints, in its order."""
+
+    version: int
+    producer_id: int
+    first_offset: int
+    last_offset: int
+    last_stable_offset: int
+
+
+def txn_index_entries(path: Path) -> tuple[list[AbortedTxnEntry], int]:
+    """The aborted transactions a ``.txnindex`` lists, in file order, and how many bytes of a torn
+    entry follow the last whole one (Kafka's reader skips them without a word). An entry of another
+    version than 0 is refused (``CorruptRecordError`` naming the file and position)."""
+    from .storage.transaction_index import CURRENT_VERSION, ENTRY_SIZE, TransactionIndex
+
+    with TransactionIndex(path, files.base_offset_of(path)) as index:
+        txns = index.all_aborted_txns()
+    entries = [AbortedTxnEntry(CURRENT_VERSION, t.producer_id, t.first_offset, t.last_offset, t.last_stable_offset)
+               for t in txns]
+    return entries, path.stat().st_size % ENTRY_SIZE

@@ -4,7 +4,7 @@ The expected lines follow ``printBatchLevel`` and ``dumpLog`` in Kafka 4.0's
 ``core/src/main/scala/kafka/tools/DumpLogSegments.scala``: the batch line's ``isTransactional`` and
 ``isControl``, and on a control record's line ``endTxnMarker: <type> coordinatorEpoch: <n>`` for a
 marker or ``controlType: <name>(<id>)`` for any other type, with no key or payload even with
-``--print-data-log``.
+``--print-data-log``; and ``dumpTxnIndex``'s line per aborted transaction of a ``.txnindex``.
 
 The storage refuses transactional and control batches from clients today, so the segment is written
 here, batch by batch, as a partition holding two transactions would hold them.
@@ -120,3 +120,55 @@ def test_other_control_types_are_named_with_their_id_and_a_malformed_marker_is_n
         f"| offset: 3 CreateTime: {TS} keySize: 1 valueSize: -1 sequence: -1 headerKeys: [] control record unreadable: "
         "control record key too short: 1 of the 4 bytes it must have at least (version int16, type int16)",
     ]
+
+
+def aborted_txn(producer_id: int, first_offset: int, last_offset: int, last_stable_offset: int, version: int = 0) -> bytes:
+    """One 34-byte entry of a .txnindex, as Kafka's AbortedTxn lays it out."""
+    return struct.pack(
+        ">hqqqq",
+        version,              # version int16 (AbortedTxn.CURRENT_VERSION = 0)
+        producer_id,          # producerId int64
+        first_offset,         # firstOffset int64: the transaction's first batch
+        last_offset,          # lastOffset int64: its ABORT marker
+        last_stable_offset,   # lastStableOffset int64
+    )
+
+
+def test_a_transaction_index_prints_each_aborted_transaction(tmp_path):
+    log = segment(tmp_path, txn_data(0, 0, [(b"a", b"1")]), marker(ABORT, 1, 0),
+                  txn_data(2, 1, [(b"b", b"2")]), marker(ABORT, 3, 0))
+    index = log.with_suffix(".txnindex")
+    index.write_bytes(aborted_txn(PID, 0, 1, 2) + aborted_txn(2**63 - 1, 2, 3, 4))
+    assert dump(index) == [
+        f"Dumping {index}",
+        f"version: 0 producerId: {PID} firstOffset: 0 lastOffset: 1 lastStableOffset: 2",
+        "version: 0 producerId: 9223372036854775807 firstOffset: 2 lastOffset: 3 lastStableOffset: 4",
+    ]
+    # several files in one run, each under its own "Dumping" line, as Kafka's tool prints them
+    both = CliRunner().invoke(main, ["dump-log", "--files", f"{index},{log}"])
+    assert both.exit_code == 0 and both.stdout.splitlines()[3:5] == [f"Dumping {log}", "Log starting offset: 0"]
+
+
+def test_an_empty_or_torn_transaction_index(tmp_path):
+    part = tmp_path / "t-0"
+    part.mkdir()
+    empty = part / ("0" * 17 + "100.txnindex")
+    empty.write_bytes(b"")
+    assert dump(empty) == [f"Dumping {empty}"]  # Kafka prints nothing more for an index without entries
+    torn = part / ("0" * 20 + ".txnindex")
+    torn.write_bytes(aborted_txn(7, 10, 12, 13) + aborted_txn(7, 14, 15, 16)[:20])
+    assert dump(torn) == [
+        f"Dumping {torn}",
+        "version: 0 producerId: 7 firstOffset: 10 lastOffset: 12 lastStableOffset: 13",
+        f"Found 20 invalid bytes at the end of {torn.name}",
+    ]
+
+
+def test_an_entry_of_another_version_is_refused_naming_the_file(tmp_path):
+    part = tmp_path / "t-0"
+    part.mkdir()
+    index = part / ("0" * 20 + ".txnindex")
+    index.write_bytes(aborted_txn(7, 10, 12, 13) + aborted_txn(7, 14, 15, 16, version=1))
+    res = CliRunner().invoke(main, ["dump-log", "--files", str(index)])
+    assert res.exit_code == 1 and "Traceback" not in res.output, res.output
+    assert f"Error: {index}: Unexpected aborted transaction version 1 in transaction index {index} at position 34" in res.output

@@ -364,10 +364,10 @@ def dump(*paths: Path | str):
 def test_dump_log_refuses_what_is_not_a_segment_file(tmp_path):
     (tmp_path / f"{SEGMENT}.log").mkdir()
     cases = {
-        tmp_path: f"Error: {tmp_path} is a directory; --files takes .log, .index and .timeindex files",
+        tmp_path: f"Error: {tmp_path} is a directory; --files takes .log, .index, .timeindex and .txnindex files",
         tmp_path / f"{SEGMENT}.log": "is a directory",
         tmp_path / "missing.log": f"Error: {tmp_path / 'missing.log'} does not exist",
-        tmp_path / "notes.txt": "Error: notes.txt is not a .log, .index or .timeindex file",
+        tmp_path / "notes.txt": "Error: notes.txt is not a .log, .index, .timeindex or .txnindex file",
         tmp_path / "prices.log": f"Error: {tmp_path / 'prices.log'}: a segment file's name starts with its base offset "
                                  f"(as in {SEGMENT}.log)",
         tmp_path / "x.index": "a segment file's name starts with its base offset (as in 00000000000000000000.index)",

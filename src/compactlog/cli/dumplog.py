@@ -1,4 +1,4 @@
-"""``dump-log``: kafka-dump-log for ``.log``, ``.index`` and ``.timeindex`` files.
+"""``dump-log``: kafka-dump-log for ``.log``, ``.index``, ``.timeindex`` and ``.txnindex`` files.
 
 What it prints follows Kafka's ``DumpLogSegments`` (4.0):
 
@@ -11,7 +11,9 @@ What it prints follows Kafka's ``DumpLogSegments`` (4.0):
   NAME(id)`` for any other type.
 * an ``.index``: ``<file> is empty.``, or one line per entry, each checked against the batch at its
   position in the ``.log`` beside it; a ``.timeindex``: one line per entry, each checked against the
-  batch holding its offset.
+  batch holding its offset; a ``.txnindex``: ``version: 0 producerId: ... firstOffset: ... lastOffset: ...
+  lastStableOffset: ...`` per aborted transaction (and, where Kafka's tool says nothing, ``Found N invalid
+  bytes at the end of <file>`` for a torn last entry, as for a ``.log``).
 * after every file, on standard error, what the checks found: ``Mismatches in :<file>`` (an index entry
   whose offset is not the last offset of the batch at its position, as the entries of a multi-batch
   append are, which the cleaner's writes often are), Kafka's three time-index findings, and
@@ -31,12 +33,14 @@ import click
 from ..dump_log import (
     LOG,
     TIME_INDEX,
+    TXN_INDEX,
     DumpFindings,
     NotASegmentFileError,
     check_segment_file,
     offset_index_entries,
     open_log_file,
     time_index_entries,
+    txn_index_entries,
 )
 from ..errors import CompactLogError
 from .common import INT_MAX, kafka_errors, shown
@@ -145,13 +149,24 @@ def dump_index_file(path: Path, findings: DumpFindings | None = None, echo=click
         echo(f"{path} is empty.")
 
 
+def dump_txn_index_file(path: Path, echo=click.echo) -> None:
+    """Print one ``.txnindex``: its aborted transactions, as Kafka's ``dumpTxnIndex`` does."""
+    entries, torn = txn_index_entries(path)
+    for e in entries:
+        echo(f"version: {e.version} producerId: {e.producer_id} firstOffset: {e.first_offset} "
+             f"lastOffset: {e.last_offset} lastStableOffset: {e.last_stable_offset}")
+    if torn:
+        echo(f"Found {torn} invalid bytes at the end of {path.name}")
+
+
 @click.command("dump-log")
-@click.option("--files", "paths", required=True, help="Comma-separated .log, .index or .timeindex files.")
+@click.option("--files", "paths", required=True, help="Comma-separated .log, .index, .timeindex or .txnindex files.")
 @click.option("--print-data-log", is_flag=True, help="Print every record with its key and value (implies --deep-iteration).")
 @click.option("--deep-iteration", is_flag=True, help="Print every record's metadata, not only batch headers.")
 @kafka_errors
 def dump_log(paths, print_data_log, deep_iteration):
-    """Print the batches and records of segment files (kafka-dump-log); reads files only, takes no lock.
+    """Print the batches and records of segment files, and the aborted transactions of transaction
+    indexes (kafka-dump-log); reads files only, takes no lock.
 
     Index entries that do not match the log, and record offsets that leave gaps (with --deep-iteration),
     are reported on standard error at the end, as kafka-dump-log reports them.
@@ -160,7 +175,8 @@ def dump_log(paths, print_data_log, deep_iteration):
     """
     names = [p.strip() for p in paths.split(",") if p.strip()]
     if not names:
-        raise click.BadParameter(f"expected a comma-separated list of .log, .index or .timeindex files, got {shown(paths)}",
+        raise click.BadParameter(f"expected a comma-separated list of .log, .index, .timeindex or .txnindex files, "
+                                 f"got {shown(paths)}",
                                  param_hint="'--files'")
     findings = DumpFindings()
     try:
@@ -176,6 +192,8 @@ def dump_log(paths, print_data_log, deep_iteration):
             try:
                 if kind == LOG:
                     dump_log_file(path, deep_iteration or print_data_log, print_data_log, findings)
+                elif kind == TXN_INDEX:
+                    dump_txn_index_file(path)
                 else:
                     dump_index_file(path, findings, time_index=kind == TIME_INDEX)
             except CompactLogError as exc:
