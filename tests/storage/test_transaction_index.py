@@ -184,7 +184,7 @@ def test_a_bad_version_is_named_with_its_position(tmp_path, version):
     raw = bytearray(path.read_bytes())
     struct.pack_into(">h", raw, 2 * 34, version)  # the third entry's version
     path.write_bytes(bytes(raw))
-    with TransactionIndex(path, 0) as idx:
+    with TransactionIndex(path, 0) as idx:  # opening reads nothing: the damage is found by a read
         for call in (idx.sanity_check, idx.all_aborted_txns, lambda: idx.collect_aborted_txns(0, 100)):
             with pytest.raises(CorruptIndexError) as e:
                 call()
@@ -193,6 +193,18 @@ def test_a_bad_version_is_named_with_its_position(tmp_path, version):
                 f"current version is 0"
             )
         assert idx.collect_aborted_txns(0, 13) == (FOUR[:2], True)  # a search that stops before it is fine
+
+
+def test_appending_to_an_index_whose_last_entry_is_damaged_names_it(tmp_path):
+    with _index(tmp_path, FOUR):
+        pass
+    path = transaction_index_file(tmp_path, 0)
+    raw = bytearray(path.read_bytes())
+    raw[3 * 34] = 0x01  # the last entry's version
+    path.write_bytes(bytes(raw))
+    with TransactionIndex(path, 0) as idx, pytest.raises(CorruptIndexError, match="version 256 .* at position 102"):
+        idx.append(AbortedTxn(4, 51, 52, 53))
+    assert path.read_bytes() == bytes(raw)  # nothing was written
 
 
 def test_a_long_index_is_read_in_chunks(tmp_path):

@@ -89,12 +89,11 @@ class TransactionIndex:
         self._fd = -1
         self._size = 0  # bytes in the file: whole entries, plus a torn tail if the file has one
         self._last_offset: int | None = None  # of the last entry appended or found on disk
+        self._last_known = True  # False until the last entry of a file found on disk has been read
         self._created = False  # this object created the file: the next flush also syncs the directory
-        if self.path.exists():
+        if self.path.exists():  # opening reads nothing: a damaged file is found by the first read
             self._open(create=False)
-            last = self._size - self._size % ENTRY_SIZE - ENTRY_SIZE
-            if last >= 0:
-                self._last_offset = self._entry_at(last).last_offset
+            self._last_known = self._size < ENTRY_SIZE
 
     # the file ----------------------------------------------------------------------------------
     def _open(self, create: bool) -> int:
@@ -153,6 +152,9 @@ class TransactionIndex:
     def append(self, txn: AbortedTxn) -> None:
         """Add an aborted transaction. Its last offset (its ABORT marker's) must be above the last
         entry's: markers are appended in offset order, so a smaller one means a caller's mistake."""
+        if not self._last_known:
+            self._last_offset = self._entry_at(self._size - self._size % ENTRY_SIZE - ENTRY_SIZE).last_offset
+            self._last_known = True
         if self._last_offset is not None and self._last_offset >= txn.last_offset:
             raise ValueError(
                 f"The last offset of appended transactions must increase sequentially, but {txn.last_offset} "
@@ -173,6 +175,7 @@ class TransactionIndex:
             os.ftruncate(self._fd, 0)
         self._size = 0
         self._last_offset = None
+        self._last_known = True
 
     def truncate_to(self, offset: int) -> None:
         """Drop the entries whose ABORT marker is at ``offset`` or later (the log is cut at ``offset``)."""
@@ -182,6 +185,7 @@ class TransactionIndex:
                 os.ftruncate(self._fd, position)
                 self._size = position
                 self._last_offset = kept_last
+                self._last_known = True
                 return
             kept_last = txn.last_offset
 
