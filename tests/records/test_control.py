@@ -146,3 +146,14 @@ def test_the_builder_refuses_what_kafka_refuses(kwargs, why):
     with pytest.raises(ValueError) as err:
         build_end_txn_marker(args.pop("type_id"), args.pop("coordinator_epoch"), **args)
     assert str(err.value).startswith(why)
+
+
+def test_a_compressed_control_batch_reads_as_kafka_reads_it():
+    """Kafka writes markers uncompressed, but keeps a control batch compressed if it came so."""
+    from compactlog.records.codecs import Codec
+
+    info = BatchInfo(producer_id=9, producer_epoch=1, is_transactional=True, is_control=True)
+    key, value = struct.pack(">hh", 0, ABORT), struct.pack(">hi", 0, 4)
+    batch = RecordBatch(build_batch([key], [value], [3], codec=Codec.GZIP, info=info))
+    assert batch.codec is Codec.GZIP
+    assert read_control_record(batch) == ControlRecord(ABORT, 4)
