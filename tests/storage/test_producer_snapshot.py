@@ -8,6 +8,8 @@ import struct
 
 import google_crc32c
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from compactlog.storage import files
 from compactlog.storage.producer_snapshot import (
@@ -185,3 +187,27 @@ def test_state_round_trip_keeps_each_producers_epoch_and_last_batch():
     assert loaded.duplicate_of(10, 2, 30, 34, "t-0") == BatchSeq(30, 34, 130, 134)
     assert loaded.duplicate_of(10, 2, 35, 39, "t-0") is None
     assert loaded.duplicate_of(11, 0, 4, 4, "t-0") is None
+
+
+I64, I32, I16 = st.integers(-(2**63), 2**63 - 1), st.integers(-(2**31), 2**31 - 1), st.integers(-(2**15), 2**15 - 1)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.builds(SnapshotEntry, I64, I16, I32, I64, I32, I64, I32, I64), max_size=20))
+def test_any_entries_round_trip_in_kafkas_bytes(entries):
+    data = encode(entries)
+    assert data == _kafka_bytes(entries)
+    assert decode(data) == entries
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 2), st.integers(0, 2**31 - 1), st.integers(0, 20)),
+                max_size=30))
+def test_any_state_keeps_each_producers_epoch_and_last_batch(batches):
+    state, offset = ProducerStateManager(), 0
+    for pid, epoch, first_seq, delta in batches:
+        state.record(pid, epoch, first_seq, (first_seq + delta) % 2**31, offset, offset + delta)
+        offset += delta + 1
+    loaded = state_from_entries(decode(encode(entries_from_state(state))))
+    assert {pid: (e.epoch, list(e.batches)[-1:]) for pid, e in state.producers.items()} == \
+        {pid: (e.epoch, list(e.batches)) for pid, e in loaded.producers.items()}
