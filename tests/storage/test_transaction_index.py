@@ -46,7 +46,7 @@ def test_entry_bytes_are_kafkas_layout(tmp_path):
     ])
     assert len(expected) == ENTRY_SIZE == 34
     assert AbortedTxn(983493, 137, 299, 200).to_bytes() == expected
-    with _index(tmp_path, [AbortedTxn(983493, 137, 299, 200), AbortedTxn(-1 & 0x7FFFFFFFFFFFFFFF, 300, 301, 302)]) as idx:
+    with _index(tmp_path, [AbortedTxn(983493, 137, 299, 200), AbortedTxn(2**63 - 1, 300, 301, 302)]) as idx:
         idx.flush()
     raw = transaction_index_file(tmp_path, 0).read_bytes()
     assert raw[:34] == expected
