@@ -25,6 +25,9 @@ PACKAGE = "compactlog"
 # The layers, lowest first: a module imports nothing of a layer above its own. Modules directly under
 # compactlog/ (api.py, producer.py, consumer.py, verify.py, advisor.py, ...) are the API layer, apart
 # from the ground every layer stands on (errors, clock, lazy) and the entry point (__main__, an adapter).
+# So is the transaction coordinator's pure package (compactlog.transactions: states, decisions, record
+# bytes), which the server's handlers will call as they call the group coordinator.
+API_PACKAGES = ("compactlog.transactions",)
 GROUND = ("compactlog.errors", "compactlog.clock", "compactlog.lazy", "compactlog.numbers")
 LAYERS = ("ground", "records", "storage", "cleaner", "compaction", "security", "api", "adapters")
 ADAPTERS = ("compactlog.cli", "compactlog.server", "compactlog.spark", "compactlog.console", "compactlog.__main__")
@@ -195,7 +198,7 @@ def layer_of(name: str) -> str:
     for layer in ("records", "storage", "cleaner", "compaction", "security"):
         if within(name, f"{PACKAGE}.{layer}"):
             return layer
-    return "api"  # the package itself and the modules directly under it
+    return "api"  # the package itself, the modules directly under it and API_PACKAGES
 
 
 # the rules: each returns the arrows that break it -----------------------------------------------------
@@ -259,6 +262,8 @@ def test_the_package_is_read_whole():
     assert {"compactlog.server.broker", "compactlog.server.sasl", "compactlog.server.coordinator.handlers"} <= targets
     lazy = {a.target for a in PACKAGE_ARROWS["compactlog.cli.serve"]}  # imports inside the command's function
     assert {"compactlog.server.network", "compactlog.console.app"} <= lazy
+    assert {layer_of(name) for name in PACKAGE_ARROWS if any(within(name, p) for p in API_PACKAGES)} == {"api"}
+    assert "compactlog.transactions.coordinator" in PACKAGE_ARROWS
 
 
 def test_no_import_cycles():

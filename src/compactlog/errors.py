@@ -143,6 +143,36 @@ class InvalidProducerEpochError(CompactLogError):
     code, name = 47, "INVALID_PRODUCER_EPOCH"
 
 
+class InvalidTxnStateError(CompactLogError):
+    """The transactional request does not fit the transaction's state (e.g. committing an aborted one)."""
+
+    code, name = 48, "INVALID_TXN_STATE"
+
+
+class InvalidProducerIdMappingError(CompactLogError):
+    """The producer id is not the one the coordinator holds for this transactional id."""
+
+    code, name = 49, "INVALID_PRODUCER_ID_MAPPING"
+
+
+class InvalidTransactionTimeoutError(CompactLogError):
+    """The transaction timeout is not positive or exceeds ``transaction.max.timeout.ms``."""
+
+    code, name = 50, "INVALID_TRANSACTION_TIMEOUT"
+
+
+class ConcurrentTransactionsError(CompactLogError):
+    """The transaction is still completing (or its state is being written); retry shortly."""
+
+    code, name = 51, "CONCURRENT_TRANSACTIONS"
+
+
+class ProducerFencedError(CompactLogError):
+    """A newer producer with the same transactional id has started; this one is fenced."""
+
+    code, name = 90, "PRODUCER_FENCED"
+
+
 class PolicyViolationError(CompactLogError):
     """The request breaks a limit the broker sets: more partitions than ``max.broker.partitions`` (Kafka
     answers this code to a request for more partitions than its controller writes at once)."""
