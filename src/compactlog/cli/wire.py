@@ -99,6 +99,24 @@ class WireConfig:
         return list(self.rows)
 
 
+def _takes_connections(bootstrap: str) -> bool:
+    """Whether any address of ``bootstrap`` accepts a TCP connection: told apart from a broker that is not
+    there, a listener that wants SASL or TLS closes the connection librdkafka opened, which it reports
+    as the same transport failure."""
+    import socket
+
+    for entry in bootstrap.split(","):
+        host, _, port = entry.strip().rpartition(":")
+        if not (port.isascii() and port.isdigit() and len(port) <= 5):
+            continue
+        try:
+            with socket.create_connection((host.strip("[]"), int(port)), timeout=2.0):
+                return True
+        except (OSError, UnicodeError, ValueError):
+            continue
+    return False
+
+
 class WireClient:
     """A broker behind ``bootstrap`` with the part of CompactLog's API the commands use."""
 
@@ -126,6 +144,9 @@ class WireClient:
         try:
             return self.admin.list_topics(timeout=timeout)
         except KafkaException as exc:
+            if _takes_connections(self.bootstrap):  # something listens, but not a PLAINTEXT listener
+                raise as_error(exc, f"the listener at {self.bootstrap} took the connection but answered no PLAINTEXT "
+                                    "request (a SASL or SSL listener? the command line speaks PLAINTEXT only): ") from None
             raise as_error(exc, f"no broker answered at {self.bootstrap}: ") from None
 
     def brokers(self) -> list:
