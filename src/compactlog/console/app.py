@@ -15,7 +15,7 @@ from urllib.parse import quote
 
 from aiohttp import web
 
-from ..errors import CompactLogError, UnknownTopicOrPartitionError
+from ..errors import CompactLogError, UnknownTopicOrPartitionError, shown
 from . import auth
 from .fields import FieldError
 from .handlers import VIEWER, Refused, console, page
@@ -51,7 +51,7 @@ async def _errors(request: web.Request, handler):
     except FieldError as exc:  # a form or query value a page could not take, named by the message
         return _error_page(request, 400, f"Bad value for {exc.field}", str(exc))
     except web.HTTPNotFound:
-        return _error_page(request, 404, "Not found", f"There is no page at {request.path}.")
+        return _error_page(request, 404, "Not found", f"There is no page at {shown(request.path, '')}.")
     except web.HTTPRequestEntityTooLarge:
         return _error_page(request, 413, "Too large", f"The form is larger than {MAX_FORM_BYTES:,} bytes.")
     except web.HTTPMethodNotAllowed as exc:  # a form's address typed into the browser (GET /topics)
