@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from compactlog.errors import CorruptRecordError
 from compactlog.transactions.log_records import TransactionLogValue, decode_key, decode_value, encode_key, encode_value
 from compactlog.transactions.metadata import TransactionMetadata, from_log_value, log_record, to_log_value
-from compactlog.transactions.state import DEAD, EMPTY, ONGOING, PREPARE_COMMIT, TransactionState
+from compactlog.transactions.state import DEAD, EMPTY, ONGOING, TransactionState
 
 
 def hexbytes(text: str) -> bytes:
@@ -118,6 +118,39 @@ def test_unknown_tags_are_kept():
     value = decode_value(data)
     assert value.unknown_tags == ((7, b"\xaa"),)
     assert encode_value(value, 1) == data
+
+
+FUTURE_V1 = hexbytes("""
+    00 01                          # version 1, as a newer Kafka writes it (Kafka's testDeserializeFutureTransactionLogValue)
+    00 00 00 00 00 00 03 e8        # ProducerId 1000
+    00 64                          # ProducerEpoch 100
+    00 00 03 e8                    # TransactionTimeoutMs 1000
+    04                             # TransactionStatus 4 (CompleteCommit)
+    02                             # TransactionPartitions: compact count 1 + 1
+    06 74 6f 70 69 63              #   Topic "topic"
+    02 00 00 00 01                 #   PartitionIds [1]
+    02                             #   the entry's tagged fields: 2, unknown here
+    64 05 00 03 66 6f 6f           #     tag 100, size 5: the string "foo"
+    65 04 00 00 0f a0              #     tag 101, size 4: the int32 4000
+    00 00 00 00 00 00 07 d0        # TransactionLastUpdateTimestampMs 2000
+    00 00 00 00 00 00 0b b8        # TransactionStartTimestampMs 3000
+    02                             # tagged fields: 2, unknown here
+    64 05 00 03 66 6f 6f           #   tag 100, size 5: "foo"
+    65 04 00 00 0f a0              #   tag 101, size 4: 4000
+""")
+
+
+def test_tagged_fields_of_a_newer_kafka_are_read_past():
+    value = decode_value(FUTURE_V1)
+    assert value == TransactionLogValue(1000, 100, 1000, TransactionState.COMPLETE_COMMIT, (("topic", (1,)),),
+                                        2000, 3000, unknown_tags=((100, b"\x00\x03foo"), (101, b"\x00\x00\x0f\xa0")))
+    meta = from_log_value("transaction-id", value)
+    assert (meta.state, meta.partitions, meta.start_timestamp) == (TransactionState.COMPLETE_COMMIT,
+                                                                   {("topic", 1)}, 3000)
+
+
+def test_a_key_of_a_future_version_is_skipped():
+    assert decode_key(b"\x7f\xff") is None
 
 
 def test_v0_cannot_carry_tagged_fields():
