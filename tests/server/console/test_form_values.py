@@ -93,6 +93,7 @@ FIELDS = [
     ("config", "POST", f"/topics/{CONFIGS}/config", {"name": "retention.ms"}, "value", "retention.ms",
      {"negative": 303, "zero": 303}),
     ("config", "POST", f"/topics/{CONFIGS}/config", {"value": "1"}, "name", "", {}),
+    ("config", "POST", f"/topics/{CONFIGS}/config", {"name": "retention.ms", "value": "1"}, "action", "action", {}),
     ("add partitions", "POST", f"/topics/{GROW}/partitions", {}, "count", "partitions", {}),
     ("delete topic", "POST", f"/topics/{SHOP}/delete", {}, "confirm", "Type the topic", {}),
     ("reset dry run", "GET", f"/groups/{GROUP}/reset", {"to": "offset"}, "offset", "offset",

@@ -265,12 +265,15 @@ async def update_config(request: web.Request) -> web.Response:
     form = await _form(request)
     config, value = form.get("name", "").strip(), form.get("value", "")
     c = console(request)
+    action = form.get("action", "set")  # the button pressed; a form sent without one sets
     try:
-        if form.get("action") == "delete":
+        if action not in ("set", "delete"):  # anything else was set (action=frob changed the config)
+            raise FormError(f"The action must be set or delete, got {shown(action)}.")
+        if action == "delete":
             await c.run(c.cl.alter_topic_config, name, None, [config])
         else:
             await c.run(c.cl.alter_topic_config, name, {config: value.strip()}, None)
-    except CompactLogError as exc:
+    except (CompactLogError, FormError) as exc:
         return await topic_page(request, name, 400, config_error=str(exc), config_name=config, config_value=value)
     raise see_other(f"{topic_url(name)}?updated={config}&config={config}#update-config")
 
