@@ -39,6 +39,10 @@ from .server_config import ServerConfig
 
 log = logging.getLogger(__name__)
 WRITE_SLICE = 256 * 1024
+# After a refused login is answered, how long the connection waits for the client to close it before
+# closing it itself. A client that gets the answer and the close in one read may drop the answer
+# (kafka-python 3.0 does) and report a lost connection instead of the refusal.
+REFUSAL_LINGER_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -245,6 +249,8 @@ class ClientConnection(asyncio.Protocol):
                 self.last_active = asyncio.get_running_loop().time()
                 await self.writable.wait()
                 if self.session.extra.get(CLOSE_AFTER_RESPONSE):  # a refused SASL login: answered, then closed
+                    # once the client closes (connection_lost cancels this task), or after the linger
+                    await asyncio.sleep(REFUSAL_LINGER_S)
                     break
         except asyncio.CancelledError:
             return
