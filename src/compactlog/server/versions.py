@@ -62,7 +62,7 @@ SERVED: Mapping[int, ApiRange] = _table(
     (33, "alter_configs", 0, 2),
     (34, "alter_replica_log_dirs", 1, 2),
     (35, "describe_log_dirs", 1, 4),
-    (36, "sasl_authenticate", 0, 1),
+    (36, "sasl_authenticate", 0, 2),
     (37, "create_partitions", 0, 3),
     (38, "create_delegation_token", 1, 3),
     (39, "renew_delegation_token", 1, 2),
