@@ -43,7 +43,7 @@ SERVED: Mapping[int, ApiRange] = _table(
     (14, "sync_group", 0, 5),
     (15, "describe_groups", 0, 5),
     (16, "list_groups", 0, 5),
-    # SASL: every client in scope sends SaslHandshake v1 then SaslAuthenticate v0-1; v0 of the handshake
+    # SASL: every client in scope sends SaslHandshake v1 then SaslAuthenticate v0-2; v0 of the handshake
     # (bare tokens after it, before KIP-152) is served for older clients (kafka-python 2.0).
     (17, "sasl_handshake", 0, 1),
     (18, "api_versions", 0, 4),
