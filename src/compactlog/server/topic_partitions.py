@@ -24,7 +24,7 @@ from .acls import authorized_operations
 from .broker import NO_THROTTLE, Broker, Session, error_code
 from .entities import make, response, schema
 from .protocol import Request
-from .metadata import topic_uuid
+from .metadata import NOT_COMPUTED, topic_uuid
 from .topic_ids import ZERO_UUID
 
 UNKNOWN_TOPIC_OR_PARTITION, TOPIC_AUTHORIZATION_FAILED, INVALID_REQUEST = 3, 29, 42
@@ -39,7 +39,7 @@ def _unknown(name: str) -> int:
 def _invalid(req: Request, s, names: list[str]):
     return response(req, throttle_time=NO_THROTTLE, next_cursor=None, topics=tuple(
         make(s.DescribeTopicPartitionsResponseTopic, error_code=error_code(INVALID_REQUEST), name=n,
-             topic_id=ZERO_UUID, is_internal=False, partitions=(), topic_authorized_operations=-(2**31))
+             topic_id=ZERO_UUID, is_internal=False, partitions=(), topic_authorized_operations=NOT_COMPUTED)
         for n in names))
 
 
@@ -87,7 +87,7 @@ async def describe_topic_partitions(broker: Broker, req: Request, session: Sessi
     if not every:
         topics.extend(make(s.DescribeTopicPartitionsResponseTopic, error_code=error_code(TOPIC_AUTHORIZATION_FAILED),
                            name=n, topic_id=ZERO_UUID, is_internal=False, partitions=(),
-                           topic_authorized_operations=-(2**31)) for n in refused)
+                           topic_authorized_operations=NOT_COMPUTED) for n in refused)
     return response(req, throttle_time=NO_THROTTLE, topics=tuple(topics), next_cursor=next_cursor)
 
 

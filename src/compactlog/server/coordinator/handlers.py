@@ -20,10 +20,9 @@ from __future__ import annotations
 import datetime
 from collections import defaultdict
 
-from ...security.acls import Operation
 from ..broker import NO_THROTTLE, Broker, Session, error_code
 from ..entities import make, response, schema
-from ..acls import GROUP_AUTHORIZATION_FAILED, TOPIC_AUTHORIZATION_FAILED
+from ..acls import GROUP_AUTHORIZATION_FAILED, TOPIC_AUTHORIZATION_FAILED, authorized_operations
 from ..metadata import NOT_COMPUTED
 from ..protocol import Request
 from .codes import UNKNOWN_TOPIC_OR_PARTITION
@@ -33,7 +32,6 @@ from .state import DEAD
 
 EXTRA = "group_coordinator"
 DEFAULT_RETENTION = -1  # OffsetCommit v2-v4 retention_time: the broker's offsets.retention.minutes
-GROUP_OPERATIONS = (Operation.READ, Operation.DELETE, Operation.DESCRIBE)  # what can be done to a group
 CLASSIC_GROUP = "classic"  # ListGroups v5's type of every group here (no KIP-848 consumer groups)
 
 
@@ -280,7 +278,7 @@ async def describe_groups(broker: Broker, req: Request, session: Session):
             code, group = GROUP_AUTHORIZATION_FAILED, None
         else:
             code, group = coordinator.describe_group(group_id)
-        operations = _group_operations(broker, session, group_id) if asked and not code else NOT_COMPUTED
+        operations = authorized_operations(broker, session, "GROUP", group_id) if asked and not code else NOT_COMPUTED
         if code or group is None or group.is_(DEAD):
             described.append(make(s.DescribedGroup, error_code=error_code(code), group_id=group_id,
                                   group_state="" if code else DEAD.value, protocol_type="", protocol_data="",
@@ -298,11 +296,6 @@ async def describe_groups(broker: Broker, req: Request, session: Session):
                               group_state=group.state.value, protocol_type=group.protocol_type or "",
                               protocol_data=stable, members=members, authorized_operations=operations))
     return response(req, throttle_time=NO_THROTTLE, groups=tuple(described))
-
-
-def _group_operations(broker: Broker, session: Session, group_id: str) -> int:
-    """The operations ``session`` may do on the group, as bits of Kafka's operation codes (KIP-430)."""
-    return sum(1 << op for op in GROUP_OPERATIONS if _may(broker, session, op.name, group_id))
 
 
 async def delete_groups(broker: Broker, req: Request, session: Session):
