@@ -101,3 +101,22 @@ def test_configs_describe_without_a_name_describes_every_topic(data):
     for args in (["--alter", "--add-config", "retention.ms=1"], ["--describe", "--topic", ""]):
         result = CliRunner().invoke(main, ["configs", "--data-dir", str(data), *args])
         assert (result.exit_code, result.output.splitlines()[-1]) == (2, "Error: Missing option '--topic' / '--entity-name'.")
+
+
+def test_describe_report_flags(data):
+    """kafka-topics' health-check flags: partition reports print partition lines only (none under-replicated
+    or unavailable on one node; the ISR of 1 against min.insync.replicas), --topics-with-overrides the topic
+    lines of topics with overrides."""
+    run(data, "--create", "--topic", "strict", "--config", "min.insync.replicas=2")
+    for flag in ("--under-replicated-partitions", "--unavailable-partitions"):
+        result = run(data, "--describe", flag)
+        assert (result.exit_code, result.output) == (0, "")
+    under = run(data, "--describe", "--under-min-isr-partitions").output.splitlines()
+    assert [line.split("\t")[1:3] for line in under] == [["Topic: strict", "Partition: 0"]]
+    at = run(data, "--describe", "--at-min-isr-partitions", "--topic", "orders|strict").output.splitlines()
+    assert [line.split("\t")[1] for line in at] == ["Topic: orders"]
+    overridden = run(data, "--describe", "--topics-with-overrides").output.splitlines()
+    assert [line.split("\t")[0] for line in overridden] == ["Topic: strict"]
+    result = run(data, "--list", "--under-replicated-partitions")
+    assert (result.exit_code, result.output.splitlines()[-1]) == (
+        2, "Error: --under-replicated-partitions only goes with --describe")

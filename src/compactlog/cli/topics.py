@@ -33,6 +33,22 @@ def describe_lines(d, leader: int = 0) -> list[str]:
     return lines
 
 
+def reported_lines(d, lines: list[str], with_overrides: bool, under_replicated: bool, unavailable: bool,
+                   under_min_isr: bool, at_min_isr: bool) -> list[str]:
+    """kafka-topics --describe's report flags over one topic's lines: a partition flag prints only the
+    partitions it names (no topic line), --topics-with-overrides only the topic line of a topic with
+    overrides. On one node every partition has its leader and its one in-sync replica, so
+    under-replicated and unavailable partitions never show, and the ISR (1) is compared with the
+    topic's min.insync.replicas."""
+    if under_replicated or unavailable or under_min_isr or at_min_isr:
+        min_isr = next((int(r.value) for r in d.config.describe() if r.name == "min.insync.replicas"), 1)
+        shown_partitions = (under_min_isr and 1 < min_isr) or (at_min_isr and 1 == min_isr)
+        return lines[1:] if shown_partitions else []
+    if with_overrides:
+        return lines[:1] if d.config.overrides else []
+    return lines
+
+
 def check_counts(partitions: int | None, replication_factor: int | None) -> None:
     """kafka-topics' own checks of the two counts, in its words, before anything is asked of the broker
     (librdkafka refuses a negative count with an exception of its own, the API with another message)."""
@@ -100,9 +116,19 @@ def one_action(actions: dict[str, bool]) -> str:
 @click.option("--if-not-exists", is_flag=True, help="With --create, do nothing if the topic exists.")
 @click.option("--if-exists", is_flag=True, help="With --alter, --delete or --describe, do nothing if the topic is missing.")
 @click.option("--exclude-internal", is_flag=True, help="With --list or --describe, leave out internal topics.")
+@click.option("--topics-with-overrides", is_flag=True, help="With --describe: only topics with config overrides.")
+@click.option("--under-replicated-partitions", "under_replicated", is_flag=True,
+              help="With --describe: partitions with fewer in-sync replicas than replicas (none on one node).")
+@click.option("--unavailable-partitions", "unavailable", is_flag=True,
+              help="With --describe: partitions without a leader (none on one node).")
+@click.option("--under-min-isr-partitions", "under_min_isr", is_flag=True,
+              help="With --describe: partitions with fewer in-sync replicas than min.insync.replicas.")
+@click.option("--at-min-isr-partitions", "at_min_isr", is_flag=True,
+              help="With --describe: partitions with exactly min.insync.replicas in-sync replicas.")
 @kafka_errors
 def topics(data_dir, server_properties, bootstrap_server, create, delete, list_, describe, alter, topic, partitions,
-           replication_factor, configs, if_not_exists, if_exists, exclude_internal):
+           replication_factor, configs, if_not_exists, if_exists, exclude_internal, topics_with_overrides,
+           under_replicated, unavailable, under_min_isr, at_min_isr):
     """Create, delete, list, describe and grow topics (kafka-topics), in a data directory or through a
     running broker.
 
@@ -133,6 +159,12 @@ def topics(data_dir, server_properties, bootstrap_server, create, delete, list_,
         raise click.UsageError("--if-exists only goes with --alter, --delete or --describe")
     if exclude_internal and action not in ("list", "describe"):
         raise click.UsageError("--exclude-internal only goes with --list or --describe")
+    reports = {"--under-replicated-partitions": under_replicated, "--unavailable-partitions": unavailable,
+               "--under-min-isr-partitions": under_min_isr, "--at-min-isr-partitions": at_min_isr,
+               "--topics-with-overrides": topics_with_overrides}
+    for flag, on in reports.items():
+        if on and action != "describe":
+            raise click.UsageError(f"{flag} only goes with --describe")
     check_counts(partitions, replication_factor)
     overrides = topic_configs(configs)
     with open_target(data_dir, server_properties, bootstrap_server) as cl:
@@ -158,7 +190,9 @@ def topics(data_dir, server_properties, bootstrap_server, create, delete, list_,
                 click.echo(name)
         else:
             for name in names:
-                for line in describe_lines(cl.describe_topic(name), getattr(cl, "node_id", 0)):
+                d = cl.describe_topic(name)
+                for line in reported_lines(d, describe_lines(d, getattr(cl, "node_id", 0)), topics_with_overrides,
+                                           under_replicated, unavailable, under_min_isr, at_min_isr):
                     click.echo(line)
 
 
