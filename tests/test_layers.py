@@ -24,11 +24,12 @@ PACKAGE = "compactlog"
 
 # The layers, lowest first: a module imports nothing of a layer above its own. Modules directly under
 # compactlog/ (api.py, producer.py, consumer.py, verify.py, advisor.py, ...) are the API layer, apart
-# from the ground every layer stands on (errors, clock, lazy) and the entry point (__main__, an adapter).
+# from the ground every layer stands on (errors, clock, lazy, numbers, java_hash) and the entry point
+# (__main__, an adapter).
 # So is the transaction coordinator's pure package (compactlog.transactions: states, decisions, record
 # bytes), which the server's handlers will call as they call the group coordinator.
 API_PACKAGES = ("compactlog.transactions",)
-GROUND = ("compactlog.errors", "compactlog.clock", "compactlog.lazy", "compactlog.numbers")
+GROUND = ("compactlog.errors", "compactlog.clock", "compactlog.lazy", "compactlog.numbers", "compactlog.java_hash")
 LAYERS = ("ground", "records", "storage", "cleaner", "compaction", "security", "api", "adapters")
 ADAPTERS = ("compactlog.cli", "compactlog.server", "compactlog.spark", "compactlog.console", "compactlog.__main__")
 # Adapters stay apart: the console may use the server's public pieces (the authorizer, the coordinator's

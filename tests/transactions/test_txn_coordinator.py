@@ -240,9 +240,12 @@ def test_partitions_already_in_the_transaction_are_answered_without_a_write():
 
 @pytest.mark.parametrize("state", [EMPTY, ONGOING, COMPLETE_COMMIT], ids=lambda s: s.value)
 def test_add_offsets_adds_the_groups_offsets_partition(state):
-    d = add_offsets(meta(state), TID, PID, EPOCH, 7, NOW)
-    assert d.error == NONE and ("__consumer_offsets", 7) in d.metadata.partitions
-    assert add_offsets(meta(PREPARE_ABORT), TID, PID, EPOCH, 7, NOW) == Decision(CONCURRENT_TRANSACTIONS)
+    d = add_offsets(meta(state), TID, PID, EPOCH, "g1", NOW, offsets_partitions=50)
+    assert d.error == NONE and ("__consumer_offsets", 42) in d.metadata.partitions  # abs(hashCode) 3242 % 50
+    assert add_offsets(meta(state), TID, PID, EPOCH, "g1", NOW, offsets_partitions=1).metadata.partitions >= {
+        ("__consumer_offsets", 0)}
+    assert add_offsets(meta(PREPARE_ABORT), TID, PID, EPOCH, "g1", NOW,
+                       offsets_partitions=50) == Decision(CONCURRENT_TRANSACTIONS)
 
 
 def _bad_producers():
@@ -258,7 +261,7 @@ def _bad_producers():
 @pytest.mark.parametrize("current,tid,pid,epoch,error", _bad_producers())
 def test_requests_of_an_unknown_or_fenced_producer(current, tid, pid, epoch, error):
     assert add_partitions(current, tid, pid, epoch, ADDED, NOW) == Decision(error)
-    assert add_offsets(current, tid, pid, epoch, 3, NOW) == Decision(error)
+    assert add_offsets(current, tid, pid, epoch, "g", NOW, offsets_partitions=50) == Decision(error)
     assert end_txn(current, tid, pid, epoch, True, NOW) == Decision(error)
     assert end_txn(current, tid, pid, epoch, False, NOW) == Decision(error)
 
@@ -307,7 +310,7 @@ def test_a_whole_transaction_and_its_retries():
     current = init(None).metadata
     pid, epoch = current.producer_id, current.producer_epoch
     current = add_partitions(current, TID, pid, epoch, [("balances", 0)], 20).metadata
-    current = add_offsets(current, TID, pid, epoch, 12, 30).metadata
+    current = add_offsets(current, TID, pid, epoch, "my-group", 30, offsets_partitions=50).metadata
     assert (current.state, current.start_timestamp) == (ONGOING, 20)
     assert current.partitions == {("balances", 0), ("__consumer_offsets", 12)}
     current = end_txn(current, TID, pid, epoch, True, 40).metadata

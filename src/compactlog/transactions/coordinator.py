@@ -29,6 +29,7 @@ from ..errors import (
     InvalidTxnStateError,
     ProducerFencedError,
 )
+from ..java_hash import coordinator_partition
 from .metadata import MAX_EPOCH, NO_PRODUCER_EPOCH, TopicPartition, TransactionMetadata
 from .state import (
     COMPLETE_ABORT,
@@ -57,6 +58,7 @@ INVALID_REQUEST = InvalidRequestError.code
 PRODUCER_FENCED = ProducerFencedError.code
 
 OFFSETS_TOPIC = "__consumer_offsets"
+TRANSACTION_STATE_TOPIC = "__transaction_state"
 
 #: API key -> the first version that understands PRODUCER_FENCED; older versions are answered
 #: INVALID_PRODUCER_EPOCH instead, as Kafka's KafkaApis does.
@@ -206,11 +208,19 @@ def add_partitions(current: TransactionMetadata | None, transactional_id: str, p
 
 
 def add_offsets(current: TransactionMetadata | None, transactional_id: str, producer_id: int,
-                producer_epoch: int, offsets_partition: int, now: int) -> Decision:
-    """AddOffsetsToTxn: the group's ``__consumer_offsets`` partition (``offsets_partition``, Kafka's
-    hash of the group id) joins the transaction, exactly as AddPartitionsToTxn would add it."""
+                producer_epoch: int, group_id: str, now: int, *, offsets_partitions: int) -> Decision:
+    """AddOffsetsToTxn: the ``__consumer_offsets`` partition holding ``group_id`` (of the topic's
+    ``offsets_partitions``, placed as the group coordinator places it) joins the transaction, exactly as
+    AddPartitionsToTxn would add it."""
     return add_partitions(current, transactional_id, producer_id, producer_epoch,
-                          [(OFFSETS_TOPIC, offsets_partition)], now)
+                          [(OFFSETS_TOPIC, coordinator_partition(group_id, offsets_partitions))], now)
+
+
+def transaction_partition(transactional_id: str, partitions: int) -> int:
+    """The ``__transaction_state`` partition (of ``transaction.state.log.num.partitions``) that holds
+    ``transactional_id``: Kafka's ``Utils.abs(transactionalId.hashCode()) % partitions``, so that a
+    directory Kafka wrote finds each id where Kafka put it (FindCoordinator answers the same)."""
+    return coordinator_partition(transactional_id, partitions)
 
 
 # EndTxn and the markers ------------------------------------------------------------------------------

@@ -25,7 +25,8 @@ Key versions 3 and up belong to Kafka's newer group protocols; ``decode_key`` re
 that a replay skips them. So a directory written by Kafka loads here, and ours loads in Kafka.
 
 A group's records all live in one partition: ``abs(String.hashCode(group)) % partitions`` with Java's
-hash of the UTF-16 code units and Kafka's abs, which maps Integer.MIN_VALUE to 0.
+hash of the UTF-16 code units and Kafka's abs, which maps Integer.MIN_VALUE to 0 (``compactlog.java_hash``,
+which the transaction coordinator shares).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ import struct
 from dataclasses import dataclass
 
 from ...errors import CorruptRecordError
+from ...java_hash import coordinator_partition, string_hash_code
 
 OFFSET_COMMIT_KEY_VERSION = 1
 OFFSET_COMMIT_VALUE_VERSION = 3
@@ -44,19 +46,12 @@ GROUP_METADATA_VALUE_VERSION = 3
 _I16, _I32, _I64 = struct.Struct(">h"), struct.Struct(">i"), struct.Struct(">q")
 
 
-def java_string_hash(s: str) -> int:
-    """Java's ``String.hashCode``: s[0]*31^(n-1) + ... over UTF-16 code units, in signed 32 bits."""
-    h = 0
-    units = s.encode("utf-16-be")
-    for i in range(0, len(units), 2):
-        h = (31 * h + (units[i] << 8 | units[i + 1])) & 0xFFFFFFFF
-    return h - (1 << 32) if h & 0x80000000 else h
+java_string_hash = string_hash_code
 
 
 def partition_for(group_id: str, partitions: int) -> int:
     """The ``__consumer_offsets`` partition holding ``group_id``'s records (Kafka's rule)."""
-    h = java_string_hash(group_id)
-    return (0 if h == -(2**31) else abs(h)) % partitions
+    return coordinator_partition(group_id, partitions)
 
 
 # ---------------------------------------------------------------------------------------------------
