@@ -184,6 +184,8 @@ class ClientConnection(asyncio.Protocol):
         """
         try:
             for part in parts:
+                if self.transport.is_closing():  # the client went away: asyncio warns of every write after
+                    return                       # the fifth to a lost socket, and sendfile refuses one
                 if hasattr(part, "send"):  # a file range (fetch.FileRegion): sendfile
                     await part.send(self.transport)
                     continue
@@ -191,6 +193,8 @@ class ClientConnection(asyncio.Protocol):
                 for i in range(0, len(view), WRITE_SLICE):
                     if not self.writable.is_set():
                         await self.writable.wait()
+                    if self.transport.is_closing():
+                        return
                     self.transport.write(view[i:i + WRITE_SLICE])
         finally:  # file ranges not sent (the connection went away) give their descriptors back
             for part in parts:
