@@ -111,9 +111,9 @@ FIELDS = [
     ("apply advice", "POST", f"/topics/{SHOP}/compression/apply", {"compression.type": "gzip"}, "level", "level",
      {"negative": 303, "empty": 303}),
     ("apply advice", "POST", f"/topics/{SHOP}/compression/apply", {}, "compression.type", "compression", {}),
-    ("login", "POST", "/login", {"password": "secret"}, "username", "wrong username or password",
+    ("login", "POST", "/login", {"password": "secret"}, "username", "Invalid username or password",
      {v: 401 for v in VALUES}),
-    ("login", "POST", "/login", {"username": "alice"}, "password", "wrong username or password",
+    ("login", "POST", "/login", {"username": "alice"}, "password", "Invalid username or password",
      {v: 401 for v in VALUES}),
 ]
 CASES = [pytest.param(f, name, id=f"{f[0]}-{f[4].partition('=')[0]}-{name}") for f in FIELDS for name in VALUES]

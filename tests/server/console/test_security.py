@@ -67,7 +67,7 @@ class NoRedirect(urllib.request.HTTPRedirectHandler):
 def test_a_wrong_password_is_refused_and_the_right_one_logs_in(secured, new_page):
     pg = new_page(secured.console_url)
     log_in(pg, "admin", "not-the-password")
-    expect(pg.get_by_role("alert")).to_have_text("Authentication failed: wrong username or password")
+    expect(pg.get_by_role("alert")).to_have_text("Authentication failed: Invalid username or password")
     expect(pg.get_by_role("heading", name="Log in")).to_be_visible()
     shot(pg, "login_failed")
     log_in(pg, "admin")

@@ -48,7 +48,7 @@ async def login(request: web.Request) -> web.Response:
     log.info("failed console login as %s from %s", shown(user), request.remote)
     await asyncio.sleep(c.broker.config.get("connection.failed.authentication.delay.ms") / 1000)
     return page(request, "login.html", status=401, next=target, user=user,
-                error="Authentication failed: wrong username or password")
+                error="Authentication failed: Invalid username or password")  # the broker's PLAIN words
 
 
 @routes.post("/logout")
