@@ -283,6 +283,9 @@ def test_user_errors_over_the_wire_are_one_line(run):
     res = run("produce", "--bootstrap-server", "BROKER", "--topic", "a/b", input="v\n", code=1)
     assert res.stderr == ("Error: Topic name \"a/b\" is illegal, it contains a character other than ASCII "
                           "alphanumerics, '.', '_' and '-'\n")  # the rule broken, not librdkafka's 'Invalid topic'
+    run("consume", "--bootstrap-server", "BROKER", "--topic", "both", "--group", "makes-offsets", "--max-messages", "0")
+    res = run("produce", "--bootstrap-server", "BROKER", "--topic", "__consumer_offsets", input="v\n", code=1)
+    assert res.stderr == "Error: Cannot append to internal topic __consumer_offsets\n"
 
 
 def test_consumer_groups_reset_scenarios_export_and_from_file(run, tmp_path):

@@ -338,9 +338,11 @@ class WireClient:
                                        f"message size the server will accept ({where} takes batches of at most "
                                        f"{limit} bytes: max.message.bytes).")
         if err.code() == InvalidTopicError.code:  # librdkafka's 'Broker: Invalid topic' names neither topic nor rule
-            from ..topics import check_topic_name
+            from ..topics import check_topic_name, is_internal
 
             check_topic_name(topic)  # Kafka's words for the rule the name breaks
+            if is_internal(topic):  # the broker's own words (Produce v8+'s message, which librdkafka drops)
+                return InvalidTopicError(f"Cannot append to internal topic {topic}")
         if err.code() == InvalidRecordError.code and msg is not None and msg.key() is None:
             policy = next((r.value for r in self.topic_config(topic).rows if r.name == "cleanup.policy"), "")
             if "compact" in (policy or ""):
