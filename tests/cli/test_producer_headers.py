@@ -1,6 +1,7 @@
 """produce --property parse.headers=true reads headers as Kafka's console producer does: a pair without the
 header key separator is refused (it was stored as a header with a null value), and so is a header key that
-is the null marker, in the words of Kafka's line reader; a refused line leaves the topic as it was."""
+is the null marker, in the words of Kafka's line reader; a refused line leaves the topic as it was. A line
+for an internal topic is refused as the broker refuses it."""
 
 from __future__ import annotations
 
@@ -41,3 +42,16 @@ def test_a_null_marker_value_is_a_null_header(data):
     out = CliRunner().invoke(main, ["consume", "--data-dir", str(data), "--topic", "t", "--from-beginning",
                                     "--property", "print.headers=true", "--property", "print.key=true"]).output
     assert out == "h:null\tk\tv\n"
+
+
+def test_an_internal_topic_is_refused_as_the_broker_refuses_it(tmp_path):
+    """Over a data directory a keyed line was appended to __consumer_offsets, where the group coordinator
+    reads its records; the broker refuses a produce to it, and now so does the command, in its words."""
+    d = tmp_path / "data"
+    with compactlog.open(d) as cl:
+        cl.create_topic("__consumer_offsets", 1, {"cleanup.policy": "compact"})
+    result = CliRunner().invoke(main, ["produce", "--data-dir", str(d), "--topic", "__consumer_offsets",
+                                       "--property", "parse.key=true", "--property", "key.separator=:"], input="k:v\n")
+    assert (result.exit_code, result.output) == (1, "Error: Cannot append to internal topic __consumer_offsets\n")
+    with compactlog.open(d) as cl:
+        assert cl.describe_topic("__consumer_offsets").partitions[0].log_end_offset == 0

@@ -129,6 +129,12 @@ def produce(data_dir, server_properties, bootstrap_server, topic, properties, co
     Example: printf 'p3:10\\n' | compactlog produce --data-dir data --topic prices --property parse.key=true --property key.separator=:
     """
     check_compression_level(compression_codec, compression_level)
+    from ..topics import is_internal
+
+    if is_internal(topic):  # the broker refuses it; a data directory's group coordinator would read the lines
+        from ..errors import InvalidTopicError
+
+        raise InvalidTopicError(f"Cannot append to internal topic {topic}")
     reader = LineReaderProps.from_properties(parse_key_values(properties, "--property", strip=False))
     rows = []
     for number, raw in enumerate(sys.stdin.buffer, start=1):
