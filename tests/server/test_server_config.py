@@ -33,3 +33,47 @@ def test_the_server_settings_are_checked_as_the_storage_ones_are():
 def test_no_setting_is_declared_twice():
     assert not set(SERVER_CONFIGS) & set(BROKER_CONFIGS)
     assert set(ServerConfig.TABLE) == set(SERVER_CONFIGS) | set(BROKER_CONFIGS)
+
+
+TRANSACTION_CONFIGS = {  # Kafka's TransactionLogConfig and TransactionStateManagerConfig defaults
+    "transaction.state.log.num.partitions": 50,
+    "transaction.state.log.segment.bytes": 104857600,
+    "transaction.state.log.replication.factor": 3,
+    "transaction.state.log.min.isr": 2,
+    "transaction.max.timeout.ms": 900000,
+    "transactional.id.expiration.ms": 604800000,
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": 10000,
+    "transaction.remove.expired.transaction.cleanup.interval.ms": 3600000,
+}
+
+
+def test_the_transaction_coordinators_settings_have_kafkas_defaults_and_say_they_wait_for_it():
+    config = ServerConfig({})
+    assert {name: config.get(name) for name in TRANSACTION_CONFIGS} == TRANSACTION_CONFIGS
+    for name in TRANSACTION_CONFIGS:
+        assert SERVER_CONFIGS[name].doc.endswith("Not used until transactions are served."), name
+
+
+def test_kafkas_sample_transaction_settings_load_without_a_warning(caplog):
+    text = "transaction.state.log.replication.factor=1\ntransaction.state.log.min.isr=1\n"
+    with caplog.at_level(logging.WARNING):
+        config = ServerConfig.from_properties(text)
+    assert not caplog.records
+    assert (config.get("transaction.state.log.replication.factor"), config.get("transaction.state.log.min.isr")) == (1, 1)
+
+
+@pytest.mark.parametrize("name, value", [
+    ("transaction.state.log.num.partitions", "0"),
+    ("transaction.max.timeout.ms", "-1"),
+    ("transactional.id.expiration.ms", "0"),
+    ("transaction.abort.timed.out.transaction.cleanup.interval.ms", "0"),
+    ("transaction.remove.expired.transaction.cleanup.interval.ms", "0"),
+    ("transaction.state.log.min.isr", "0"),
+    ("transaction.state.log.segment.bytes", "3000000000"),  # not an int
+    ("transaction.state.log.replication.factor", "0"),
+    ("transaction.state.log.replication.factor", "32768"),  # a short in Kafka
+    ("transaction.max.timeout.ms", "1" * 5000),
+])
+def test_a_transaction_setting_out_of_its_range_is_refused_naming_it(name, value):
+    with pytest.raises(InvalidConfigError, match=rf"Invalid value .* for configuration {name}"):
+        ServerConfig({name: value})
