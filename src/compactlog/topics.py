@@ -18,6 +18,16 @@ def is_internal(topic: str) -> bool:
     return topic in INTERNAL_TOPICS
 
 
+def check_deletable(topic: str) -> None:
+    """Kafka's internal topics are not deleted by request (DeleteTopics answers INVALID_REQUEST): the
+    broker and the command line over a data directory refuse them in the same words."""
+    if topic in INTERNAL_TOPICS:
+        from .errors import InvalidRequestError, shown
+
+        raise InvalidRequestError(f"Topic {shown(topic)} is internal to the broker (it holds consumer groups' state); "
+                                  "it cannot be deleted.")
+
+
 def check_topic_name(topic: str) -> None:
     """Kafka's rules for a topic name (length, characters, not "." or ".."); InvalidTopicError, with
     Kafka's message, when ``topic`` breaks one. For answers about names no topic has (Kafka tells an
@@ -25,4 +35,4 @@ def check_topic_name(topic: str) -> None:
     validate_topic_name(topic)
 
 
-__all__ = ["INTERNAL_TOPICS", "check_topic_name", "is_internal"]
+__all__ = ["INTERNAL_TOPICS", "check_deletable", "check_topic_name", "is_internal"]

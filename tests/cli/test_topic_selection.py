@@ -120,3 +120,13 @@ def test_describe_report_flags(data):
     result = run(data, "--list", "--under-replicated-partitions")
     assert (result.exit_code, result.output.splitlines()[-1]) == (
         2, "Error: --under-replicated-partitions only goes with --describe")
+
+
+def test_an_internal_topic_is_not_deleted(data):
+    """Over a data directory --delete removed __consumer_offsets (a pattern such as '.*' matches it); the
+    broker refuses it, and now so does the command, before deleting any other match."""
+    for pattern in ("__consumer_offsets", ".*"):
+        result = run(data, "--delete", "--topic", pattern)
+        assert (result.exit_code, result.output) == (1, "Error: Topic '__consumer_offsets' is internal to the broker "
+                                                        "(it holds consumer groups' state); it cannot be deleted.\n")
+    assert "orders" in run(data, "--list").output.split()

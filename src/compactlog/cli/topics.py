@@ -8,7 +8,7 @@ import os
 import click
 
 from ..errors import InvalidPartitionsError, InvalidReplicationFactorError, UnknownTopicOrPartitionError
-from ..topics import is_internal
+from ..topics import check_deletable, is_internal
 from .common import INT_MAX, Number, OneOf, data_dir_option, kafka_errors, open_target, parse_key_values, shown
 from .users import configure_users
 
@@ -179,6 +179,8 @@ def topics(data_dir, server_properties, bootstrap_server, create, delete, list_,
             cl.create_topic(topic, partitions, overrides)
             click.echo(f"Created topic {topic}.")
         elif action == "delete":
+            for name in names:  # before any is deleted: '.*' does not delete half and then stop
+                check_deletable(name)
             for name in names:
                 cl.delete_topic(name)
                 click.echo(f"Deleted topic {name}.")

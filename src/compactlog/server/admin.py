@@ -34,7 +34,7 @@ from ..errors import (
     shown,
 )
 from ..storage.log_config import LogConfig
-from ..topics import INTERNAL_TOPICS
+from ..topics import check_deletable
 from .broker import NO_THROTTLE, Broker, Session, error_code
 from .configs import SOURCE_NUMBERS
 from .entities import make, response, schema
@@ -216,9 +216,7 @@ async def create_topics(broker: Broker, req: Request, session: Session):
 # DeleteTopics -------------------------------------------------------------------------------------
 
 def delete_one(broker: Broker, name: str) -> None:
-    if name in INTERNAL_TOPICS:
-        raise InvalidRequestError(f"Topic {shown(name)} is internal to the broker (it holds consumer groups' state); "
-                                  f"it cannot be deleted.")
+    check_deletable(name)
     broker.cl.delete_topic(name)
 
 
