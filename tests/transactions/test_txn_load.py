@@ -160,3 +160,17 @@ def test_a_damaged_record_in_a_real_partition_is_named_by_its_offset(tmp_path):
 def test_no_topic_yet_loads_nothing(tmp_path):
     with compactlog.open(tmp_path) as cl:
         assert load_partition(cl, 0, NOW) == LoadedTransactions(0, {}, (), ())
+
+
+def test_a_batch_that_fails_its_crc_fails_the_load(tmp_path):
+    with compactlog.open(tmp_path) as cl:
+        cl.create_topic(TRANSACTION_STATE_TOPIC, PARTITIONS, {"cleanup.policy": "compact"})
+        write(cl, meta("billing-1", EMPTY), meta("billing-1", ONGOING))
+    p = transaction_partition("billing-1", PARTITIONS)
+    segment = next((tmp_path / f"{TRANSACTION_STATE_TOPIC}-{p}").glob("*.log"))
+    data = bytearray(segment.read_bytes())
+    data[-3] ^= 0x01  # a byte of the last record's value: the batch's CRC no longer matches
+    segment.write_bytes(bytes(data))
+    with compactlog.open(tmp_path) as cl:
+        with pytest.raises(CorruptRecordError, match=rf"__transaction_state-{p}: batch at offset 1 is corrupt"):
+            load_partition(cl, p, NOW)
