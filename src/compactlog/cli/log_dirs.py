@@ -36,8 +36,8 @@ def _ids(text: str, flag: str) -> set[int]:
     for item in filter(None, (x.strip() for x in text.split(","))):
         try:
             out.add(parse_number(item, 0, (1 << 31) - 1))
-        except ValueError as exc:
-            raise CompactLogError(f"{flag}: {exc}") from None
+        except ValueError as exc:  # a flag's value, refused as every other command refuses one (exit 2)
+            raise click.BadParameter(str(exc), param_hint=f"'{flag}'") from None
     return out
 
 
