@@ -28,6 +28,13 @@ def check_deletable(topic: str) -> None:
                                   "it cannot be deleted.")
 
 
+def replication_refusal(replication_factor: int) -> str:
+    """What Kafka's controller answers a replication factor above its broker count, here one, in the words
+    operators search for; the broker's CreateTopics and the command line's check both say it."""
+    return (f"Unable to replicate the partition {replication_factor} time(s): The target replication factor of "
+            f"{replication_factor} cannot be reached because only 1 broker(s) are registered.")
+
+
 def check_topic_name(topic: str) -> None:
     """Kafka's rules for a topic name (length, characters, not "." or ".."); InvalidTopicError, with
     Kafka's message, when ``topic`` breaks one. For answers about names no topic has (Kafka tells an
@@ -35,4 +42,4 @@ def check_topic_name(topic: str) -> None:
     validate_topic_name(topic)
 
 
-__all__ = ["INTERNAL_TOPICS", "check_deletable", "check_topic_name", "is_internal"]
+__all__ = ["INTERNAL_TOPICS", "check_deletable", "check_topic_name", "is_internal", "replication_refusal"]

@@ -185,8 +185,9 @@ def test_a_property_is_one_name_and_value_kept_as_typed(data):
      "Error: Cannot grow topic 't' to 2147483647 partitions"),
     (["--create", "--topic", "u", "--partitions", "٣"], 2, "Error: Invalid value for '--partitions': '٣' is not a valid integer."),
     (["--create", "--topic", "u", "--partitions", "many"], 2, "Error: Invalid value for '--partitions': 'many' is not a valid integer."),
-    (["--create", "--topic", "u", "--replication-factor", "3"], 2,
-     "Error: --replication-factor 3: this is a single node, so only 1 is possible"),
+    (["--create", "--topic", "u", "--replication-factor", "3"], 1,  # the broker's answer, in Kafka's words
+     "Error: Unable to replicate the partition 3 time(s): The target replication factor of 3 cannot be reached "
+     "because only 1 broker(s) are registered."),
     (["--create", "--topic", "u", "--config", "retention.ms"], 2,
      "Error: Invalid value for '--config': 'retention.ms': Invalid topic config: all configs to be added must be in "
      "the format \"key=val\"."),

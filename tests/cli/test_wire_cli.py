@@ -66,8 +66,8 @@ def test_topics(run, broker):
     assert "PartitionCount: 3" in run("topics", "--bootstrap-server", "BROKER", "--describe", "--topic", "t1").stdout
     res = run("topics", "--bootstrap-server", "BROKER", "--alter", "--topic", "t1", "--partitions", "2", code=1)
     assert "Error: Topic 't1' has 3 partitions; partitions can only be added" in res.output
-    res = run("topics", "--bootstrap-server", "BROKER", "--create", "--topic", "t2", "--replication-factor", "3", code=2)
-    assert "single node" in res.output
+    res = run("topics", "--bootstrap-server", "BROKER", "--create", "--topic", "t2", "--replication-factor", "3", code=1)
+    assert "only 1 broker(s) are registered" in res.output
     res = run("topics", "--bootstrap-server", "BROKER", "--create", "--topic", "t2", "--config", "segment.bytes=1", code=1)
     assert "Error: Invalid value 1 for configuration segment.bytes: Value must be at least 14" in res.output
     assert run("topics", "--bootstrap-server", "BROKER", "--delete", "--topic", "t1").stdout == "Deleted topic t1.\n"
@@ -351,3 +351,17 @@ def test_consumer_groups_reset_scenarios_export_and_from_file(run, tmp_path):
 def test_consumer_groups_flag_rules(run, args, message):
     res = run("consumer-groups", "--bootstrap-server", "BROKER", *args, code=2)
     assert message in res.stderr and "Traceback" not in res.output
+
+
+def test_a_replication_factor_above_one_is_refused_in_kafkas_words(run, broker):
+    """The command's own check and the broker's CreateTopics answer say what Kafka's controller says."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    words = ("Unable to replicate the partition 3 time(s): The target replication factor of 3 cannot be reached "
+             "because only 1 broker(s) are registered.")
+    res = run("topics", "--bootstrap-server", "BROKER", "--create", "--topic", "rf3", "--replication-factor", "3", code=1)
+    assert res.stderr == f"Error: {words}\n"
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})  # kept: its futures die with it
+    with pytest.raises(Exception) as refused:
+        admin.create_topics([NewTopic("rf3", 1, 3)])["rf3"].result(30)
+    assert refused.value.args[0].str() == words

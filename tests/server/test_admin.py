@@ -97,7 +97,7 @@ def test_validate_only_checks_everything_and_creates_nothing(admin):
 def test_create_errors_carry_kafkas_codes_and_say_why(admin):
     admin.create_topics([NewTopic("taken", 1, 1)])["taken"].result(T)
     cases = {
-        NewTopic("three-copies", 1, 3): (KafkaError.INVALID_REPLICATION_FACTOR, "one broker"),
+        NewTopic("three-copies", 1, 3): (KafkaError.INVALID_REPLICATION_FACTOR, "only 1 broker(s) are registered"),
         NewTopic("bad name!", 1, 1): (KafkaError.TOPIC_EXCEPTION, "illegal"),
         NewTopic("tiny", 1, 1, config={"segment.bytes": "1"}):
             (KafkaError.INVALID_CONFIG, "Invalid value 1 for configuration segment.bytes: Value must be at least 14"),

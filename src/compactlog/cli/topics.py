@@ -8,7 +8,7 @@ import os
 import click
 
 from ..errors import InvalidPartitionsError, InvalidReplicationFactorError, UnknownTopicOrPartitionError
-from ..topics import check_deletable, is_internal
+from ..topics import check_deletable, is_internal, replication_refusal
 from .common import INT_MAX, Number, OneOf, data_dir_option, kafka_errors, open_target, parse_key_values, shown
 from .users import configure_users
 
@@ -56,8 +56,8 @@ def check_counts(partitions: int | None, replication_factor: int | None) -> None
         raise InvalidReplicationFactorError("The replication factor must be between 1 and 32767 inclusive")
     if partitions is not None and partitions < 1:
         raise InvalidPartitionsError("The partitions must be greater than 0")
-    if replication_factor not in (None, 1):
-        raise click.UsageError(f"--replication-factor {replication_factor}: this is a single node, so only 1 is possible")
+    if replication_factor not in (None, 1):  # what the broker answers (one node), as kafka-topics prints it
+        raise InvalidReplicationFactorError(replication_refusal(replication_factor))
 
 
 def topic_configs(items: tuple[str, ...]) -> dict[str, str]:

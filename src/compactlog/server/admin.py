@@ -34,7 +34,7 @@ from ..errors import (
     shown,
 )
 from ..storage.log_config import LogConfig
-from ..topics import check_deletable
+from ..topics import check_deletable, replication_refusal
 from .broker import NO_THROTTLE, Broker, Session, error_code
 from .configs import SOURCE_NUMBERS
 from .entities import make, response, schema
@@ -92,9 +92,7 @@ def _check_replication(rf: int, node_id: int) -> None:
     if rf <= 0:
         raise InvalidReplicationFactorError(
             f"Replication factor must be at least 1 (or -1 for the broker's default), got {rf}.")
-    raise InvalidReplicationFactorError(
-        f"Replication factor {rf} needs {rf} brokers, but this cluster has one broker (node {node_id}): "
-        f"use 1 (or -1 for the default).")
+    raise InvalidReplicationFactorError(replication_refusal(rf))
 
 
 def _check_assignment(topic: str, node_id: int, assigned: Sequence[tuple[int, Sequence[int]]]) -> None:
