@@ -171,13 +171,13 @@ class Partition:
 
     @property
     def producer_state_loaded(self) -> bool:
-        """Whether idempotent producers' state is in memory (else the first idempotent append reads the
-        log's tail to rebuild it, which is not cheap)."""
+        """Whether idempotent producers' state is in memory (else the first idempotent append loads it: a
+        snapshot and the log after it, or the log's last two segments, which is not cheap)."""
         return self._log.producer_state.loaded
 
     def active_producers(self) -> list[tuple[int, int, int, int]]:
         """(producer id, epoch, last sequence, timestamp of its last batch) of each idempotent producer
-        with batches in the log's last two segments, the span the producer state is rebuilt from, by
+        with batches in the log's last two segments (the span the producer state is rebuilt from without a snapshot), by
         producer id: what Kafka's DescribeProducers lists. Read through the one read path."""
         segs = list(self._log.segments)
         if not segs:

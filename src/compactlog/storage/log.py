@@ -25,7 +25,7 @@ from typing import Iterator
 from ..clock import SYSTEM, Time
 from ..errors import CompactLogError, CorruptRecordError, OffsetOutOfRangeError, RecordBatchTooLargeError
 from ..records.batch import RecordBatch, iter_batches
-from . import files
+from . import files, producer_recovery
 from .failure import LogDirFailure
 from .loader import load_log
 from .producer_state import ProducerStateManager, last_sequence
@@ -91,6 +91,8 @@ class Log:
         self.damage_on_load = loaded.damage
         self._unflushed = 0
         self._last_flush_ms = time.milliseconds()
+        producer_recovery.tidy_at_open(self.dir, [s.base_offset for s in self.segments], self.log_start_offset,
+                                       self._next_offset)
 
     # segment view -------------------------------------------------------------------------------
     def segment_params(self, jitter: bool = False) -> SegmentParams:
@@ -157,19 +159,27 @@ class Log:
             except OSError as exc:
                 raise self.failure.fail(exc, f"appending to {self.name}") from exc
             if pid >= 0:
-                self.producer_state.record(pid, epoch, first_seq, last_seq, v.first_offset, v.last_offset)
+                self.producer_state.record(pid, epoch, first_seq, last_seq, v.first_offset, v.last_offset,
+                                           v.max_timestamp)
             return v
 
     def _load_producer_state(self) -> None:
-        """Rebuild what idempotent producers last wrote from the batch headers of the last two segments,
-        empty batches included (the cleaner keeps them for this); a batch failing its CRC is left out."""
-        ps = self.producer_state
-        for seg in self.segments[-2:]:
-            for _pos, b in seg.batches():
-                if b.producer_id >= 0 and b.is_valid():
-                    ps.record(b.producer_id, b.producer_epoch, b.base_sequence,
-                              last_sequence(b.base_sequence, b.last_offset_delta), b.base_offset, b.last_offset)
-        ps.loaded = True
+        """What idempotent producers last wrote: the newest good snapshot and the batches after it, else
+        the batch headers of the last two segments (``producer_recovery.py``)."""
+        self.producer_state = producer_recovery.load_state(self.dir, self.segments, self._next_offset)
+
+    def _snapshot_producer_state(self, offset: int) -> None:
+        """Write ``<offset>.snapshot`` (Kafka's, at a roll and a clean close) once producers were seen:
+        the state is loaded, or snapshots exist that a later load would otherwise replay further from."""
+        if not self.producer_state.loaded and not producer_recovery.snapshot_offsets(self.dir):
+            return
+        try:
+            if not self.producer_state.loaded:
+                self._load_producer_state()
+        except CorruptRecordError as exc:  # damage kept in place: the roll goes on, the next load meets it
+            log.warning("no producer snapshot at %d for %s: %s", offset, self.name, exc)
+            return
+        producer_recovery.take_snapshot(self.dir, self.producer_state, offset)
 
     def append_as_follower(self, records: bytes) -> int:
         """Store batches whose offsets are already assigned (replication, restores, tests of gaps).
@@ -191,6 +201,10 @@ class Log:
                     self._publish(list(self.segments))
                 raw = bytes(batch.buffer)
                 self._store(raw, batch.base_offset, batch.last_offset, batch.max_timestamp, batch.last_offset, now)
+                if batch.producer_id >= 0 and self.producer_state.loaded:
+                    self.producer_state.record(batch.producer_id, batch.producer_epoch, batch.base_sequence,
+                                               last_sequence(batch.base_sequence, batch.last_offset_delta),
+                                               batch.base_offset, batch.last_offset, batch.max_timestamp)
                 consumed = pos + batch.size
             if consumed != len(records):
                 raise CorruptRecordError(f"{len(records) - consumed} trailing bytes do not form a whole batch")
@@ -239,6 +253,7 @@ class Log:
                 return old
             old.on_become_inactive()
             old.flush()
+            self._snapshot_producer_state(base)
             new = LogSegment(self.dir, base, self.segment_params(jitter=True), self.time)
             self._publish([*self.segments, new])
             self.recovery_point = max(self.recovery_point, base)
@@ -331,6 +346,7 @@ class Log:
             ids = {id(s) for s in doomed}
             self._publish([s for s in self.segments if id(s) not in ids])
             self.log_start_offset = max(self.log_start_offset, self.segments[0].base_offset)
+            producer_recovery.delete_snapshots_outside(self.dir, self.log_start_offset, 2**63, "below the log start")
             for seg in doomed:
                 log.info("deleting segment %s of %s (%s)", seg.base_offset, self.name, reason)
                 self._schedule_delete(seg)
@@ -436,6 +452,7 @@ class Log:
                 self._schedule_delete(seg)
             self._next_offset = self.active_segment.read_next_offset()
             self.producer_state.reset()
+            producer_recovery.delete_snapshots_outside(self.dir, 0, self._next_offset, "above the truncated end")
             self.recovery_point = min(self.recovery_point, self._next_offset)
             self.log_start_offset = min(self.log_start_offset, self._next_offset)
             return True
@@ -453,6 +470,9 @@ class Log:
             if not self.failure.offline:
                 try:
                     self.flush()
+                    if self.producer_state.loaded:  # else the snapshots there are replayed from next time
+                        with self.failure.guard(f"writing the producer snapshot of {self.name}"):
+                            self._snapshot_producer_state(self._next_offset)
                 except CompactLogError as exc:
                     first = exc
             for seg in self.segments:

@@ -1,10 +1,10 @@
 """Kafka's producer state snapshot files: ``<offset, 20 digits>.snapshot`` in a partition directory.
 
-Who uses it: nothing yet. Today the idempotent producer state (``producer_state.py``) is rebuilt by
-scanning the log's tail the first time a partition needs it. Transactions (issue 22, part 2) need the
-state to survive restarts without reading whole logs: a later change writes a snapshot as a segment
-rolls and at shutdown, loads the newest good one at start and replays the log from its offset, and
-rebuilds by scanning when it is missing or damaged. The broker writes no ``.snapshot`` file today.
+Who uses it: ``producer_recovery.py``, for the log. The idempotent producer state (``producer_state.py``)
+survives restarts without reading whole logs: a snapshot is written as a segment rolls and at a clean
+close; the newest good one is loaded and the log replayed from its offset; with none usable the state
+is rebuilt by scanning the log's tail. Transactions (issue 22, part 2) will keep their open
+transactions in the same entries.
 
 On disk (Kafka's ``ProducerSnapshot`` message, version 1, as ``ProducerStateManager`` writes it), all
 big-endian::
@@ -144,28 +144,33 @@ def snapshot_offset(path: Path) -> int:
 
 # mapping onto the state kept today ------------------------------------------------------------------
 def entries_from_state(state: ProducerStateManager) -> list[SnapshotEntry]:
-    """One entry per producer ``state`` knows, by producer id, from its last batch. What the state does
-    not hold yet (timestamps, coordinator epochs, open transactions) is written as Kafka's -1."""
+    """One entry per producer ``state`` knows, by producer id, from its last batch, with its last batch's
+    max timestamp, coordinator epoch and open transaction's first offset (-1 until transactions land)."""
     rows = []
     for pid in sorted(state.producers):
         entry = state.producers[pid]
         if entry.batches:
             last = entry.batches[-1]
             rows.append(SnapshotEntry(pid, entry.epoch, last.last_seq, last.last_offset,
-                                      last.last_offset - last.first_offset))
+                                      last.last_offset - last.first_offset, entry.last_timestamp,
+                                      entry.coordinator_epoch, entry.current_txn_first_offset))
         else:
-            rows.append(SnapshotEntry(pid, entry.epoch))
+            rows.append(SnapshotEntry(pid, entry.epoch, timestamp=entry.last_timestamp,
+                                      coordinator_epoch=entry.coordinator_epoch,
+                                      current_txn_first_offset=entry.current_txn_first_offset))
     return rows
 
 
 def state_from_entries(entries: Iterable[SnapshotEntry]) -> ProducerStateManager:
     """A ProducerStateManager holding what the entries say: each producer's epoch and last batch (its
     first sequence and offset recovered from the offset delta, sequences wrapping at 2^31 as Kafka's
-    do). The timestamps, coordinator epochs and open transactions are not held by that state yet and
-    are dropped. ``loaded`` stays False: the caller replays the log from the snapshot's offset first."""
+    do), its timestamp, coordinator epoch and open transaction's first offset. ``loaded`` stays False:
+    the caller replays the log from the snapshot's offset first."""
     state = ProducerStateManager()
     for e in entries:
-        entry = state.producers[e.producer_id] = ProducerEntry(e.epoch)
+        entry = state.producers[e.producer_id] = ProducerEntry(e.epoch, last_timestamp=e.timestamp,
+                                                               coordinator_epoch=e.coordinator_epoch,
+                                                               current_txn_first_offset=e.current_txn_first_offset)
         if e.last_offset >= 0:
             entry.batches.append(BatchSeq((e.last_sequence - e.offset_delta) % SEQUENCES, e.last_sequence,
                                           e.last_offset - e.offset_delta, e.last_offset))

@@ -13,9 +13,10 @@ epoch and the last five batches appended (first and last sequence, first and las
 * a producer not known here (never seen, or its state gone with the log's old segments) is accepted at
   any sequence, as Kafka has done since 2.5, rather than answered UNKNOWN_PRODUCER_ID.
 
-The state is rebuilt from the batch headers of the log's last segments the first time a partition sees
-an idempotent batch after the process started (Kafka keeps ``.snapshot`` files for this; we scan, which
-costs one read of the tail, and take no new file format). Pure rules here; the log holds its lock.
+The state survives restarts in Kafka's ``.snapshot`` files (``producer_snapshot.py`` for the bytes,
+``producer_recovery.py`` for which one is loaded and what is replayed after it); with none usable it
+is rebuilt from the batch headers of the log's last two segments. Either happens the first time the
+state is needed after the process started. Pure rules here; the log holds its lock.
 """
 
 from __future__ import annotations
@@ -37,10 +38,20 @@ class BatchSeq:
     last_offset: int
 
 
+NONE = -1  # Kafka's "no value" for a timestamp, coordinator epoch or transaction's first offset
+
+
 @dataclass
 class ProducerEntry:
+    """A producer's epoch and last batches, with what Kafka's snapshot keeps beside them: the max
+    timestamp of its last batch, and (until transactions are served, always -1) the coordinator epoch
+    of its last transaction marker and the first offset of its open transaction."""
+
     epoch: int
     batches: deque = field(default_factory=lambda: deque(maxlen=BATCHES_KEPT))
+    last_timestamp: int = NONE
+    coordinator_epoch: int = NONE
+    current_txn_first_offset: int = NONE
 
     @property
     def last_seq(self) -> int:
@@ -58,6 +69,8 @@ class ProducerStateManager:
     def __init__(self) -> None:
         self.producers: dict[int, ProducerEntry] = {}
         self.loaded = False
+        self.loaded_from: int | None = None  # the offset of the snapshot the state was loaded from
+        self.batches_replayed = 0  # batch headers read from the log to build it (0 after a snapshot at the end)
 
     def duplicate_of(self, pid: int, epoch: int, first_seq: int, last_seq: int, where: str) -> BatchSeq | None:
         """The stored batch this one repeats, None if it is new; raises if it must be refused."""
@@ -85,16 +98,21 @@ class ProducerStateManager:
             )
         return None
 
-    def record(self, pid: int, epoch: int, first_seq: int, last_seq: int, first_offset: int, last_offset: int) -> None:
-        """Remember a batch that was stored (an append, or one met while rebuilding)."""
+    def record(self, pid: int, epoch: int, first_seq: int, last_seq: int, first_offset: int, last_offset: int,
+               timestamp: int = NONE) -> None:
+        """Remember a batch that was stored (an append, or one met while rebuilding); ``timestamp`` is its
+        max timestamp."""
         entry = self.producers.get(pid)
         if entry is None or epoch > entry.epoch:
             entry = self.producers[pid] = ProducerEntry(epoch)
         elif epoch < entry.epoch:
             return
         entry.batches.append(BatchSeq(first_seq, last_seq, first_offset, last_offset))
+        entry.last_timestamp = timestamp
 
     def reset(self) -> None:
         """Forget everything (after a truncation); the next idempotent append rebuilds from the log."""
         self.producers.clear()
         self.loaded = False
+        self.loaded_from = None
+        self.batches_replayed = 0

@@ -1,0 +1,129 @@
+"""Producer state across restarts: which ``.snapshot`` files a partition keeps, which one is loaded and
+what is replayed after it (Kafka's ProducerStateManager and UnifiedLog.rebuildProducerState).
+
+Who uses it: the log (``log.py``); transactions (issue 22) will keep their open transactions in the
+same snapshots. A snapshot named O holds the idempotent producers' state after every batch below
+offset O. The log writes one as a segment rolls (O = the new segment's base, the state's end) and at a
+clean close (O = the log end), once idempotent producers were seen (the state was loaded, or snapshots
+are there): a partition never written by one keeps no snapshot and pays no read.
+
+When the state is first needed after a start, the newest snapshot at or below the log end that reads
+back whole is loaded and only the batches from O on are replayed. A damaged one is logged with its file
+and skipped for the next older one (left in place as evidence, where Kafka deletes it; the next roll or
+close writes a newer one). With none usable the state is rebuilt from the last two segments, as before
+snapshots existed.
+
+Which snapshots stay (Kafka's rules): at open, those above the log end (recovery cut the log below
+them) and below the log start go, and so does every one not at a segment's base offset except the
+newest (the one a clean close wrote); a truncation removes those above the new end; deleting segments
+removes those below the new log start. Temporary files of a write a crash interrupted
+(``<name>.snapshot.tmp``) are removed at open: the write is atomic, so the old file is still whole.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from . import files
+from .producer_snapshot import (
+    CorruptSnapshotError,
+    entries_from_state,
+    read_snapshot,
+    state_from_entries,
+    write_snapshot,
+)
+from .producer_state import ProducerStateManager, last_sequence
+from .segment import LogSegment
+
+log = logging.getLogger(__name__)
+
+TEMP_SUFFIX = files.PRODUCER_SNAPSHOT_SUFFIX + ".tmp"  # what write_snapshot renames into place
+
+
+def snapshot_offsets(directory: Path) -> list[int]:
+    """The offsets of the ``.snapshot`` files in ``directory``, oldest first."""
+    return sorted(files.base_offset_of(n) for n in os.listdir(directory)
+                  if files.is_segment_file(n) and n.endswith(files.PRODUCER_SNAPSHOT_SUFFIX)
+                  and n.count(".") == 1)
+
+
+def delete_snapshot(directory: Path, offset: int, why: str) -> None:
+    log.info("deleting producer snapshot %s of %s (%s)", offset, directory.name, why)
+    files.producer_snapshot_file(directory, offset).unlink(missing_ok=True)
+
+
+def delete_snapshots_outside(directory: Path, low: int, high: int, why: str) -> None:
+    """Delete the snapshots below ``low`` or above ``high``."""
+    for offset in snapshot_offsets(directory):
+        if offset < low or offset > high:
+            delete_snapshot(directory, offset, why)
+
+
+def tidy_at_open(directory: Path, segment_bases: Iterable[int], log_start: int, log_end: int) -> None:
+    """Remove torn writes' temporary files and the snapshots Kafka would not keep (see the module)."""
+    for n in os.listdir(directory):
+        if files.is_segment_file(n) and n.endswith(TEMP_SUFFIX):
+            log.warning("removing %s/%s, left by a producer snapshot write that did not finish", directory.name, n)
+            (directory / n).unlink(missing_ok=True)
+    delete_snapshots_outside(directory, log_start, log_end, "outside the log's offsets")
+    bases = set(segment_bases)
+    kept = snapshot_offsets(directory)
+    for offset in kept[:-1]:
+        if offset not in bases:
+            delete_snapshot(directory, offset, "not at a segment's base offset")
+
+
+def take_snapshot(directory: Path, state: ProducerStateManager, offset: int) -> None:
+    """Write the state as of ``offset`` (every batch below it counted) to ``<offset>.snapshot``."""
+    write_snapshot(files.producer_snapshot_file(directory, offset), entries_from_state(state))
+
+
+def _replay(state: ProducerStateManager, segments: Sequence[LogSegment], start: int, end: int) -> None:
+    """Record the idempotent batches holding offsets in [start, end); a batch failing its CRC is left out."""
+    for i, seg in enumerate(segments):
+        following = segments[i + 1].base_offset if i + 1 < len(segments) else None
+        if following is not None and following <= start:
+            continue
+        position = 0
+        if seg.base_offset < start:
+            found = seg.translate_offset(start)
+            if found is None:
+                continue
+            position = found[0]
+        for _pos, b in seg.batches(position):
+            if b.base_offset >= end:
+                return
+            state.batches_replayed += 1
+            if b.last_offset >= start and b.producer_id >= 0 and b.is_valid():
+                state.record(b.producer_id, b.producer_epoch, b.base_sequence,
+                             last_sequence(b.base_sequence, b.last_offset_delta), b.base_offset, b.last_offset,
+                             b.max_timestamp)
+
+
+def load_state(directory: Path, segments: Sequence[LogSegment], log_end: int) -> ProducerStateManager:
+    """The producer state at ``log_end``: the newest good snapshot at or below it and the batches after
+    it, or, with none usable, the batches of the last two segments. The state comes back ``loaded``."""
+    for offset in reversed(snapshot_offsets(directory)):
+        if offset > log_end:
+            continue
+        path = files.producer_snapshot_file(directory, offset)
+        try:
+            state = state_from_entries(read_snapshot(path))
+        except (CorruptSnapshotError, OSError) as exc:
+            log.warning("ignoring producer snapshot %s: %s", path, exc)  # kept as evidence; a newer one follows
+            continue
+        state.loaded_from = offset
+        _replay(state, segments, offset, log_end)
+        break
+    else:
+        state = ProducerStateManager()
+        tail = list(segments[-2:])
+        _replay(state, tail, tail[0].base_offset if tail else 0, log_end)
+    log.info("loaded the producer state of %s (%d producers) from %s and %d batches after it", directory.name,
+             len(state.producers), "no snapshot" if state.loaded_from is None else f"snapshot {state.loaded_from}",
+             state.batches_replayed)
+    state.loaded = True
+    return state
