@@ -306,3 +306,23 @@ def test_cleaning_keeps_the_state_a_restart_loads(tmp_path):
             assert lg.append(raw).first_offset == first
         with pytest.raises(OutOfOrderSequenceError):
             lg.append(batch(["same"], info=BatchInfo(producer_id=PIDS[0], producer_epoch=0, base_sequence=40)))
+
+
+def test_recovery_that_cuts_the_tail_removes_the_snapshots_above_the_new_end(tmp_path, clock):
+    lg = open_log(tmp_path, clock)
+    last = fill(lg)
+    end, active = lg.log_end_offset, lg.active_segment
+    positions = [p for p, _ in active.batches()]
+    lg.close()
+    assert snapshot_offsets(lg.dir)[-1] == end
+    os.truncate(active.log_path, positions[-1] + 30)  # the last batch torn, as after a crash mid-write
+    lg = Log(tmp_path / "t-0", make_config(**CFG), time=clock)  # an unclean open: the tail is recovered
+    assert lg.log_end_offset < end
+    assert snapshot_offsets(lg.dir)[-1] == active.base_offset  # the snapshot at the old end is gone
+    cut_pid = next(pid for pid, (_, first) in last.items() if first >= lg.log_end_offset)
+    raw, _ = last[cut_pid]
+    again = lg.append(raw)  # the lost batch is new again: stored, not answered from the snapshot
+    assert not again.duplicate and again.first_offset == lg.log_end_offset - 2
+    assert lg.producer_state.loaded_from == active.base_offset
+    assert state_of(lg.producer_state) == truth(lg)
+    lg.close()
