@@ -95,6 +95,13 @@ class InvalidTimestampError(RecordErrors, CompactLogError):
     code, name = 32, "INVALID_TIMESTAMP"
 
 
+class NotEnoughReplicasError(CompactLogError):
+    """An acks=all write to a topic whose ``min.insync.replicas`` asks for more copies than the in-sync
+    replicas hold: on one node, any value above 1. Nothing is written."""
+
+    code, name = 19, "NOT_ENOUGH_REPLICAS"
+
+
 class TopicAlreadyExistsError(CompactLogError):
     """A topic with that name already exists."""
 

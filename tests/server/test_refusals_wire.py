@@ -3,6 +3,8 @@
 * Records: Produce names each refused record in ``record_errors`` (its index in the batch and why) and
   says in ``error_message`` what Kafka's broker says, so a client that reads them (kafka-python 3) tells
   the producer which record was at fault.
+* Copies: an acks=all write to a topic whose ``min.insync.replicas`` is above 1 is refused with
+  NOT_ENOUGH_REPLICAS and nothing is written (one node is one in-sync replica), as Kafka's leader refuses it.
 * Long values: a 5,000-character name or value is repeated by its head and length in the error message.
 * Partition counts: ``max.broker.partitions`` bounds CreateTopics and CreatePartitions (raw requests up to
   Kafka's int32, a real client within its own bound) and the console's forms, with Kafka's
@@ -37,6 +39,7 @@ def server(tmp_path_factory):
         cl.create_topic("compacted", 1, {"cleanup.policy": "compact"})
         cl.create_topic("recent", 1, {"message.timestamp.before.max.ms": "60000"})
         cl.create_topic("grow", 1)
+        cl.create_topic("two-copies", 1, {"min.insync.replicas": "2"})
     with wire.serving(data, {"http.listeners": "http://127.0.0.1:0"}) as s:
         yield s
 
@@ -90,6 +93,29 @@ def test_kafka_python_tells_the_producer_which_record_was_keyless(server):
             keyless.get(T)
         with pytest.raises(kafka.errors.KafkaError, match="part of a batch"):
             keyed.get(T)  # the keyed record was refused with its batch, and told why
+    finally:
+        producer.close(T)
+
+
+def test_acks_all_is_refused_where_the_topic_asks_for_more_copies_than_one_node_holds(server):
+    now = int(time.time() * 1000)
+    with wire.RawClient.to(server) as c:
+        refused = c.call(wire.produce("two-copies", 0, build_batch([b"k"], [b"v"], [now]), version=9, acks=-1))
+        [part] = refused.responses[0].partition_responses
+        assert part.error_code == 19  # NOT_ENOUGH_REPLICAS
+        assert part.error_message == ("The size of the current ISR : 1 is insufficient to satisfy the min.isr requirement "
+                                      "of 2 for partition two-copies-0, live replica(s) broker.id are : [1]")
+        taken = c.call(wire.produce("two-copies", 0, build_batch([b"k"], [b"v1"], [now]), version=9, acks=1))
+        [part] = taken.responses[0].partition_responses
+        assert (part.error_code, part.base_offset) == (0, 0)  # the refused write left nothing behind
+
+
+def test_kafka_python_producer_with_acks_all_is_told_not_enough_replicas(server):
+    kafka = pytest.importorskip("kafka")
+    producer = kafka.KafkaProducer(bootstrap_servers=server.bootstrap, acks="all", retries=0)
+    try:
+        with pytest.raises(kafka.errors.NotEnoughReplicasError):
+            producer.send("two-copies", key=b"k", value=b"v", partition=0).get(T)
     finally:
         producer.close(T)
 

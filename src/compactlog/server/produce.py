@@ -11,6 +11,9 @@ does before its log sees anything:
 * zstd needs Produce v7 (``UNSUPPORTED_COMPRESSION_TYPE``);
 * clients may not write to internal topics (``INVALID_TOPIC_EXCEPTION``): ``__consumer_offsets`` is the
   group coordinator's, and a forged record there would be a committed offset nobody committed;
+* ``acks=-1`` (all) to a topic whose ``min.insync.replicas`` is above 1 is refused with
+  ``NOT_ENOUGH_REPLICAS`` and nothing is written: one node is an in-sync replica set of one, and Kafka's
+  leader refuses such a write rather than acknowledge fewer copies than the topic asks for;
 * ``acks=0`` gets no response at all; when such a produce fails, the connection is closed instead, the
   only way left to tell the producer (Kafka does the same);
 * one response entry per partition asked for.
@@ -23,7 +26,7 @@ from __future__ import annotations
 
 import datetime
 
-from ..errors import CompactLogError, InvalidRecordError, InvalidTopicError, shown
+from ..errors import CompactLogError, InvalidRecordError, InvalidTopicError, NotEnoughReplicasError, shown
 from ..records.batch import (
     ATTRIBUTES_OFFSET,
     COMPRESSION_MASK,
@@ -80,7 +83,7 @@ def cheap(broker: Broker, topics, size: int) -> bool:
     return True
 
 
-def _append_all(broker: Broker, topics, version: int) -> list[list[tuple]]:
+def _append_all(broker: Broker, topics, version: int, acks: int = 1) -> list[list[tuple]]:
     """(partition, error, base offset, log append time, log start offset, message) per partition, and
     after them the refused records (index in the batch, message) when the error names some."""
     out = []
@@ -97,12 +100,27 @@ def _append_all(broker: Broker, topics, version: int) -> list[list[tuple]]:
                     rows.append((p.index, 76, -1, -1, -1, "zstd batches need Produce v7 or later"))
                     continue
                 part = cl.partition(t.name, p.index)
+                if acks == -1:
+                    check_in_sync_replicas(part, t.name, p.index)
                 v = part.append(records)
                 rows.append((p.index, 0, v.first_offset, v.log_append_time, part.log_start_offset, None))
             except CompactLogError as exc:
                 rows.append(_refused(cl, t.name, p.index, exc))
         out.append(rows)
     return out
+
+
+IN_SYNC_REPLICAS = 1  # this node: the one replica of every partition, always in sync
+
+
+def check_in_sync_replicas(part, topic: str, index: int) -> None:
+    """Kafka's leader check before an acks=all append: the in-sync replicas must number at least the
+    topic's ``min.insync.replicas``."""
+    wanted = part.config.get("min.insync.replicas")
+    if wanted > IN_SYNC_REPLICAS:
+        raise NotEnoughReplicasError(
+            f"The size of the current ISR : {IN_SYNC_REPLICAS} is insufficient to satisfy the min.isr requirement "
+            f"of {wanted} for partition {shown(topic, '')}-{index}, live replica(s) broker.id are : [{IN_SYNC_REPLICAS}]")
 
 
 def _refused(cl, topic: str, index: int, exc: CompactLogError) -> tuple:
@@ -131,9 +149,9 @@ async def produce(broker: Broker, req: Request, session: Session):
         allowed = [broker.authorize(session, "WRITE", "TOPIC", t.name) for t in body.topic_data]
         topics = [t for t, ok in zip(body.topic_data, allowed) if ok]
         if cheap(broker, topics, req.size):  # a small request costs less than the hop to a worker thread
-            results = _append_all(broker, topics, req.api_version)
+            results = _append_all(broker, topics, req.api_version, body.acks)
         else:
-            results = await broker.blocking(_append_all, broker, topics, req.api_version)
+            results = await broker.blocking(_append_all, broker, topics, req.api_version, body.acks)
         broker.data_arrived()
         if len(topics) < len(allowed):  # topics without WRITE: TOPIC_AUTHORIZATION_FAILED, nothing appended
             appended = iter(results)

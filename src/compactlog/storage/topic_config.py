@@ -130,7 +130,9 @@ TOPIC_CONFIGS: Mapping[str, ConfigKey] = MappingProxyType({k.name: k for k in [
     _topic("min.compaction.lag.ms", "long", 0, at_least(0), ["log.cleaner.min.compaction.lag.ms"],
            "Shortest time a record stays uncompacted, so consumers see every update for at least this long."),
     _topic("min.insync.replicas", "int", 1, at_least(1), ["min.insync.replicas"],
-           "Replicas that must hold a write before an acks=all produce succeeds.", _NO_REPLICATION),
+           "Replicas that must hold a write before an acks=all produce succeeds. One node is one in-sync replica, "
+           "so above 1 every acks=all produce is refused with NOT_ENOUGH_REPLICAS and nothing is written, as "
+           "Kafka's leader refuses it; acks=1 and acks=0 produces are taken."),
     _topic("preallocate", "boolean", False, None, ["log.preallocate"],
            "Create each new segment file at its full segment.bytes size up front."),
     _topic("remote.log.copy.disable", "boolean", False, None, [],
