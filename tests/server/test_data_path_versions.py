@@ -424,3 +424,22 @@ def test_authorized_operations_follow_the_acls(server):
         everything = AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, None, None, AclOperation.ANY,
                                       AclPermissionType.ANY)
         admin.delete_acls([everything])[everything].result(T)
+
+
+def test_a_new_cluster_id_is_a_kafka_uuid(tmp_path):
+    """Kafka's cluster id is a random (version 4) Uuid written as 22 characters of URL-safe base64, as
+    kafka-storage random-uuid prints one; it was 22 hex digits of one, which decode to other bytes."""
+    import base64
+
+    data = tmp_path / "data"
+    with wire.serving(data) as server, wire.RawClient.to(server) as c:
+        answered = c.call(wire.module_of("metadata", 12, "request").MetadataRequest(
+            topics=(), allow_auto_topic_creation=False, include_topic_authorized_operations=False)).cluster_id
+    stored = compactlog_properties(data / "meta.properties")["cluster.id"]
+    assert answered == stored and len(stored) == 22
+    raw = base64.urlsafe_b64decode(stored + "==")
+    assert len(raw) == 16 and uuid.UUID(bytes=raw).version == 4  # Java's UUID.randomUUID, as Kafka's Uuid
+
+
+def compactlog_properties(path) -> dict[str, str]:
+    return dict(line.split("=", 1) for line in path.read_text().splitlines() if "=" in line and not line.startswith("#"))

@@ -27,6 +27,7 @@ from ..errors import CompactLogError, KafkaStorageError
 from ..storage.configdef import parse_properties
 from .protocol import ProtocolError, Request
 from .server_config import ServerConfig
+from .topic_ids import topic_text
 
 log = logging.getLogger(__name__)
 
@@ -102,7 +103,7 @@ class Broker:
         data_dir = self.cl.data_dir
         text = broker_files.read_text(data_dir, broker_files.META_PROPERTIES, encoding="latin-1")
         if text is None:
-            cid = uuid.uuid4().hex[:22]
+            cid = topic_text(uuid.uuid4())  # Kafka's random Uuid in its text form, as kafka-storage makes one
             broker_files.write_text(data_dir, broker_files.META_PROPERTIES,
                                     f"#compactlog\nversion=1\ncluster.id={cid}\nnode.id={self.node_id}\n")
             return cid
