@@ -232,3 +232,28 @@ def test_find_coordinator_needs_describe_on_the_group(acl_server):
 
     assert coordinator_error("bob") == KafkaError.GROUP_AUTHORIZATION_FAILED  # Kafka's code, from a client's table
     assert coordinator_error("admin") == 0
+
+
+def test_describe_transactions_needs_describe_on_the_transactional_id(acl_server):
+    import socket
+
+    from kio.schema.describe_transactions.v0.request import DescribeTransactionsRequest
+    from kio.schema.describe_transactions.v0.response import DescribeTransactionsResponse
+    from kio.schema.sasl_authenticate.v1.request import SaslAuthenticateRequest
+    from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
+    from kio.serial import entity_reader
+
+    def describe_error(user: str) -> int:
+        with socket.create_connection(("127.0.0.1", acl_server.port), timeout=5) as sock:
+            sock.sendall(frame(SaslHandshakeRequest(mechanism="PLAIN"), 1))
+            read_frame(sock)
+            sock.sendall(frame(SaslAuthenticateRequest(auth_bytes=f"\0{user}\0{USERS[user]}".encode()), 2))
+            read_frame(sock)
+            sock.sendall(frame(DescribeTransactionsRequest(transactional_ids=("tx",)), 3))
+            payload = read_frame(sock)
+            body, _ = entity_reader(DescribeTransactionsResponse)(memoryview(payload), 5)  # id, tagged fields
+            (state,) = body.transaction_states
+            return state.error_code
+
+    assert describe_error("bob") == 53  # TRANSACTIONAL_ID_AUTHORIZATION_FAILED: no ACL names it
+    assert describe_error("admin") == 105  # a super user: TRANSACTIONAL_ID_NOT_FOUND, there are none

@@ -303,19 +303,38 @@ def test_group_methods(admin, broker):
     lambda a: a.describe_metadata_quorum(),  # no KRaft quorum here
     lambda a: a.update_features({}),  # no features to finalize
     lambda a: a.list_config_resources(),  # Kafka 4.1's API
-    lambda a: a.list_transactions(),  # transactions: another issue
-    lambda a: a.find_hanging_transactions(),
-], ids=["describe_metadata_quorum", "update_features", "list_config_resources", "list_transactions",
-        "find_hanging_transactions"])
+], ids=["describe_metadata_quorum", "update_features", "list_config_resources"])
 def test_apis_not_served_are_refused_by_the_client_before_sending(admin, call):
     with pytest.raises(IncompatibleBrokerVersion):
         call(admin)
 
 
+def test_list_transactions_answers_a_coordinator_holding_none(admin):
+    assert admin.api_versions()[66] == (0, 0) and admin.api_versions()[65] == (0, 0)
+    assert admin.list_transactions() == {1: []}
+    assert admin.list_transactions(state_filters=["Ongoing"], producer_id_filters=[7]) == {1: []}
+    assert admin.find_hanging_transactions() == []
+
+
+def test_list_transactions_returns_unknown_state_filters_as_kafka_does(broker):
+    request = wire.module_of("list_transactions", 0, "request")
+    answer = raw(broker, request.ListTransactionsRequest(state_filters=("Ongoing", "Nonsense", "ongoing", "Nonsense")))
+    assert answer.error_code == 0 and answer.transaction_states == ()
+    assert answer.unknown_state_filters == ("Nonsense", "ongoing")  # names are case-sensitive in Kafka
+
+
+def test_describe_transactions_answers_not_found_for_every_id(broker):
+    request = wire.module_of("describe_transactions", 0, "request")
+    answer = raw(broker, request.DescribeTransactionsRequest(transactional_ids=("t1", "", "t2")))
+    assert [(s.transactional_id, s.error_code) for s in answer.transaction_states] == [
+        ("t1", 105), ("", 42), ("t2", 105)]  # TRANSACTIONAL_ID_NOT_FOUND; an empty id INVALID_REQUEST
+    assert all(s.topics == () and s.producer_id == 0 for s in answer.transaction_states)
+
+
 def test_describe_transactions_finds_no_transaction_coordinator(admin):
     from kafka.errors import CoordinatorNotAvailableError
 
-    with pytest.raises(CoordinatorNotAvailableError):
+    with pytest.raises(CoordinatorNotAvailableError):  # the client asks FindCoordinator first
         admin.describe_transactions(["t"])
 
 

@@ -81,6 +81,9 @@ SERVED: Mapping[int, ApiRange] = _table(
     (51, "alter_user_scram_credentials", 0, 0),
     (60, "describe_cluster", 0, 1),
     (61, "describe_producers", 0, 0),
+    # no transactions yet: answered as a coordinator holding none (transactions_admin.py)
+    (65, "describe_transactions", 0, 0),
+    (66, "list_transactions", 0, 0),
     (75, "describe_topic_partitions", 0, 0),
 )
 
