@@ -41,7 +41,8 @@ def test_a_listener_that_closes_the_connection_is_named_as_such(monkeypatch):
         server.close()
     assert result.exit_code == 1, result.output
     assert result.output.startswith(f"Error: the listener at 127.0.0.1:{port} took the connection but answered no "
-                                    "PLAINTEXT request (a SASL or SSL listener? the command line speaks PLAINTEXT only)")
+                                    "PLAINTEXT request (a listener of another security protocol? give its client settings "
+                                    "with --command-config FILE)")
 
     with socket.socket() as free:  # nothing listens here once it is closed
         free.bind(("127.0.0.1", 0))

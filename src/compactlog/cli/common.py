@@ -181,6 +181,9 @@ def data_dir_option(f: Callable | None = None, *, may_create: str = "", wire: bo
             f = _one_target(f)
             f = click.option("--bootstrap-server", "bootstrap_server", metavar="HOST:PORT", callback=host_ports,
                              help="A running broker (compactlog serve) to work through, instead of --data-dir.")(f)
+            from .client_properties import command_config_option
+
+            f = command_config_option(f)
         f = click.option("--server-properties", "server_properties", type=click.Path(exists=True, dir_okay=False),
                          help="Broker defaults in server.properties format (log.retention.ms=..., num.partitions=...).")(f)
         where = f"; {may_create} makes it if missing." if may_create else "; it must exist."

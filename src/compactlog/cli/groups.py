@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import click
 
+from .client_properties import command_config_option
 from .common import INT_MAX, LONG_MAX, LONG_MIN, Number, host_ports, kafka_errors, parse_number, shown
 from .group_reset import parse_topic
 from .group_reports import OFFSETS_HEADER, STATE_HEADER, echo_table, member_lines, note_state, offset_rows, state_rows
@@ -57,6 +58,7 @@ def parse_states(text: str) -> set[str]:
 @click.command("consumer-groups")
 @click.option("--bootstrap-server", "bootstrap_server", required=True, metavar="HOST:PORT", callback=host_ports,
               help="The running broker (compactlog serve) whose groups to work on.")
+@command_config_option
 @click.option("--list", "list_", is_flag=True, help="List the groups.")
 @click.option("--describe", is_flag=True, help="Offsets, log end offsets, lag and members of groups.")
 @click.option("--reset-offsets", is_flag=True, help="Move the committed offsets of inactive groups.")

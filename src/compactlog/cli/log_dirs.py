@@ -8,21 +8,21 @@ come in the order Kafka's tool writes them; partitions are sorted by topic and p
 (Kafka's tool leaves them in hash order).
 
 librdkafka's admin client has no DescribeLogDirs, so the request is written here with the protocol's
-schemas (kio) over a plain connection; the broker list comes from the same Metadata the other wire
-commands read. PLAINTEXT listeners only, like the other ``--bootstrap-server`` commands.
+schemas (kio) over a connection of ours (``sasl_client.connect``: TLS and SASL as ``--command-config``
+says); the broker list comes from the same Metadata the other wire commands read.
 """
 
 from __future__ import annotations
 
 import io
 import json
-import socket
 import struct
 from typing import Any
 
 import click
 
 from ..errors import CompactLogError
+from .client_properties import command_config_option
 from .common import host_ports, kafka_errors, parse_number
 
 DESCRIBE_LOG_DIRS, VERSION = 35, 1  # v1: not flexible, what every broker since Kafka 2.0 serves
@@ -41,17 +41,6 @@ def _ids(text: str, flag: str) -> set[int]:
     return out
 
 
-def _read_exactly(sock: socket.socket, n: int) -> bytes:
-    chunks, got = [], 0
-    while got < n:
-        chunk = sock.recv(min(n - got, 1 << 20))
-        if not chunk:
-            raise CompactLogError("the broker closed the connection before answering DescribeLogDirs")
-        chunks.append(chunk)
-        got += len(chunk)
-    return b"".join(chunks)
-
-
 def describe_log_dirs(host: str, port: int) -> Any:
     """One broker's DescribeLogDirs answer (every partition), as kio's response entity."""
     from kio.schema.describe_log_dirs.v1.request import DescribeLogDirsRequest
@@ -62,13 +51,11 @@ def describe_log_dirs(host: str, port: int) -> Any:
     entity_writer(DescribeLogDirsRequest)(body, DescribeLogDirsRequest(topics=None))
     head = struct.pack(">hhih", DESCRIBE_LOG_DIRS, VERSION, 1, len(CLIENT_ID)) + CLIENT_ID
     payload = head + body.getvalue()
+    from .sasl_client import connect, exchange
+
     try:
-        with socket.create_connection((host, port), timeout=TIMEOUT_S) as sock:
-            sock.sendall(struct.pack(">i", len(payload)) + payload)
-            (size,) = struct.unpack(">i", _read_exactly(sock, 4))
-            if not 4 <= size <= MAX_RESPONSE:
-                raise CompactLogError(f"the broker at {host}:{port} answered a frame of {size} bytes")
-            frame = _read_exactly(sock, size)
+        with connect(host, port, TIMEOUT_S) as sock:
+            frame = exchange(sock, payload, MAX_RESPONSE, f"{host}:{port}")
     except OSError as exc:
         raise CompactLogError(f"no answer to DescribeLogDirs from {host}:{port}: {exc}") from None
     answer, _used = entity_reader(DescribeLogDirsResponse)(memoryview(frame), 4)
@@ -91,6 +78,7 @@ def _log_dir_json(result: Any, topics: set[str]) -> dict[str, Any]:
 @click.option("--describe", is_flag=True, required=True, help="Describe the brokers' log directories.")
 @click.option("--topic-list", default="", metavar="T1,T2", help="Only these topics' partitions (default: all).")
 @click.option("--broker-list", default="", metavar="ID1,ID2", help="Only these brokers (default: all of the cluster).")
+@command_config_option
 @kafka_errors
 def log_dirs(bootstrap_server: str, describe: bool, topic_list: str, broker_list: str) -> None:
     """Describe the log directories of a running broker, as kafka-log-dirs.sh does.

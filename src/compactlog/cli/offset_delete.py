@@ -1,15 +1,13 @@
 """OffsetDelete (API 47) for ``consumer-groups --delete-offsets``, sent by hand.
 
 librdkafka's Python admin client has no call for it, so this module writes the one request with kio's
-schemas (the broker's own codec library) over a plain connection to the bootstrap broker, which on a
-single node is every group's coordinator. The command line speaks PLAINTEXT only (``wire.client_config``
-sets no security either), so nothing more than a socket is needed.
+schemas (the broker's own codec library) over a connection of ours to the bootstrap broker, which on a
+single node is every group's coordinator; ``sasl_client.connect`` logs it in as ``--command-config`` says.
 """
 
 from __future__ import annotations
 
 import io
-import socket
 import struct
 
 from ..errors import CompactLogError
@@ -48,28 +46,15 @@ def delete_offsets(bootstrap: str, group: str, partitions: list[TopicPartitionKe
 
 def _ask(bootstrap: str, payload: bytes) -> bytes:
     """One request frame to the first broker of ``bootstrap`` that takes a connection; its answer's bytes."""
+    from .sasl_client import connect, exchange
+
     last: OSError | None = None
     for entry in bootstrap.split(","):
         host, _, port = entry.strip().rpartition(":")
         try:
-            with socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT_S) as sock:
+            with connect(host.strip("[]"), int(port), CONNECT_TIMEOUT_S) as sock:
                 sock.settimeout(TIMEOUT_S)
-                sock.sendall(_I32.pack(len(payload)) + payload)
-                (size,) = _I32.unpack(_read(sock, 4))
-                if not 4 <= size <= MAX_RESPONSE_BYTES:
-                    raise CompactLogError(f"the broker at {entry.strip()} sent a {size}-byte answer")
-                return _read(sock, size)
+                return exchange(sock, payload, MAX_RESPONSE_BYTES, entry.strip())
         except OSError as exc:
             last = exc
     raise CompactLogError(f"no broker answered at {bootstrap}: {last}")
-
-
-def _read(sock: socket.socket, n: int) -> bytes:
-    chunks = []
-    while n:
-        chunk = sock.recv(min(n, 1 << 20))
-        if not chunk:
-            raise ConnectionError("the broker closed the connection")
-        chunks.append(chunk)
-        n -= len(chunk)
-    return b"".join(chunks)

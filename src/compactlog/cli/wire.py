@@ -48,6 +48,7 @@ MAX_REQUEST_SIZE = 1048576  # Kafka's producer's max.request.size default: the l
 BATCH_OVERHEAD = 61  # a record batch's header, which a record sent alone carries
 
 TopicPartitionKey = tuple[str, int]
+_AUTHENTICATION = -169  # librdkafka's RD_KAFKA_RESP_ERR__AUTHENTICATION: the broker refused the SASL login
 
 
 class _DebugLogger:
@@ -59,7 +60,20 @@ class _DebugLogger:
 
 
 def client_config(bootstrap: str, **extra: Any) -> dict[str, Any]:
-    return {"bootstrap.servers": bootstrap, "logger": _DebugLogger(), "client.id": "compactlog-cli", **extra}
+    """librdkafka's settings for a client of ``bootstrap``: the command's own, then ``--command-config``'s
+    (``client_properties.py``: the Java client's names mapped to librdkafka's)."""
+    from .client_properties import current
+
+    return {"bootstrap.servers": bootstrap, "logger": _DebugLogger(), "client.id": "compactlog-cli",
+            "error_cb": _note_error, **extra, **current().librdkafka}
+
+
+_refused_logins: list[Any] = []  # librdkafka reports a refused SASL login only to error_cb; kept for the report
+
+
+def _note_error(err: Any) -> None:
+    if err.code() == _AUTHENTICATION:
+        _refused_logins.append(err)
 
 
 def as_error(err: Any, doing: str = "") -> CompactLogError:
@@ -124,6 +138,7 @@ class WireClient:
         from confluent_kafka.admin import AdminClient
 
         self.bootstrap = bootstrap
+        _refused_logins.clear()
         self.admin = AdminClient(client_config(bootstrap))
         self.node_id = self._metadata(timeout=CONNECT_TIMEOUT_S).controller_id
 
@@ -144,9 +159,16 @@ class WireClient:
         try:
             return self.admin.list_topics(timeout=timeout)
         except KafkaException as exc:
-            if _takes_connections(self.bootstrap):  # something listens, but not a PLAINTEXT listener
-                raise as_error(exc, f"the listener at {self.bootstrap} took the connection but answered no PLAINTEXT "
-                                    "request (a SASL or SSL listener? the command line speaks PLAINTEXT only): ") from None
+            from .client_properties import current
+
+            self.admin.poll(0)  # serves error_cb
+            if _refused_logins:
+                raise as_error(_refused_logins.pop(), f"the broker at {self.bootstrap} refused the login: ") from None
+            protocol = current().protocol
+            if _takes_connections(self.bootstrap):  # something listens, but not a listener of this protocol
+                raise as_error(exc, f"the listener at {self.bootstrap} took the connection but answered no {protocol} "
+                                    "request (a listener of another security protocol? give its client settings "
+                                    "with --command-config FILE): ") from None
             raise as_error(exc, f"no broker answered at {self.bootstrap}: ") from None
 
     def brokers(self) -> list:
