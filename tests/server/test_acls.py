@@ -208,7 +208,8 @@ def test_acl_apis_from_kafka_python_admin(acl_server):
     finally:
         admin.close()
     listed = cli("acls", "--data-dir", str(acl_server.data_dir), "--list", "--principal", "User:alice")
-    assert "TOPIC:PREFIXED:team-  ALLOW User:alice from host * to ALL" in listed
+    assert ("Current ACLs for resource `ResourcePattern(resourceType=TOPIC, name=team-, patternType=PREFIXED)`: \n"
+            " \t(principal=User:alice, host=*, operation=ALL, permissionType=ALLOW) \n") in listed
 
 
 def test_find_coordinator_needs_describe_on_the_group(acl_server):

@@ -1,13 +1,22 @@
-"""``acls``: kafka-acls.sh over a data directory (``__security/acls.json``).
+"""``acls``: kafka-acls.sh, over a data directory (``__security/acls.json``) or through a running broker
+(``--bootstrap-server``: CreateAcls, DescribeAcls, DeleteAcls, served by ``server/acls.py``).
 
-Works while ``compactlog serve`` runs on the directory: the broker reads the file again at its next
-decision. The rules of the decision are in ``compactlog.security.acls``.
+The flags are read as Kafka's tool reads them: the resource flags give resource patterns (or, for
+``--list`` and ``--remove``, pattern filters); ``--allow-principal``/``--deny-principal`` with their hosts
+('*' when none is given) and ``--operation`` (All when none is given) give the entries, ``--producer`` and
+``--consumer`` the entries those roles need. The output is Kafka's: ``Adding ACLs for resource
+`ResourcePattern(...)`:`` then ``Current ACLs for resource ...`` after --add and --remove, and --remove asks
+before removing anything unless ``--force`` is given.
+
+Over a data directory it works while ``compactlog serve`` runs on it: the broker reads the file again at
+its next decision. The rules of the decision are in ``compactlog.security.acls``.
 """
 
 from __future__ import annotations
 
 import click
 
+from ..errors import CompactLogError
 from ..security.acls import (
     CLUSTER_NAME,
     WILDCARD,
@@ -23,6 +32,9 @@ from ..security.acls import (
 from .common import data_dir_option, kafka_errors, shown
 from .topics import one_action
 
+Entry = tuple[str, str, Operation, Permission]  # principal, host, operation, permission
+NO_RESOURCE = ("You must provide at least one resource: --topic <topic> or --cluster or --group <group>")
+
 
 def _named(kind, text: str, flag: str):
     """``kind``'s member for a flag's text (any case, with or without underscores); a click refusal
@@ -30,123 +42,215 @@ def _named(kind, text: str, flag: str):
     from ..errors import InvalidRequestError
 
     try:
-        return parse_enum(kind, text)
+        return parse_enum(kind, text.strip())
     except InvalidRequestError:
         names = ", ".join(m.name for m in kind if m.value > 1)
         raise click.BadParameter(f"Unknown {kind.__name__} {shown(text)} (one of {names})", param_hint=f"'{flag}'") from None
 
 
-def _resources(topics, groups, cluster: bool) -> list[tuple[ResourceType, str]]:
-    out = [(ResourceType.TOPIC, t) for t in topics] + [(ResourceType.GROUP, g) for g in groups]
-    if cluster:
-        out.append((ResourceType.CLUSTER, CLUSTER_NAME))
+def _principal(text: str, flag: str) -> str:
+    """A principal in Kafka's ``Type:name`` form (as SecurityUtils.parseKafkaPrincipal insists)."""
+    kind, sep, name = text.strip().partition(":")
+    if not (sep and kind and name):
+        raise click.BadParameter(f"expected a principal in the form principalType:principalName (User:alice), "
+                                 f"got {shown(text)}", param_hint=f"'{flag}'")
+    return f"{kind}:{name}"
+
+
+def _host(text: str, flag: str) -> str:
+    host = text.strip()
+    if not host:
+        raise click.BadParameter("a host must not be empty ('*' for every host)", param_hint=f"'{flag}'")
+    return host
+
+
+def pattern_text(resource_type: ResourceType, name: str | None, pattern_type: PatternType) -> str:
+    """Kafka's ResourcePattern (and ResourcePatternFilter) as its toString writes it."""
+    return (f"ResourcePattern(resourceType={resource_type.name}, name={'<any>' if name is None else name}, "
+            f"patternType={pattern_type.name})")
+
+
+def entry_text(e: Entry) -> str:
+    """Kafka's AccessControlEntry as its toString writes it."""
+    principal, host, op, permission = e
+    return f"(principal={principal}, host={host}, operation={op.name}, permissionType={permission.name})"
+
+
+def _block(head: str, entries) -> str:
+    """Kafka's tool's way of printing entries under a heading: a line each, tab first, a space at both ends."""
+    return f"{head} \n " + "\n".join("\t" + entry_text(e) for e in entries) + " \n"
+
+
+Resource = tuple[ResourceType, str, PatternType]
+
+
+def _resources(topics, groups, cluster: bool, pattern_type: PatternType) -> list[Resource]:
+    """The resource patterns (or filters) the flags name, in Kafka's order (the cluster only when literal)."""
+    out = [(ResourceType.TOPIC, t.strip(), pattern_type) for t in topics]
+    if cluster and pattern_type == PatternType.LITERAL:
+        out.append((ResourceType.CLUSTER, CLUSTER_NAME, PatternType.LITERAL))
+    out += [(ResourceType.GROUP, g.strip(), pattern_type) for g in groups]
+    return list(dict.fromkeys(out))
+
+
+def _entries(allow, allow_hosts, deny, deny_hosts, ops) -> list[Entry]:
+    """Every (principal, host, operation) of the allow flags, then of the deny flags (hosts: '*' by default)."""
+    out = [(p, h, op, Permission.ALLOW) for p in allow for op in ops for h in (allow_hosts or (WILDCARD,))]
+    out += [(p, h, op, Permission.DENY) for p in deny for op in ops for h in (deny_hosts or (WILDCARD,))]
+    return list(dict.fromkeys(out))
+
+
+def _resource_entries(resources: list[Resource], entries_for, producer: bool, consumer: bool) -> dict[Resource, list[Entry]]:
+    """kafka-acls' map of resource to entries: the flags' own, or those of --producer and --consumer."""
+    if not (producer or consumer):
+        ops = None
+        return {r: entries_for(ops) for r in resources}
+    out: dict[Resource, list[Entry]] = {}
+    if producer:
+        out.update({r: entries_for([Operation.WRITE, Operation.DESCRIBE, Operation.CREATE])
+                    for r in resources if r[0] == ResourceType.TOPIC})
+    if consumer:
+        for r in resources:
+            if r[0] in (ResourceType.TOPIC, ResourceType.GROUP):
+                wanted = [Operation.READ, Operation.DESCRIBE] if r[0] == ResourceType.TOPIC else [Operation.READ]
+                out[r] = list(dict.fromkeys(entries_for(wanted) + out.get(r, [])))
     return out
 
 
-def _show(b: AclBinding) -> str:
-    return (f"{b.resource_type.name}:{b.pattern_type.name}:{b.name}  {b.permission.name} {b.principal} "
-            f"from host {b.host} to {b.operation.name}")
+def _list(store, filters: list[Resource], principals: list[str]) -> None:
+    """kafka-acls --list: the ACLs of each resource the filters match (all of them without a filter),
+    grouped by resource pattern; with --principal, under each principal, only theirs."""
+    flts = [AclFilter(rt, name, pt) for rt, name, pt in filters] or [AclFilter()]
+    found: dict[Resource, list[Entry]] = {}
+    for flt in flts:
+        for b in store.matching(flt):
+            entries = found.setdefault((b.resource_type, b.name, b.pattern_type), [])
+            entry = (b.principal, b.host, b.operation, b.permission)
+            if entry not in entries:
+                entries.append(entry)
+
+    def show(resource_entries: dict[Resource, list[Entry]]) -> None:
+        for r, entries in resource_entries.items():
+            click.echo(_block(f"Current ACLs for resource `{pattern_text(*r)}`:", entries))
+
+    if not principals:
+        return show(found)
+    for p in principals:
+        click.echo(f"ACLs for principal `{p}`")
+        show({r: mine for r, entries in found.items() if (mine := [e for e in entries if e[0] == p])})
 
 
-def _entries(principals, hosts, permission: Permission) -> list[tuple[str, str, Permission]]:
-    """(principal, host, permission) for every principal and host given (every host: '*')."""
-    return [(p, h, permission) for p in principals for h in (hosts or (WILDCARD,))]
-
-
-def _remove_entries(store: AclStore, resources, pattern_type, allow_principal, allow_host, deny_principal,
-                    deny_host, ops) -> None:
-    """kafka-acls --remove as Kafka's tool reads it: the ACLs named exactly by --allow-principal and
-    --deny-principal (their hosts, '*' when none is given) and --operation (All when none is given, as
-    kafka-acls defaults it) on each resource flag."""
-    if not resources:
-        raise click.UsageError("--remove needs a resource (--topic, --group, --cluster) or --principal")
-    entries = _entries(allow_principal, allow_host, Permission.ALLOW) + _entries(deny_principal, deny_host,
-                                                                                 Permission.DENY)
-    filters = [AclFilter(rt, name, pattern_type, principal, host, op, permission)
-               for rt, name in resources for principal, host, permission in entries
-               for op in (ops or [Operation.ALL])]
-    for group in store.remove(filters):
-        for b in group:
-            click.echo(f"Removed {_show(b)}")
+def _confirm(force: bool, question: str) -> bool:
+    """Kafka's tool asks on standard output and reads a line: 'y' (any case) removes. With nothing to
+    read (no terminal, standard input at its end) it fails, as Kafka's does, before removing anything."""
+    if force:
+        return True
+    click.echo(question)
+    line = click.get_text_stream("stdin").readline()
+    if not line:
+        raise CompactLogError("no answer to the question on standard input (give --force to remove without asking)")
+    return line.strip().lower() == "y"
 
 
 @click.command("acls")
-@data_dir_option
+@data_dir_option(wire=True)
 @click.option("--add", is_flag=True, help="Add ACLs.")
-@click.option("--remove", is_flag=True, help="Remove the ACLs the other flags match.")
-@click.option("--list", "list_", is_flag=True, help="List ACLs (all, or those the other flags match).")
+@click.option("--remove", is_flag=True, help="Remove the ACLs the other flags name (asks first, unless --force).")
+@click.option("--list", "list_", is_flag=True, help="List ACLs (all, or those of the resource flags).")
 @click.option("--allow-principal", multiple=True,
-              help="Principal allowed (User:alice, User:* for everyone). Repeatable.")
-@click.option("--deny-principal", multiple=True, help="Principal denied. Repeatable.")
+              help="Principal allowed, in Type:name form (User:alice, User:* for everyone). Repeatable.")
+@click.option("--deny-principal", multiple=True, help="Principal denied, in Type:name form. Repeatable.")
 @click.option("--allow-host", multiple=True, help="Host (IP address) the allow applies from; * when not given.")
 @click.option("--deny-host", multiple=True, help="Host (IP address) the deny applies from; * when not given.")
-@click.option("--principal", "principals", multiple=True, help="With --list or --remove: only this principal's ACLs.")
+@click.option("--principal", "principals", multiple=True, help="With --list: only this principal's ACLs. Repeatable.")
 @click.option("--operation", "operations", multiple=True,
-              help="Read, Write, Create, Delete, Alter, Describe, DescribeConfigs, AlterConfigs, IdempotentWrite "
-                   "or All (the default with --add). Repeatable.")
+              help="Read, Write, Create, Delete, Alter, Describe, DescribeConfigs, AlterConfigs, IdempotentWrite, "
+                   "ClusterAction or All (the default). Repeatable.")
 @click.option("--topic", "topics", multiple=True, help="Topic (* for every topic). Repeatable.")
 @click.option("--group", "groups", multiple=True, help="Consumer group (* for every group). Repeatable.")
 @click.option("--cluster", is_flag=True, help="The cluster resource.")
 @click.option("--resource-pattern-type", "pattern", default="literal", show_default=True,
               help="literal or prefixed; with --list and --remove also any or match.")
-@click.option("--producer", is_flag=True, help="With --add: what a producer needs (Write, Describe, Create on topics).")
+@click.option("--producer", is_flag=True, help="What a producer needs (Write, Describe, Create on topics).")
 @click.option("--consumer", is_flag=True,
-              help="With --add: what a consumer needs (Read, Describe on topics, Read on groups).")
-@click.option("--force", is_flag=True, help="Accepted as kafka-acls takes it with --remove (nothing here asks to confirm).")
+              help="What a consumer needs (Read, Describe on topics, Read on groups).")
+@click.option("--force", is_flag=True, help="With --remove: remove without asking.")
 @kafka_errors
-def acls(data_dir, server_properties, add, remove, list_, allow_principal, deny_principal, allow_host, deny_host,
-         principals, operations, topics, groups, cluster, pattern, producer, consumer, force):
+def acls(data_dir, server_properties, bootstrap_server, add, remove, list_, allow_principal, deny_principal,
+         allow_host, deny_host, principals, operations, topics, groups, cluster, pattern, producer, consumer, force):
     """Add, list and remove ACLs (kafka-acls).
 
-    Example: compactlog acls --data-dir data --add --allow-principal User:alice --operation Read --topic prices
+    Example: compactlog acls --bootstrap-server localhost:9092 --add --allow-principal User:alice --operation Read --topic prices
     """
-    action = one_action({"add": add, "list": list_, "remove": remove})
-    store = AclStore(data_dir)
+    action = one_action({"list": list_, "add": add, "remove": remove})
     pattern_type = _named(PatternType, pattern, "--resource-pattern-type")
-    resources = _resources(topics, groups, cluster)
-    ops = [_named(Operation, o, "--operation") for o in operations]
-    if action == "add":
-        if not (allow_principal or deny_principal):
-            raise click.UsageError("--add needs --allow-principal or --deny-principal")
-        if pattern_type not in (PatternType.LITERAL, PatternType.PREFIXED):
-            raise click.UsageError("--add takes --resource-pattern-type literal or prefixed")
-        per_resource = []
-        if producer or consumer:
-            wanted = ([Operation.WRITE, Operation.DESCRIBE, Operation.CREATE] if producer else []) + \
-                     ([Operation.READ, Operation.DESCRIBE] if consumer else [])
-            per_resource += [((ResourceType.TOPIC, t), op) for t in topics for op in dict.fromkeys(wanted)]
-            if consumer:
-                per_resource += [((ResourceType.GROUP, g), Operation.READ) for g in groups]
-        else:
-            if not resources:
-                raise click.UsageError("--add needs --topic, --group or --cluster")
-            per_resource = [(r, op) for r in resources for op in (ops or [Operation.ALL])]
-        entries = _entries(allow_principal, allow_host, Permission.ALLOW) + _entries(deny_principal, deny_host,
-                                                                                     Permission.DENY)
-        new = [AclBinding(rt, name, pattern_type if rt != ResourceType.CLUSTER else PatternType.LITERAL,
-                          principal, host, op, permission)
-               for (rt, name), op in per_resource for principal, host, permission in entries]
-        store.add(new)
-        for b in new:
-            click.echo(f"Added {_show(b)}")
-        return
-    if action == "remove" and (allow_principal or deny_principal):
-        return _remove_entries(store, resources, pattern_type, allow_principal, allow_host, deny_principal,
-                               deny_host, ops)
-    if allow_principal or deny_principal or allow_host or deny_host:
-        raise click.UsageError(f"--{action} selects with --principal, --operation and the resource flags")
-    if action == "remove" and not (resources or principals):
-        raise click.UsageError("--remove needs a resource (--topic, --group, --cluster) or --principal")
-    filters = [AclFilter(rt, name, pattern_type if resources else PatternType.ANY, p, None, op, Permission.ANY)
-               for rt, name in (resources or [(ResourceType.ANY, None)])
-               for p in (principals or [None]) for op in (ops or [Operation.ANY])]
+    ops = [_named(Operation, o, "--operation") for o in operations] or [Operation.ALL]
+    for op in ops:
+        if op in (Operation.UNKNOWN, Operation.ANY):
+            raise click.BadParameter(f"Unknown Operation {shown(op.name)}", param_hint="'--operation'")
+    allow = list(dict.fromkeys(_principal(p, "--allow-principal") for p in allow_principal))
+    deny = list(dict.fromkeys(_principal(p, "--deny-principal") for p in deny_principal))
+    allow_hosts = list(dict.fromkeys(_host(h, "--allow-host") for h in allow_host))
+    deny_hosts = list(dict.fromkeys(_host(h, "--deny-host") for h in deny_host))
+    listed = [_principal(p, "--principal") for p in principals]
+    _check_flags(action, producer, consumer, allow, deny, allow_host, deny_host, operations, principals, topics,
+                 groups, cluster)
+    resources = _resources(topics, groups, cluster, pattern_type)
+
+    def entries_for(wanted):
+        return _entries(allow, allow_hosts, deny, deny_hosts, wanted or ops)
+
+    if bootstrap_server is not None:
+        from .wire_acls import WireAcls
+
+        store = WireAcls(bootstrap_server)
+    else:
+        store = AclStore(data_dir)
     if action == "list":
-        found = {b: None for f in filters for b in store.matching(f)}
-        if not found:
-            click.echo("No ACLs match.")
-        for b in found:
-            click.echo(_show(b))
-        return
-    for group in store.remove(filters):
-        for b in group:
-            click.echo(f"Removed {_show(b)}")
+        return _list(store, resources, listed)
+    if not resources:
+        raise click.UsageError(NO_RESOURCE)
+    per_resource = _resource_entries(resources, entries_for, producer, consumer)
+    if action == "add":
+        if pattern_type not in (PatternType.LITERAL, PatternType.PREFIXED):
+            raise click.UsageError(f"A '--resource-pattern-type' value of '{pattern_type.name}' is not valid when "
+                                   "adding acls.")
+        if any(not entries for entries in per_resource.values()):
+            raise click.UsageError("You must specify one of: --allow-principal, --deny-principal when trying to add "
+                                   "ACLs.")
+        for r, entries in per_resource.items():
+            click.echo(_block(f"Adding ACLs for resource `{pattern_text(*r)}`:", entries))
+            store.add(AclBinding(*r, *e) for e in entries)
+    else:
+        for r, entries in per_resource.items():
+            where = pattern_text(*r)
+            if not entries:
+                if _confirm(force, f"Are you sure you want to delete all ACLs for resource filter `{where}`? (y/n)"):
+                    store.remove([AclFilter(*r)])
+            elif _confirm(force, _block("Are you sure you want to remove ACLs:", entries)
+                          + f" from resource filter `{where}`? (y/n)"):
+                store.remove([AclFilter(*r, *e) for e in entries])
+    _list(store, resources, [])
+
+
+def _check_flags(action, producer, consumer, allow, deny, allow_host, deny_host, operations, principals, topics,
+                 groups, cluster) -> None:
+    """kafka-acls' refusals of flags that do not go together."""
+    if action == "list":
+        given = [name for name, on in (("--producer", producer), ("--consumer", consumer),
+                                       ("--allow-host", allow_host), ("--allow-principal", allow),
+                                       ("--deny-host", deny_host), ("--deny-principal", deny)) if on]
+        if given:
+            raise click.UsageError(f"--list cannot be used with {given[0]}")
+    for role, on in (("--producer", producer), ("--consumer", consumer)):
+        clash = [name for name, given in (("--operation", operations), ("--deny-principal", deny),
+                                          ("--deny-host", deny_host)) if given]
+        if on and clash:
+            raise click.UsageError(f"{role} cannot be used with {clash[0]}")
+    if principals and action != "list":
+        raise click.UsageError("The --principal option is only available if --list is set")
+    if producer and not topics:
+        raise click.UsageError("With --producer you must specify a --topic")
+    if consumer and (not topics or not groups or (not producer and cluster)):
+        raise click.UsageError("With --consumer you must specify a --topic and a --group and no --cluster option "
+                               "should be specified.")
