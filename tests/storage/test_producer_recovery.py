@@ -222,8 +222,8 @@ CHILD = textwrap.dedent("""
     while True:
         pid = 7000 + i % 3
         s = seq.get(pid, 0)
-        lg.append(build_batch([b"k%d" % i], [b"v" * 40], [i], info=BatchInfo(producer_id=pid, producer_epoch=epoch,
-                                                                               base_sequence=s)))
+        lg.append(build_batch([b"k%d" % i], [b"v" * 40], [1_700_000_000_000 + i],  # recent for the test's clock
+                              info=BatchInfo(producer_id=pid, producer_epoch=epoch, base_sequence=s)))
         seq[pid] = s + 1
         i += 1
         if i == 5:
@@ -290,8 +290,8 @@ def test_retention_removes_snapshots_below_the_log_start_and_truncation_those_ab
     lg.close()
 
 
-def test_cleaning_keeps_the_state_a_restart_loads(tmp_path):
-    with compactlog.open(tmp_path) as cl:
+def test_cleaning_keeps_the_state_a_restart_loads(tmp_path, clock):
+    with compactlog.open(tmp_path, time=clock) as cl:  # the batches' timestamps are recent for this clock
         cl.create_topic("c", 1, {"cleanup.policy": "compact", "segment.bytes": "600", "min.cleanable.dirty.ratio": "0.01"})
         lg = cl.log("c", 0)
         last = {}
@@ -300,7 +300,7 @@ def test_cleaning_keeps_the_state_a_restart_loads(tmp_path):
                 raw = batch(["same"] * 2, ts=TS + r, info=BatchInfo(producer_id=pid, producer_epoch=0, base_sequence=2 * r))
                 last[pid] = (raw, lg.append(raw).first_offset)
         cl.clean()
-    with compactlog.open(tmp_path) as cl:
+    with compactlog.open(tmp_path, time=clock) as cl:
         lg = cl.log("c", 0)
         for pid, (raw, first) in last.items():
             assert lg.append(raw).first_offset == first

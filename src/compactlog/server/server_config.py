@@ -97,8 +97,6 @@ SERVER_CONFIGS: Mapping[str, ConfigKey] = MappingProxyType({k.name: k for k in [
     setting("transaction.remove.expired.transaction.cleanup.interval.ms", "int", 3600000, at_least(1),
             "How often the coordinator forgets transactional ids past transactional.id.expiration.ms. Not used "
             "until transactions are served.", "low"),
-    setting("producer.id.expiration.ms", "int", 86400000, at_least(1),
-            "Kept for Kafka's tools: idempotent producer state lives as long as the log's last two segments here."),
     # Security: TLS listeners, SASL logins, ACLs (compactlog/security, server/security.py, server/sasl.py).
     setting("ssl.keystore.type", "string", "PEM", one_of("PEM"),
             "Format of the broker's certificate and key; only PEM here (Kafka's default is JKS).", "medium"),

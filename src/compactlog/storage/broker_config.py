@@ -1,11 +1,11 @@
 """The broker's settings: ``server.properties`` values over Kafka's defaults (``BrokerConfig``).
 
 The storage's settings are declared here (data directories, partitions, retention and flush
-schedules, Pulsar-style compaction), the log cleaner's in ``cleaner_config.py``, and each topic
-config's broker synonyms come from the topic config table (``topic_config.py``): together they make
-``BROKER_CONFIGS``, which validates a ``server.properties`` file and fills ``describe``. A part of the
-broker above the storage that has settings of its own extends ``BrokerConfig`` with its table
-(``BrokerConfig.TABLE``), so the storage never needs to know them.
+schedules, Pulsar-style compaction, the expiry of idempotent producers), the log cleaner's in
+``cleaner_config.py``, and each topic config's broker synonyms come from the topic config table
+(``topic_config.py``): together they make ``BROKER_CONFIGS``, which validates a ``server.properties``
+file and fills ``describe``. A part of the broker above the storage that has settings of its own
+extends ``BrokerConfig`` with its table (``BrokerConfig.TABLE``), so the storage never needs to know them.
 """
 
 from __future__ import annotations
@@ -55,6 +55,14 @@ _LOG_SETTINGS = [
     setting("log.flush.scheduler.interval.ms", "long", LONG_MAX, None,
             "How often logs are checked against flush.ms; also flush.ms's default when log.flush.interval.ms is unset.",
             "high"),
+    # Idempotent producer state, kept per partition by the storage (Kafka's TransactionLogConfig names them).
+    setting("producer.id.expiration.ms", "int", 86400000, at_least(1),
+            "An idempotent producer whose last batch's timestamp is this much older than the broker's clock, and "
+            "that has no transaction open, is forgotten by each partition's producer state (checked at load and "
+            "every producer.id.expiration.check.interval.ms); if it writes again it is treated as a new producer.",
+            "low"),
+    setting("producer.id.expiration.check.interval.ms", "int", 600000, at_least(1),
+            "How often each partition's producer state drops the producers past producer.id.expiration.ms.", "low"),
     # Synonyms whose type or default differs from the topic config they feed.
     setting("log.retention.ms", "long", None, None, "Default retention.ms; wins over the minutes and hours forms.", "high"),
     setting("log.retention.minutes", "int", None, None, "Default retention.ms in minutes; wins over hours.", "high"),

@@ -28,7 +28,7 @@ from ..records.batch import RecordBatch, iter_batches
 from . import files, producer_recovery
 from .failure import LogDirFailure
 from .loader import load_log
-from .producer_state import ProducerStateManager, last_sequence
+from .producer_state import EXPIRATION_MS, ProducerStateManager, last_sequence
 from .reader import fixed, read_batches
 from .retention import SegmentFacts, segments_to_delete
 from .rewrite import move_cleaned
@@ -65,6 +65,7 @@ class Log:
         gaps_allowed_below: int | None = None,
         full_recovery: bool = False,
         used_below: int = 0,
+        producer_id_expiration_ms: int = EXPIRATION_MS,
     ) -> None:
         self.dir = Path(directory)
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -76,7 +77,7 @@ class Log:
         self.config = config
         self.time = time
         self.lock = threading.RLock()
-        self.producer_state = ProducerStateManager()
+        self.producer_state = ProducerStateManager(producer_id_expiration_ms)
         self.failure = failure if failure is not None else LogDirFailure(self.dir)
         self._pending_deletes: list[tuple[int, LogSegment]] = []
         self.gaps_below = 0
@@ -165,8 +166,17 @@ class Log:
 
     def _load_producer_state(self) -> None:
         """What idempotent producers last wrote: the newest good snapshot and the batches after it, else
-        the batch headers of the last two segments (``producer_recovery.py``)."""
-        self.producer_state = producer_recovery.load_state(self.dir, self.segments, self._next_offset)
+        the batch headers of the last two segments (``producer_recovery.py``), less the expired producers."""
+        self.producer_state = producer_recovery.load_state(self.dir, self.segments, self._next_offset,
+                                                           self.producer_state.expiration_ms, self.time.milliseconds())
+
+    def remove_expired_producers(self, now: int | None = None) -> int:
+        """Forget the idempotent producers idle for ``producer.id.expiration.ms`` (Kafka's periodic
+        check); how many were forgotten. A state not loaded yet holds none: its load drops them."""
+        with self.lock:
+            if not self.producer_state.loaded:
+                return 0
+            return self.producer_state.remove_expired(self.time.milliseconds() if now is None else now)
 
     def _snapshot_producer_state(self, offset: int) -> None:
         """Write ``<offset>.snapshot`` (Kafka's, at a roll and a clean close) once producers were seen:

@@ -82,6 +82,8 @@ class LogManager:
         self._closed = False
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        # When each periodic task of ``housekeep`` last ran (ms); they first run an interval after the open.
+        self._last_done = dict.fromkeys(("retention", "checkpoint", "producer expiry"), time.milliseconds())
         # Hooks for the layers above (the cleaner pauses or forgets a partition on these).
         self.on_partition_deleted: list = []  # (topic, partition) -> None, before the log is taken away
         self.on_partition_removed: list = []  # (topic, partition) -> None, once it is out of ``logs``
@@ -123,6 +125,7 @@ class LogManager:
                     # swap, so after a crash between the two it lags the gaps already on disk.
                     gaps_allowed_below=None if self.log_config(topic).compact else cleaned.get(parsed, 0),
                     used_below=cleaned.get(parsed, 0),
+                    producer_id_expiration_ms=self.broker.get("producer.id.expiration.ms"),
                 )
             except OSError as exc:
                 raise KafkaStorageError(f"cannot open partition {child.name} in {self.dir}: {describe(exc)}") from None
@@ -156,7 +159,8 @@ class LogManager:
         meta = meta if meta is not None else self.topics[topic]
         files.atomic_write(d / files.PARTITION_METADATA, partition_metadata_text(meta["topic_id"]))
         lg = Log(d, LogConfig(meta.get("config", {}), self.broker), time=self.time, clean_shutdown=True,
-                 failure=self.failure, used_below=used_below)
+                 failure=self.failure, used_below=used_below,
+                 producer_id_expiration_ms=self.broker.get("producer.id.expiration.ms"))
         self.logs[(topic, partition)] = lg
         return lg
 
@@ -422,6 +426,13 @@ class LogManager:
             self.checkpoint()
         return done
 
+    def remove_expired_producers(self, now: int | None = None) -> int:
+        """Forget, in every partition, the idempotent producers idle for ``producer.id.expiration.ms``
+        (Kafka's periodic check, run by housekeeping); how many were forgotten."""
+        with self.lock:
+            logs = list(self.logs.values())
+        return sum(lg.remove_expired_producers(now) for lg in logs)
+
     def flush(self) -> None:
         with self.lock:
             for lg in self.logs.values():
@@ -429,27 +440,38 @@ class LogManager:
         self.checkpoint()
 
     def start_background(self) -> None:
-        """Periodic retention, file deletion and checkpoints, for long-running processes."""
+        """Periodic retention, file deletion, checkpoints and producer expiry, for long-running processes."""
         if self._thread is None:
             self._thread = threading.Thread(target=self._housekeeping, name="compactlog-log-manager", daemon=True)
             self._thread.start()
 
+    def _due(self, task: str, interval_config: str, now: int) -> bool:
+        if now - self._last_done[task] < self.broker.get(interval_config):
+            return False
+        self._last_done[task] = now
+        return True
+
+    def housekeep(self, now: int | None = None) -> None:
+        """One round of housekeeping at ``now`` (ms): the files whose delete delay has passed, and each of
+        retention, checkpoints and producer expiry whose interval has passed since it last ran. The
+        background thread runs a round every tick; a test with an injected clock runs them itself."""
+        now = self.time.milliseconds() if now is None else now
+        if self._due("retention", "log.retention.check.interval.ms", now):
+            self.run_retention()
+        for lg in list(self.logs.values()):
+            lg.delete_expired_files(now)
+        if self._due("checkpoint", "log.flush.offset.checkpoint.interval.ms", now):
+            self.checkpoint()
+        if self._due("producer expiry", "producer.id.expiration.check.interval.ms", now):
+            self.remove_expired_producers(now)
+
     def _housekeeping(self) -> None:
-        interval = self.broker.get("log.retention.check.interval.ms")
-        ckpt = self.broker.get("log.flush.offset.checkpoint.interval.ms")
-        tick = min(interval, ckpt, 1000) / 1000
-        last_retention = last_ckpt = self.time.milliseconds()
+        tick = min(self.broker.get("log.retention.check.interval.ms"),
+                   self.broker.get("log.flush.offset.checkpoint.interval.ms"),
+                   self.broker.get("producer.id.expiration.check.interval.ms"), 1000) / 1000
         while not self._stop.wait(tick):
-            now = self.time.milliseconds()
             try:
-                if now - last_retention >= interval:
-                    self.run_retention()
-                    last_retention = now
-                for lg in list(self.logs.values()):
-                    lg.delete_expired_files(now)
-                if now - last_ckpt >= ckpt:
-                    self.checkpoint()
-                    last_ckpt = now
+                self.housekeep()
             except Exception:  # keep housekeeping alive; the next tick retries
                 log.exception("log manager housekeeping failed")
 

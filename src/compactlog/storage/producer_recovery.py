@@ -8,7 +8,8 @@ clean close (O = the log end), once idempotent producers were seen (the state wa
 are there): a partition never written by one keeps no snapshot and pays no read.
 
 When the state is first needed after a start, the newest snapshot at or below the log end that reads
-back whole is loaded and only the batches from O on are replayed. A damaged one is logged with its file
+back whole is loaded and only the batches from O on are replayed; producers expired by then
+(``producer.id.expiration.ms``, see ``producer_state.py``) are dropped. A damaged one is logged with its file
 and skipped for the next older one (left in place as evidence, where Kafka deletes it; the next roll or
 close writes a newer one). With none usable the state is rebuilt from the last two segments, as before
 snapshots existed.
@@ -35,7 +36,7 @@ from .producer_snapshot import (
     state_from_entries,
     write_snapshot,
 )
-from .producer_state import ProducerStateManager, last_sequence
+from .producer_state import EXPIRATION_MS, ProducerStateManager, last_sequence
 from .segment import LogSegment
 
 log = logging.getLogger(__name__)
@@ -103,15 +104,20 @@ def _replay(state: ProducerStateManager, segments: Sequence[LogSegment], start: 
                              b.max_timestamp)
 
 
-def load_state(directory: Path, segments: Sequence[LogSegment], log_end: int) -> ProducerStateManager:
+def load_state(directory: Path, segments: Sequence[LogSegment], log_end: int, expiration_ms: int = EXPIRATION_MS,
+               now: int | None = None) -> ProducerStateManager:
     """The producer state at ``log_end``: the newest good snapshot at or below it and the batches after
-    it, or, with none usable, the batches of the last two segments. The state comes back ``loaded``."""
+    it, or, with none usable, the batches of the last two segments, without the producers expired at
+    ``now`` (ms; None keeps all). The state comes back ``loaded``.
+
+    Kafka drops the expired entries of the snapshot as it reads it and leaves those of the replayed
+    batches to its next periodic check; dropping both here gives the state that check would leave."""
     for offset in reversed(snapshot_offsets(directory)):
         if offset > log_end:
             continue
         path = files.producer_snapshot_file(directory, offset)
         try:
-            state = state_from_entries(read_snapshot(path))
+            state = state_from_entries(read_snapshot(path), expiration_ms)
         except (CorruptSnapshotError, OSError) as exc:
             log.warning("ignoring producer snapshot %s: %s", path, exc)  # kept as evidence; a newer one follows
             continue
@@ -119,11 +125,12 @@ def load_state(directory: Path, segments: Sequence[LogSegment], log_end: int) ->
         _replay(state, segments, offset, log_end)
         break
     else:
-        state = ProducerStateManager()
+        state = ProducerStateManager(expiration_ms)
         tail = list(segments[-2:])
         _replay(state, tail, tail[0].base_offset if tail else 0, log_end)
-    log.info("loaded the producer state of %s (%d producers) from %s and %d batches after it", directory.name,
-             len(state.producers), "no snapshot" if state.loaded_from is None else f"snapshot {state.loaded_from}",
-             state.batches_replayed)
+    expired = state.remove_expired(now) if now is not None else 0
+    log.info("loaded the producer state of %s (%d producers, %d expired ones dropped) from %s and %d batches after "
+             "it", directory.name, len(state.producers), expired,
+             "no snapshot" if state.loaded_from is None else f"snapshot {state.loaded_from}", state.batches_replayed)
     state.loaded = True
     return state

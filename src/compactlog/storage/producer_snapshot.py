@@ -40,7 +40,7 @@ from typing import Iterable
 from ..errors import CorruptRecordError
 from ..records.batch import crc32c
 from . import files
-from .producer_state import SEQUENCES, BatchSeq, ProducerEntry, ProducerStateManager
+from .producer_state import EXPIRATION_MS, SEQUENCES, BatchSeq, ProducerEntry, ProducerStateManager
 
 VERSION = 1  # ProducerSnapshot's only version
 HEADER = struct.Struct(">hIi")  # version, crc, entry count
@@ -161,12 +161,12 @@ def entries_from_state(state: ProducerStateManager) -> list[SnapshotEntry]:
     return rows
 
 
-def state_from_entries(entries: Iterable[SnapshotEntry]) -> ProducerStateManager:
+def state_from_entries(entries: Iterable[SnapshotEntry], expiration_ms: int = EXPIRATION_MS) -> ProducerStateManager:
     """A ProducerStateManager holding what the entries say: each producer's epoch and last batch (its
     first sequence and offset recovered from the offset delta, sequences wrapping at 2^31 as Kafka's
     do), its timestamp, coordinator epoch and open transaction's first offset. ``loaded`` stays False:
-    the caller replays the log from the snapshot's offset first."""
-    state = ProducerStateManager()
+    the caller replays the log from the snapshot's offset first, then drops the expired producers."""
+    state = ProducerStateManager(expiration_ms)
     for e in entries:
         entry = state.producers[e.producer_id] = ProducerEntry(e.epoch, last_timestamp=e.timestamp,
                                                                coordinator_epoch=e.coordinator_epoch,

@@ -13,6 +13,12 @@ epoch and the last five batches appended (first and last sequence, first and las
 * a producer not known here (never seen, or its state gone with the log's old segments) is accepted at
   any sequence, as Kafka has done since 2.5, rather than answered UNKNOWN_PRODUCER_ID.
 
+A producer is forgotten once its last batch's max timestamp is ``producer.id.expiration.ms`` older than
+the broker's clock and it has no transaction open (Kafka's ProducerStateManager.removeExpiredProducers):
+when the state is loaded and every ``producer.id.expiration.check.interval.ms`` from the log manager's
+housekeeping. So the state, and every snapshot written from it, holds the producers of the last day (by
+default), not every producer ever seen. One that writes again afterwards is unknown, accepted as above.
+
 The state survives restarts in Kafka's ``.snapshot`` files (``producer_snapshot.py`` for the bytes,
 ``producer_recovery.py`` for which one is loaded and what is replayed after it); with none usable it
 is rebuilt from the batch headers of the log's last two segments. Either happens the first time the
@@ -28,6 +34,7 @@ from ..errors import InvalidProducerEpochError, OutOfOrderSequenceError
 
 SEQUENCES = 2**31  # sequence numbers wrap from 2^31 - 1 to 0
 BATCHES_KEPT = 5  # Kafka's ProducerStateEntry.NUM_BATCHES_TO_RETAIN
+EXPIRATION_MS = 86_400_000  # producer.id.expiration.ms's default (broker_config.py declares the setting)
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +73,8 @@ def last_sequence(first_seq: int, last_offset_delta: int) -> int:
 class ProducerStateManager:
     """The producers writing to one partition, and what they last wrote."""
 
-    def __init__(self) -> None:
+    def __init__(self, expiration_ms: int = EXPIRATION_MS) -> None:
+        self.expiration_ms = expiration_ms
         self.producers: dict[int, ProducerEntry] = {}
         self.loaded = False
         self.loaded_from: int | None = None  # the offset of the snapshot the state was loaded from
@@ -109,6 +117,17 @@ class ProducerStateManager:
             return
         entry.batches.append(BatchSeq(first_seq, last_seq, first_offset, last_offset))
         entry.last_timestamp = timestamp
+
+    def is_expired(self, entry: ProducerEntry, now: int) -> bool:
+        """Kafka's rule: idle for the expiration (by its last batch's timestamp) and no transaction open."""
+        return entry.current_txn_first_offset == NONE and now - entry.last_timestamp >= self.expiration_ms
+
+    def remove_expired(self, now: int) -> int:
+        """Forget the producers idle for ``expiration_ms`` at ``now`` (ms); how many were forgotten."""
+        expired = [pid for pid, entry in self.producers.items() if self.is_expired(entry, now)]
+        for pid in expired:
+            del self.producers[pid]
+        return len(expired)
 
     def reset(self) -> None:
         """Forget everything (after a truncation); the next idempotent append rebuilds from the log."""
