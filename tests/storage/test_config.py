@@ -380,7 +380,7 @@ def test_override_precedence_and_describe_sources():
         ("STATIC_BROKER_CONFIG", "log.retention.hours", "1"), ("DEFAULT_CONFIG", "log.retention.hours", "168"))
     assert (rows["segment.bytes"].source, rows["delete.retention.ms"].source) == ("STATIC_BROKER_CONFIG", "DEFAULT_CONFIG")
     assert rows["segment.ms"].source == "DYNAMIC_TOPIC_CONFIG" and cfg.source("segment.ms") == "DYNAMIC_TOPIC_CONFIG"
-    assert "No effect here" in rows["min.insync.replicas"].doc and "No effect" not in rows["segment.ms"].doc
+    assert "No effect here" in rows["unclean.leader.election.enable"].doc and "No effect" not in rows["segment.ms"].doc
 
 
 def test_log_config_is_immutable_and_keeps_normalized_overrides():
