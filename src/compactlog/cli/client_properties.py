@@ -78,6 +78,11 @@ def command_config_option(f: Callable) -> Callable:
 
 
 def load(path: str) -> ClientSettings:
+    return settings(read_properties(path))
+
+
+def read_properties(path: str) -> dict[str, str]:
+    """A Java properties file's settings, read within a bound."""
     try:
         with open(path, "rb") as fh:
             data = fh.read(MAX_FILE_BYTES + 1)
@@ -90,17 +95,19 @@ def load(path: str) -> ClientSettings:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         text = data.decode("latin-1")
-    return settings(parse_properties(text))
+    return parse_properties(text)
 
 
-def settings(props: dict[str, str]) -> ClientSettings:
+def settings(props: dict[str, str], source: str = "--command-config") -> ClientSettings:
     """The Java client's properties mapped to librdkafka's, or the one we cannot honour named."""
     props = {k: v.strip() for k, v in props.items()}
     conf: dict[str, Any] = {}
+    given_protocol = "security.protocol" in props
     protocol = props.pop("security.protocol", "PLAINTEXT").upper()
     if protocol not in PROTOCOLS:
         raise CompactLogError(f"security.protocol: {shown(protocol)} is not one of {', '.join(PROTOCOLS)}")
-    conf["security.protocol"] = protocol
+    if given_protocol:  # else another file's (--command-config's) stands
+        conf["security.protocol"] = protocol
     mechanism = props.pop("sasl.mechanism", "GSSAPI").upper()
     username = password = None
     jaas = props.pop("sasl.jaas.config", None)
@@ -138,12 +145,12 @@ def settings(props: dict[str, str]) -> ClientSettings:
     for key, value in props.items():
         if key not in _IGNORED:
             conf[key] = value
-    _check_librdkafka(conf)
+    _check_librdkafka(conf, source)
     return ClientSettings(conf, protocol, mechanism, username, password, ca,
                           True if check_hostname is None else check_hostname)
 
 
-def _check_librdkafka(conf: dict[str, Any]) -> None:
+def _check_librdkafka(conf: dict[str, Any], source: str) -> None:
     """Every setting librdkafka is given must be one it knows, with a value it takes: asked of librdkafka
     itself, by a producer handle that connects nowhere (its refusal names the setting)."""
     from confluent_kafka import KafkaException, Producer
@@ -152,8 +159,8 @@ def _check_librdkafka(conf: dict[str, Any]) -> None:
         Producer({**conf, "logger": _Quiet()})
     except (KafkaException, ValueError, TypeError) as exc:
         message = exc.args[0].str() if exc.args and hasattr(exc.args[0], "str") else str(exc)
-        message = message.removeprefix("Failed to create producer: ")
-        raise CompactLogError(f"--command-config: a setting this client cannot honour: {message}") from None
+        message = message.removeprefix("Failed to create producer: ").strip()
+        raise CompactLogError(f"{source}: a setting this client cannot honour: {message}") from None
 
 
 class _Quiet:

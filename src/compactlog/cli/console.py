@@ -114,9 +114,23 @@ class LineReaderProps:
 @click.option("--batch-size", type=Number(0, INT_MAX), default=DEFAULT_BATCH_BYTES, show_default=True,
               help="Bytes per batch (Kafka's batch.size; 0: one record per batch). Batches also fit the topic's "
                    "max.message.bytes and segment.bytes.")
+@click.option("--producer-property", "producer_properties", multiple=True, metavar="KEY=VALUE",
+              help="With --bootstrap-server: a Kafka producer setting (repeatable); the flags below win over it.")
+@click.option("--producer.config", "producer_config", type=click.Path(exists=True, dir_okay=False), metavar="FILE",
+              help="With --bootstrap-server: Kafka producer settings in a properties file (--producer-property wins).")
+@click.option("--request-required-acks", "acks", type=click.Choice(["all", "-1", "0", "1"]),
+              help="With --bootstrap-server: the acks the producer asks for (default: all).")
+@click.option("--sync", is_flag=True, help="With --bootstrap-server: send each record and wait for its acknowledgement.")
+@click.option("--request-timeout-ms", type=Number(1, INT_MAX), help="With --bootstrap-server: request.timeout.ms.")
+@click.option("--message-send-max-retries", type=Number(0, INT_MAX), help="With --bootstrap-server: retries.")
+@click.option("--retry-backoff-ms", type=Number(1, 300000), help="With --bootstrap-server: retry.backoff.ms.")
+@click.option("--max-block-ms", type=Number(0, LONG_MAX),
+              help="With --bootstrap-server: how long a send may wait for room in the producer's queue.")
+@click.option("--linger-ms", type=Number(0, 900000), help="With --bootstrap-server: linger.ms.")
 @kafka_errors
 def produce(data_dir, server_properties, bootstrap_server, topic, properties, compression_codec, compression_level,
-            batch_size):
+            batch_size, producer_properties, producer_config, acks, sync, request_timeout_ms, message_send_max_retries,
+            retry_backoff_ms, max_block_ms, linger_ms):
     """Read records from standard input, one per line (kafka-console-producer).
 
     Records are batched by the producer plan the API uses (compactlog.producer): keys pick partitions by
@@ -142,8 +156,24 @@ def produce(data_dir, server_properties, bootstrap_server, topic, properties, co
         if line.endswith(b"\r"):
             line = line[:-1]
         rows.append(reader.parse(line, number))
+    flags = {"acks": acks, "request.timeout.ms": request_timeout_ms, "retries": message_send_max_retries,
+             "retry.backoff.ms": retry_backoff_ms, "max.block.ms": max_block_ms, "linger.ms": linger_ms}
+    given = {k: str(v) for k, v in flags.items() if v is not None}
+    if bootstrap_server is None:
+        if given or sync or producer_properties or producer_config:
+            raise click.UsageError("--producer-property, --producer.config, --request-required-acks, --sync, "
+                                   "--request-timeout-ms, --message-send-max-retries, --retry-backoff-ms, "
+                                   "--max-block-ms and --linger-ms go with --bootstrap-server (a producer's settings)")
+        with open_target(data_dir, server_properties, None) as cl:
+            cl.produce_batch(topic, rows, compression=compression_codec, level=compression_level, batch_bytes=batch_size)
+        return
+    from .producer_settings import producer_settings
+
+    settings, block_ms = producer_settings(producer_config, parse_key_values(producer_properties, "--producer-property"),
+                                           given)
     with open_target(data_dir, server_properties, bootstrap_server) as cl:
-        cl.produce_batch(topic, rows, compression=compression_codec, level=compression_level, batch_bytes=batch_size)
+        cl.produce_batch(topic, rows, compression=compression_codec, level=compression_level, batch_bytes=batch_size,
+                         settings=settings, sync=sync, max_block_ms=block_ms)
 
 
 class OffsetType(click.ParamType):

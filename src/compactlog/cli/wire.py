@@ -286,16 +286,22 @@ class WireClient:
 
     # produce and consume --------------------------------------------------------------------------
     def produce_batch(self, topic: str, records: Iterable[tuple], *, compression: str = "none",
-                      level: int | None = None, batch_bytes: int = DEFAULT_BATCH_BYTES, partition: int | None = None) -> int:
+                      level: int | None = None, batch_bytes: int = DEFAULT_BATCH_BYTES, partition: int | None = None,
+                      settings: Mapping[str, Any] | None = None, sync: bool = False,
+                      max_block_ms: int | None = None) -> int:
         """Send (key, value[, headers]) records with acks=all and wait for every acknowledgement; the
         first refusal is raised. Keys pick partitions with murmur2, as Java's producer and the local
-        command do. Returns the records sent."""
+        command do. Returns the records sent.
+
+        ``settings``: librdkafka producer settings over these defaults (the console producer's flags);
+        ``sync``: wait for each record's acknowledgement before sending the next; ``max_block_ms``: how
+        long one send may wait for room in the producer's queue (Kafka's max.block.ms)."""
         from confluent_kafka import KafkaException, Producer
 
         conf = client_config(self.bootstrap, **{
             "acks": "all", "compression.type": compression, "partitioner": "murmur2_random",
             "batch.size": max(batch_bytes, 1), "message.timeout.ms": int(TIMEOUT_S * 1000),
-            "message.max.bytes": MAX_REQUEST_SIZE})
+            "message.max.bytes": MAX_REQUEST_SIZE, **(settings or {})})
         if batch_bytes == 0:
             conf["batch.num.messages"] = 1  # Kafka's batch.size=0: one record per batch
         if level is not None:
@@ -315,17 +321,24 @@ class WireClient:
             key, value = row[0], row[1]
             headers = list(row[2]) if len(row) > 2 and row[2] else None
             extra = {} if partition is None else {"partition": partition}
+            blocked_since = None
             while not failures:
                 try:
                     producer.produce(topic, value=value, key=key, headers=headers, on_delivery=delivered, **extra)
                     break
                 except BufferError:  # the local queue is full: let deliveries drain it
-                    producer.poll(POLL_S)
+                    blocked_since = blocked_since or time.monotonic()
+                    if max_block_ms is not None and (time.monotonic() - blocked_since) * 1000 >= max_block_ms:
+                        raise CompactLogError("Failed to allocate memory within the configured max blocking time "
+                                              f"{max_block_ms} ms.") from None
+                    producer.poll(POLL_S if max_block_ms is None else min(POLL_S, max_block_ms / 1000))
                 except KafkaException as exc:
                     raise self._refused_at_send(exc, key, value, headers) from None
             if failures:
                 break
             sent += 1
+            if sync:  # the console producer's --sync: this record acknowledged before the next is sent
+                producer.flush(TIMEOUT_S)
             producer.poll(0)
         left = producer.flush(TIMEOUT_S)
         if failures:
