@@ -5,6 +5,9 @@ broker stored once it stops; a bad principal, operation or host is one line nami
 from __future__ import annotations
 
 import importlib.util
+import socket
+import struct
+import threading
 from pathlib import Path
 
 import pytest
@@ -19,11 +22,16 @@ GROUP_G = "ResourcePattern(resourceType=GROUP, name=g, patternType=LITERAL)"
 PREFIXED = "ResourcePattern(resourceType=TOPIC, name=team-, patternType=PREFIXED)"
 
 
-def _serving(data_dir: Path, overrides: dict[str, str]):
+def _wire():
+    """tests/server/wire.py, loaded by path (only tests/server's own tests have that directory on the path)."""
     spec = importlib.util.spec_from_file_location("_acls_wire_wire", Path(__file__).parents[1] / "server" / "wire.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    return mod.serving(data_dir, overrides)
+    return mod
+
+
+def _serving(data_dir: Path, overrides: dict[str, str]):
+    return _wire().serving(data_dir, overrides)
 
 
 @pytest.fixture(scope="module")
@@ -115,3 +123,114 @@ def test_a_bad_entry_names_its_flag(broker, flags, flag):
         out = acls(*target, "--add", *flags, "--topic", "t", code=2)
         errors = [line for line in out.splitlines() if line.startswith("Error:")]
         assert len(errors) == 1 and f"'{flag}'" in errors[0], out
+
+
+# A broker without an authorizer (Kafka's default: no authorizer.class.name) answers the ACL APIs with
+# SECURITY_DISABLED (54) and these messages; `compactlog serve` always has one, so a proxy in front of it
+# answers them so, and passes every other request through.
+NO_AUTHORIZER = {29: ("describe_acls", "DescribeAcls", "No Authorizer is configured on the broker"),
+                 30: ("create_acls", "CreateAcls", "No Authorizer is configured."),
+                 31: ("delete_acls", "DeleteAcls", "No Authorizer is configured.")}
+
+
+def _recv_exactly(sock: socket.socket, n: int) -> bytes:
+    data = b""
+    while len(data) < n:
+        chunk = sock.recv(n - len(data))
+        if not chunk:
+            raise ConnectionError("closed")
+        data += chunk
+    return data
+
+
+def _read_frame(sock: socket.socket) -> bytes:
+    (size,) = struct.unpack(">i", _recv_exactly(sock, 4))
+    return _recv_exactly(sock, size)
+
+
+def _security_disabled(payload: bytes) -> bytes | None:
+    """The whole answer (with its size) an authorizer-less broker gives an ACL request; None for others."""
+    import datetime
+
+    from kio.schema.errors import ErrorCode
+    from kio.serial import entity_reader, entity_writer
+
+    api_key, version, correlation = struct.unpack_from(">hhi", payload)
+    if api_key not in NO_AUTHORIZER:
+        return None
+    module, name, message = NO_AUTHORIZER[api_key]
+    wire = _wire()
+    req_cls = getattr(wire.module_of(module, version, "request"), f"{name}Request")
+    resp = wire.module_of(module, version, "response")
+    _header, used = entity_reader(req_cls.__header_schema__)(memoryview(payload), 0)
+    body, _ = entity_reader(req_cls)(memoryview(payload), used)
+    refused = dict(error_code=ErrorCode(54), error_message=message)
+    nothing = datetime.timedelta(0)
+    if api_key == 29:
+        answer = resp.DescribeAclsResponse(throttle_time=nothing, resources=(), **refused)
+    elif api_key == 30:
+        answer = resp.CreateAclsResponse(throttle_time=nothing, results=tuple(
+            resp.AclCreationResult(**refused) for _ in body.creations))
+    else:
+        answer = resp.DeleteAclsResponse(throttle_time=nothing, filter_results=tuple(
+            resp.DeleteAclsFilterResult(matching_acls=(), **refused) for _ in body.filters))
+    out = __import__("io").BytesIO()
+    entity_writer(type(answer))(out, answer)
+    out_bytes = struct.pack(">i", correlation) + (b"\0" if req_cls.__flexible__ else b"") + out.getvalue()
+    return struct.pack(">i", len(out_bytes)) + out_bytes
+
+
+@pytest.fixture(scope="module")
+def no_authorizer(tmp_path_factory):
+    """HOST:PORT of a proxy to a broker of its own (which advertises the proxy, so that every connection
+    goes through it), answering the ACL APIs as a broker without an authorizer."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    address = f"127.0.0.1:{listener.getsockname()[1]}"
+    conns: list[socket.socket] = []
+
+    def serve_one(client: socket.socket, port: int) -> None:
+        with client, socket.create_connection(("127.0.0.1", port), timeout=30) as upstream:
+            conns.extend((client, upstream))
+            try:
+                while True:
+                    payload = _read_frame(client)
+                    answer = _security_disabled(payload)
+                    if answer is None:
+                        upstream.sendall(struct.pack(">i", len(payload)) + payload)
+                        reply = _read_frame(upstream)
+                        answer = struct.pack(">i", len(reply)) + reply
+                    client.sendall(answer)
+            except (ConnectionError, OSError):
+                pass
+
+    def accept(port: int) -> None:
+        while True:
+            try:
+                client, _ = listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=serve_one, args=(client, port), daemon=True).start()
+
+    with _serving(tmp_path_factory.mktemp("acls-no-authorizer") / "data",
+                  {"advertised.listeners": f"PLAINTEXT://{address}"}) as s:
+        threading.Thread(target=accept, args=(s.port,), daemon=True).start()
+        try:
+            yield address
+        finally:
+            listener.close()
+            for c in conns:
+                try:
+                    c.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+
+def test_a_broker_without_an_authorizer(no_authorizer):
+    wire = ("--bootstrap-server", no_authorizer)
+    out = acls(*wire, "--list", code=1)
+    assert out == "Error: No Authorizer is configured on the broker\n"
+    out = acls(*wire, "--add", "--allow-principal", "User:alice", "--topic", "t", code=1)
+    assert out == (block(f"Adding ACLs for resource `{TOPIC_T}`:", entry("User:alice", "ALL"))
+                   + "Error: No Authorizer is configured.\n")
+    out = acls(*wire, "--remove", "--topic", "t", "--force", code=1)
+    assert out == "Error: No Authorizer is configured.\n"
