@@ -258,3 +258,35 @@ def test_describe_transactions_needs_describe_on_the_transactional_id(acl_server
 
     assert describe_error("bob") == 53  # TRANSACTIONAL_ID_AUTHORIZATION_FAILED: no ACL names it
     assert describe_error("admin") == 105  # a super user: TRANSACTIONAL_ID_NOT_FOUND, there are none
+
+
+def test_acls_command_through_a_sasl_listener(acl_server, tmp_path):
+    """acls --bootstrap-server --command-config: a super user lists, adds and removes; a user without
+    Describe or Alter on the cluster is refused in the broker's words (librdkafka alone would list nothing)."""
+    from click.testing import CliRunner
+
+    from compactlog.cli import main
+
+    def settings(user: str) -> str:
+        path = tmp_path / f"{user}.properties"
+        path.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-256\nsasl.jaas.config="
+                        "org.apache.kafka.common.security.scram.ScramLoginModule required "
+                        f'username="{user}" password="{USERS[user]}";\n')
+        return str(path)
+
+    def acls(user: str, *args: str, code: int = 0) -> str:
+        res = CliRunner().invoke(main, ["acls", "--bootstrap-server", acl_server.bootstrap, "--command-config",
+                                        settings(user), *args])
+        assert res.exit_code == code, res.output
+        return res.output
+
+    readonly = "Current ACLs for resource `ResourcePattern(resourceType=TOPIC, name=readonly, patternType=LITERAL)`: "
+    assert acls("admin", "--list", "--topic", "readonly") == (
+        f"{readonly}\n \t(principal=User:alice, host=*, operation=READ, permissionType=ALLOW) \n\n")
+    assert acls("bob", "--list", code=1) == "Error: Not allowed to describe ACLs (DESCRIBE on the cluster)\n"
+    out = acls("bob", "--add", "--allow-principal", "User:bob", "--topic", "readonly", code=1)
+    assert out.splitlines()[-1] == "Error: Not allowed to alter ACLs (ALTER on the cluster)"
+    acls("admin", "--add", "--allow-principal", "User:bob", "--operation", "Describe", "--topic", "readonly")
+    acls("admin", "--remove", "--allow-principal", "User:bob", "--operation", "Describe", "--topic", "readonly",
+         "--force")
+    assert "User:bob" not in acls("admin", "--list", "--topic", "readonly")
