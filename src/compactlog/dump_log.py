@@ -13,7 +13,9 @@ files copied from anywhere:
   in Kafka's words (an index entry whose offset is not the last offset of the batch at its position,
   Kafka's three time-index findings, and offsets that leave gaps);
 * :func:`txn_index_entries` gives a ``.txnindex``'s aborted transactions, read by the storage's
-  ``TransactionIndex``, and the bytes of a torn entry after the last whole one.
+  ``TransactionIndex``, and the bytes of a torn entry after the last whole one;
+* :func:`index_sanity_check` makes Kafka's own check of an index (the one a broker makes at start to
+  decide whether to rebuild it), with Kafka's words.
 """
 
 from __future__ import annotations
@@ -37,6 +39,11 @@ if TYPE_CHECKING:
 
 NO_TIMESTAMP = -1
 LOG, INDEX, TIME_INDEX, TXN_INDEX = "log", "index", "timeindex", "txnindex"
+
+
+class RecordParseError(CompactLogError):
+    """A record a ``dump-log`` decoder cannot read where Kafka's tool stops (a coordinator's record
+    without a key)."""
 
 
 class NotASegmentFileError(CompactLogError):
@@ -79,10 +86,10 @@ class DumpFindings:
         return out
 
 
-def check_segment_file(path: Path) -> str:
+def check_segment_file(path: Path, whole_entries: bool = True) -> str:
     """The kind of segment file ``path`` is (:data:`LOG`, :data:`INDEX`, :data:`TIME_INDEX` or
     :data:`TXN_INDEX`); ``NotASegmentFileError`` naming why for what cannot be one, before a byte of it
-    is read."""
+    is read. ``whole_entries=False`` leaves an index of a torn size to :func:`index_sanity_check`."""
     if not path.exists():
         raise NotASegmentFileError(f"{path} does not exist")
     if path.is_dir():
@@ -94,7 +101,7 @@ def check_segment_file(path: Path) -> str:
     if not re.fullmatch(r"[0-9]+", path.name.split(".", 1)[0]):
         raise NotASegmentFileError(f"{path}: a segment file's name starts with its base offset "
                                    f"(as in 00000000000000000000{path.name[path.name.index('.'):]})")
-    if is_index:
+    if is_index and whole_entries:
         from .storage.index import OffsetIndex, TimeIndex
 
         entry = (TimeIndex if path.name.endswith(files.TIME_INDEX_SUFFIX) else OffsetIndex).dtype.itemsize
@@ -197,20 +204,28 @@ def _log_beside(path: Path, base: int) -> Iterator["LogSegment | None"]:
         seg.close_handlers()
 
 
-def _last_offset_at(seg: "LogSegment", position: int) -> int:
-    """The last offset of the batch whose header starts at ``position``; -1 when there is none."""
+def _last_offset_at(seg: "LogSegment", position: int, max_message_size: int | None = None) -> int:
+    """The last offset of the batch whose header starts at ``position``; -1 when there is none. A batch
+    larger than ``max_message_size`` cannot be read within it (``CompactLogError``: Kafka's tool stops
+    there too)."""
     from .records.batch import HEADER_SIZE, MAGIC, RecordBatch
 
     header = seg.read_bytes(position, HEADER_SIZE) if 0 <= position < seg.size else b""
     if len(header) < HEADER_SIZE:
         return -1
     batch = RecordBatch(header)
-    return batch.last_offset if batch.magic == MAGIC else -1
+    if batch.magic != MAGIC:
+        return -1
+    if max_message_size is not None and batch.size > max_message_size:
+        raise CompactLogError(f"the batch at position {position} of {seg.log_path.name} is {batch.size} bytes, "
+                              f"more than the largest message size {max_message_size} (raise --max-message-size)")
+    return batch.last_offset
 
 
-def offset_index_entries(path: Path, findings: DumpFindings) -> Iterator[tuple[int, int]]:
+def offset_index_entries(path: Path, findings: DumpFindings,
+                         max_message_size: int | None = None) -> Iterator[tuple[int, int]]:
     """(offset, position) of each entry of an ``.index`` (none: it is empty), each checked against the
-    batch at its position in the ``.log`` beside it."""
+    batch at its position in the ``.log`` beside it, read within ``max_message_size`` bytes."""
     from .storage.index import OffsetIndex
 
     base = files.base_offset_of(path)
@@ -221,7 +236,7 @@ def offset_index_entries(path: Path, findings: DumpFindings) -> Iterator[tuple[i
             if i > 0 and offset == base:  # the zeros of a preallocated index that was never trimmed
                 return
             if seg is not None:
-                found = _last_offset_at(seg, position)
+                found = _last_offset_at(seg, position, max_message_size)
                 if found != offset:
                     findings.add(findings.index_mismatches, path, (offset, found))
             yield offset, position
@@ -297,3 +312,48 @@ def txn_index_entries(path: Path) -> tuple[list[AbortedTxnEntry], int]:
     entries = [AbortedTxnEntry(CURRENT_VERSION, t.producer_id, t.first_offset, t.last_offset, t.last_stable_offset)
                for t in txns]
     return entries, path.stat().st_size % ENTRY_SIZE
+
+
+def index_sanity_check(path: Path, kind: str) -> None:
+    """Kafka's ``sanityCheck`` of an ``.index`` or ``.timeindex`` (``kind``), the check a broker makes at
+    start to decide whether to rebuild it: the last entry's offset is not below the base offset, a time
+    index's last timestamp not below its first, and the size a whole number of entries. A failure raises
+    ``CorruptIndexFoundError`` with Kafka's message. Only the first and last entries are read."""
+    entry = 8 if kind == INDEX else 12
+    base = files.base_offset_of(path)
+    size = path.stat().st_size
+    entries = size // entry
+    name = path.absolute()
+    first = last = b""
+    if entries:
+        with path.open("rb") as f:
+            first = f.read(entry)
+            f.seek((entries - 1) * entry)
+            last = f.read(entry)
+    if kind == INDEX:
+        if entries and base + int.from_bytes(last[:4], "big", signed=True) < base:
+            last_offset = base + int.from_bytes(last[:4], "big", signed=True)
+            raise CorruptIndexFoundError(f"Corrupt index found, index file {name} has non-zero size but the last "
+                                         f"offset is {last_offset} which is less than the base offset {base}")
+        if size % entry:
+            raise CorruptIndexFoundError(f"Index file {name} is corrupt, found {size} bytes which is neither "
+                                         f"positive nor a multiple of {entry}")
+        return
+    if entries:
+        first_ts = int.from_bytes(first[:8], "big", signed=True)
+        last_ts = int.from_bytes(last[:8], "big", signed=True)
+        last_offset = base + int.from_bytes(last[8:12], "big", signed=True)
+        if last_ts < first_ts:
+            raise CorruptIndexFoundError(f"Corrupt time index found, time index file ({name}) has non-zero size but "
+                                         f"the last timestamp is {last_ts} which is less than the first timestamp "
+                                         f"{first_ts}")
+        if last_offset < base:
+            raise CorruptIndexFoundError(f"Corrupt time index found, time index file ({name}) has non-zero size but "
+                                         f"the last offset is {last_offset} which is less than the first offset {base}")
+    if size % entry:
+        raise CorruptIndexFoundError(f"Time index file {name} is corrupt, found {size} bytes which is neither "
+                                     f"positive nor a multiple of {entry}")
+
+
+class CorruptIndexFoundError(CompactLogError):
+    """An index fails Kafka's sanity check (the message is Kafka's)."""
