@@ -88,6 +88,10 @@ def test_add_refusals_in_kafkas_words(tmp_path):
                                               "when trying to add ACLs.")
     result = acls(data, "--add", "--producer", "--allow-principal", "User:bob", "--operation", "Read", "--topic", "t")
     assert result.output.splitlines()[-1] == "Error: --producer cannot be used with --operation"
+    result = acls(data, "--add", "--allow-principal", "User:bob", "--operation", "Write", "--topic", "t", "--group", "g")
+    assert (result.exit_code, result.output.splitlines()[-1]) == (
+        2, "Error: ResourceType GROUP only supports operations Read, Describe, Delete, All")
+    assert acls(data, "--list").output == ""  # nothing added, not even to the topic
     result = acls(data, "--add", "--producer", "--consumer", "--allow-principal", "User:p", "--topic", "t",
                   "--group", "g")
     assert result.exit_code == 0, result.output

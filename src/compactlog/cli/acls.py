@@ -33,6 +33,13 @@ from .common import data_dir_option, kafka_errors, shown
 from .topics import one_action
 
 Entry = tuple[str, str, Operation, Permission]  # principal, host, operation, permission
+O = Operation
+SUPPORTED = {  # the operations an ACL of each resource type may name besides All (Kafka's AclEntry)
+    ResourceType.TOPIC: (O.READ, O.WRITE, O.CREATE, O.DESCRIBE, O.DELETE, O.ALTER, O.DESCRIBE_CONFIGS, O.ALTER_CONFIGS),
+    ResourceType.GROUP: (O.READ, O.DESCRIBE, O.DELETE),
+    ResourceType.CLUSTER: (O.CREATE, O.CLUSTER_ACTION, O.DESCRIBE_CONFIGS, O.ALTER_CONFIGS, O.IDEMPOTENT_WRITE, O.ALTER,
+                           O.DESCRIBE),
+}
 NO_RESOURCE = ("You must provide at least one resource: --topic <topic> or --cluster or --group <group>")
 
 
@@ -211,6 +218,7 @@ def acls(data_dir, server_properties, bootstrap_server, add, remove, list_, allo
     if not resources:
         raise click.UsageError(NO_RESOURCE)
     per_resource = _resource_entries(resources, entries_for, producer, consumer)
+    _check_operations(per_resource)
     if action == "add":
         if pattern_type not in (PatternType.LITERAL, PatternType.PREFIXED):
             raise click.UsageError(f"A '--resource-pattern-type' value of '{pattern_type.name}' is not valid when "
@@ -231,6 +239,19 @@ def acls(data_dir, server_properties, bootstrap_server, add, remove, list_, allo
                           + f" from resource filter `{where}`? (y/n)"):
                 store.remove([AclFilter(*r, *e) for e in entries])
     _list(store, resources, [])
+
+
+def _pascal(op: Operation) -> str:
+    return "".join(word.capitalize() for word in op.name.split("_"))
+
+
+def _check_operations(per_resource: dict[Resource, list[Entry]]) -> None:
+    """kafka-acls refuses an operation the resource type has no use for (Write on a group), before asking
+    the broker, which would store it."""
+    for (rt, _name, _pt), entries in per_resource.items():
+        valid = (*SUPPORTED[rt], Operation.ALL)
+        if any(e[2] not in valid for e in entries):
+            raise click.UsageError(f"ResourceType {rt.name} only supports operations {', '.join(map(_pascal, valid))}")
 
 
 def _check_flags(action, producer, consumer, allow, deny, allow_host, deny_host, operations, principals, topics,
