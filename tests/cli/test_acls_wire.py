@@ -234,3 +234,9 @@ def test_a_broker_without_an_authorizer(no_authorizer):
                    + "Error: No Authorizer is configured.\n")
     out = acls(*wire, "--remove", "--topic", "t", "--force", code=1)
     assert out == "Error: No Authorizer is configured.\n"
+
+
+def test_exactly_one_target(broker, tmp_path):
+    both = acls("--bootstrap-server", broker.bootstrap, "--data-dir", str(tmp_path), "--list", code=2)
+    assert both.splitlines()[-1].startswith("Error: Give exactly one of --data-dir")
+    assert acls("--list", code=2).splitlines()[-1].startswith("Error: Give exactly one of --data-dir")
