@@ -110,8 +110,7 @@ def _entries(allow, allow_hosts, deny, deny_hosts, ops) -> list[Entry]:
 def _resource_entries(resources: list[Resource], entries_for, producer: bool, consumer: bool) -> dict[Resource, list[Entry]]:
     """kafka-acls' map of resource to entries: the flags' own, or those of --producer and --consumer."""
     if not (producer or consumer):
-        ops = None
-        return {r: entries_for(ops) for r in resources}
+        return {r: entries_for(None) for r in resources}
     out: dict[Resource, list[Entry]] = {}
     if producer:
         out.update({r: entries_for([Operation.WRITE, Operation.DESCRIBE, Operation.CREATE])
