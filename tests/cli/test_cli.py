@@ -34,10 +34,10 @@ def test_walkthrough_commands(run, tmp_path):
     run("produce", "--data-dir", "DATA", "--topic", "latest-product-price", "--property", "parse.key=true",
         "--property", "key.separator=:", input=PRICES)
     out = run("consume", "--data-dir", "DATA", "--topic", "latest-product-price", "--from-beginning",
-              "--property", "print.key=true", "--property", "key.separator=:").output
+              "--property", "print.key=true", "--property", "key.separator=:").stdout
     assert out == PRICES
     out = run("consume", "--data-dir", "DATA", "--topic", "latest-product-price", "--partition", "0", "--offset", "5",
-              "--property", "print.offset=true", "--property", "print.partition=true").output
+              "--property", "print.offset=true", "--property", "print.partition=true").stdout
     assert out == "Partition:0\tOffset:5\t14\nPartition:0\tOffset:6\t17\n"
     out = run("topics", "--data-dir", "DATA", "--describe", "--topic", "latest-product-price").output
     assert "PartitionCount: 1" in out and "Configs: cleanup.policy=compact,segment.ms=100" in out
@@ -63,7 +63,7 @@ def test_null_marker_makes_tombstones_and_null_literal_prints_them(run):
     run("produce", "--data-dir", "DATA", "--topic", "t", "--property", "parse.key=true", "--property", "key.separator=:",
         "--property", "null.marker=NULL", input="a:1\na:NULL\n")
     out = run("consume", "--data-dir", "DATA", "--topic", "t", "--from-beginning", "--property", "print.key=true",
-              "--property", "null.literal=<null>").output
+              "--property", "null.literal=<null>").stdout
     assert out == "a\t1\na\t<null>\n"
 
 
@@ -72,7 +72,7 @@ def test_headers_and_timestamps(run):
     run("produce", "--data-dir", "DATA", "--topic", "t", "--property", "parse.headers=true", "--property", "parse.key=true",
         input="h1:x,h2:y\tk\tv\n")
     out = run("consume", "--data-dir", "DATA", "--topic", "t", "--from-beginning", "--property", "print.headers=true",
-              "--property", "print.timestamp=true", "--property", "print.key=true").output
+              "--property", "print.timestamp=true", "--property", "print.key=true").stdout
     ts, headers, key, value = out.rstrip("\n").split("\t")
     assert ts.startswith("CreateTime:") and headers == "h1:x,h2:y" and (key, value) == ("k", "v")
 
@@ -95,7 +95,7 @@ def test_bad_input_is_a_clear_error_and_stores_nothing(run, args, stdin, message
     res = run(*args, input=stdin, ok=False)
     assert res.exit_code == 1
     assert message in res.output
-    assert run("consume", "--data-dir", "DATA", "--topic", "t", "--from-beginning").output == ""
+    assert run("consume", "--data-dir", "DATA", "--topic", "t", "--from-beginning").stdout == ""
 
 
 def test_produce_cuts_batches_to_fit_a_topic_with_small_segments(run, tmp_path):
@@ -106,7 +106,7 @@ def test_produce_cuts_batches_to_fit_a_topic_with_small_segments(run, tmp_path):
     run("produce", "--data-dir", "DATA", "--topic", "t", "--property", "parse.key=true", "--property", "key.separator=:",
         "--compression-codec", "lz4", input=lines)
     out = run("consume", "--data-dir", "DATA", "--topic", "t", "--from-beginning", "--property", "print.key=true",
-              "--property", "key.separator=:").output
+              "--property", "key.separator=:").stdout
     assert out == lines
     segments = sorted((tmp_path / "data" / "t-0").glob("*.log"))
     assert len(segments) > 1
@@ -117,7 +117,7 @@ def test_produce_cuts_batches_to_fit_a_topic_with_small_segments(run, tmp_path):
     assert res.exit_code == 1 and res.output == (
         "Error: Message batch size is 2070 bytes in append to partition t-0 which exceeds the maximum configured "
         "segment size of 1000. Record 1 alone makes a batch that large.\n")
-    out = run("consume", "--data-dir", "DATA", "--topic", "t", "--from-beginning").output
+    out = run("consume", "--data-dir", "DATA", "--topic", "t", "--from-beginning").stdout
     assert out == "".join(line.split(":", 1)[1] + "\n" for line in lines.splitlines())  # nothing of the refused input
 
 

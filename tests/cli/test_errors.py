@@ -85,9 +85,9 @@ def test_consume_names_an_unknown_topic_whether_it_follows_or_not(data):
 
 def test_consume_offset_takes_its_three_forms(data):
     base = ["consume", "--data-dir", str(data), "--topic", "t", "--partition", "0"]
-    assert cli(*base, "--offset", "2").output == "v2\n"
-    assert cli(*base, "--offset", "earliest").output == "v0\nv1\nv2\n"
-    assert cli(*base, "--offset", "latest").output == ""
+    assert cli(*base, "--offset", "2").stdout == "v2\n"
+    assert cli(*base, "--offset", "earliest").stdout == "v0\nv1\nv2\n"
+    assert cli(*base, "--offset", "latest").stdout == ""
 
 
 # --- produce ------------------------------------------------------------------------------------------
@@ -143,7 +143,7 @@ def test_separators_keep_non_ascii_characters_and_take_escapes(data):
               "--property", "key.separator=→", input="k→v\n")
     assert res.exit_code == 0, res.output
     out = cli("consume", "--data-dir", str(data), "--topic", "c", "--from-beginning", "--property", "print.key=true",
-              "--property", "key.separator=\\u2192").output
+              "--property", "key.separator=\\u2192").stdout
     assert out == "k→v\n"
 
 
@@ -157,7 +157,7 @@ def test_a_property_is_one_name_and_value_kept_as_typed(data):
               "--property", "key.separator= ", input="k2 x=y\n")
     assert res.exit_code == 0, res.output
     out = cli("consume", "--data-dir", str(data), "--topic", "c", "--from-beginning", "--property", "print.key=true",
-              "--property", "key.separator= = ").output
+              "--property", "key.separator= = ").stdout
     assert out == "k1 = a,b\nk2 = x=y\n"
 
 
@@ -673,7 +673,7 @@ def test_a_topic_name_of_249_characters_works(data):
     res = cli("topics", "--data-dir", str(data), "--create", "--topic", name, "--partitions", "11")
     assert res.exit_code == 0, res.output
     assert cli("produce", "--data-dir", str(data), "--topic", name, input="x\n").exit_code == 0
-    assert cli("consume", "--data-dir", str(data), "--topic", name, "--from-beginning").output == "x\n"
+    assert cli("consume", "--data-dir", str(data), "--topic", name, "--from-beginning").stdout == "x\n"
     assert name in cli("topics", "--data-dir", str(data), "--list").output
     assert cli("topics", "--data-dir", str(data), "--delete", "--topic", name).exit_code == 0
 

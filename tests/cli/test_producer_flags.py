@@ -72,3 +72,18 @@ def test_the_producer_flags_need_a_broker(tmp_path, args):
     (tmp_path / "data").mkdir()
     res = invoke("produce", "--data-dir", str(tmp_path / "data"), "--topic", "t", *args, input="x\n")
     assert res.exit_code == 2 and "go with --bootstrap-server" in res.output
+
+
+def test_consume_reports_its_count_on_standard_error(broker, tmp_path):
+    """kafka-console-consumer ends with 'Processed a total of N messages' on standard error, the records alone
+    on standard output; over a broker and over a data directory alike."""
+    b = broker.bootstrap
+    assert invoke("produce", "--bootstrap-server", b, "--topic", "counted", input="x\ny\n").exit_code == 0
+    res = invoke("consume", "--bootstrap-server", b, "--topic", "counted", "--from-beginning", "--max-messages", "2")
+    assert (res.exit_code, res.stdout, res.stderr) == (0, "x\ny\n", "Processed a total of 2 messages\n")
+    (tmp_path / "data").mkdir()
+    assert invoke("topics", "--data-dir", str(tmp_path / "data"), "--create", "--topic", "t").exit_code == 0
+    res = invoke("consume", "--data-dir", str(tmp_path / "data"), "--topic", "t", "--from-beginning")
+    assert (res.exit_code, res.stdout, res.stderr) == (0, "", "Processed a total of 0 messages\n")
+    res = invoke("consume", "--data-dir", str(tmp_path / "data"), "--topic", "nope")
+    assert (res.exit_code, res.stderr) == (1, "Error: Topic 'nope' does not exist.\n"), "a failure: its line alone"

@@ -40,7 +40,7 @@ def test_a_null_marker_value_is_a_null_header(data):
     result = CliRunner().invoke(main, ["produce", "--data-dir", str(data), "--topic", "t", *HEADERS], input="h:N\tk:v\n")
     assert result.exit_code == 0, result.output
     out = CliRunner().invoke(main, ["consume", "--data-dir", str(data), "--topic", "t", "--from-beginning",
-                                    "--property", "print.headers=true", "--property", "print.key=true"]).output
+                                    "--property", "print.headers=true", "--property", "print.key=true"]).stdout
     assert out == "h:null\tk\tv\n"
 
 

@@ -28,8 +28,8 @@ def test_compact_status_and_read_compacted(tmp_path):
            input="b:4\n")
     out = invoke("consume", "--data-dir", d, "--topic", "orders", "--from-beginning", "--read-compacted",
                  "--property", "print.key=true", "--property", "print.offset=true", "--property", "key.separator=:")
-    assert out.splitlines() == ["Offset:1:b:2", "Offset:2:a:3", "Offset:3:b:4"]
+    assert out.splitlines() == ["Offset:1:b:2", "Offset:2:a:3", "Offset:3:b:4", "Processed a total of 3 messages"]
     out = invoke("consume", "--data-dir", d, "--topic", "orders", "--from-beginning", "--property", "print.key=true",
                  "--property", "key.separator=:")
-    assert out.splitlines() == ["a:1", "b:2", "a:3", "b:4"], "without the flag: the whole history"
+    assert out.splitlines() == ["a:1", "b:2", "a:3", "b:4", "Processed a total of 4 messages"], "without the flag: the whole history"
     assert "nope" in invoke("compact-topic", "--data-dir", d, "--topic", "nope", code=1)

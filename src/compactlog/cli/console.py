@@ -6,6 +6,7 @@ from __future__ import annotations
 
 
 import sys
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import click
@@ -118,7 +119,7 @@ class LineReaderProps:
               help="With --bootstrap-server: a Kafka producer setting (repeatable); the flags below win over it.")
 @click.option("--producer.config", "producer_config", type=click.Path(exists=True, dir_okay=False), metavar="FILE",
               help="With --bootstrap-server: Kafka producer settings in a properties file (--producer-property wins).")
-@click.option("--request-required-acks", "acks", type=click.Choice(["all", "-1", "0", "1"]),
+@click.option("--request-required-acks", "acks", type=OneOf(["all", "-1", "0", "1"]),
               help="With --bootstrap-server: the acks the producer asks for (default: all).")
 @click.option("--sync", is_flag=True, help="With --bootstrap-server: send each record and wait for its acknowledgement.")
 @click.option("--request-timeout-ms", type=Number(1, INT_MAX), help="With --bootstrap-server: request.timeout.ms.")
@@ -254,7 +255,42 @@ def consume(data_dir, server_properties, bootstrap_server, topic, from_beginning
     """
     fmt = RecordFormatter(parse_key_values(properties, "--property", strip=False))
     check_crcs = consumer_settings(parse_key_values(consumer_properties, "--consumer-property", strip=False))
-    out = sys.stdout.buffer
+    out = CountingWriter(sys.stdout.buffer)
+    with reporting_count(out):
+        _consume(data_dir, server_properties, bootstrap_server, topic, from_beginning, partition, offset, max_messages,
+                 timeout_ms, read_compacted, group, check_crcs, fmt, out)
+
+
+class CountingWriter:
+    """Standard output that counts the records written to it (each formatted record is one write)."""
+
+    def __init__(self, raw) -> None:
+        self.raw = raw
+        self.count = 0
+
+    def write(self, data: bytes) -> None:
+        self.raw.write(data)
+        self.count += 1
+
+    def flush(self) -> None:
+        self.raw.flush()
+
+
+@contextmanager
+def reporting_count(out: CountingWriter):
+    """Kafka's console consumer ends, whether it ran out of records, reached --max-messages or was
+    interrupted, with ``Processed a total of N messages`` on standard error; a failure is reported by its
+    own one line instead."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        click.echo(f"Processed a total of {out.count} messages", err=True)
+        raise
+    click.echo(f"Processed a total of {out.count} messages", err=True)
+
+
+def _consume(data_dir, server_properties, bootstrap_server, topic, from_beginning, partition, offset, max_messages,
+             timeout_ms, read_compacted, group, check_crcs, fmt, out) -> None:
     start = None
     if offset is not None:
         if partition is None:
