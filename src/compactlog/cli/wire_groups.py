@@ -140,6 +140,8 @@ class GroupAdmin(WireClient):
         earliest = self._offsets(partitions, EARLIEST)
         latest = self._offsets(partitions, LATEST)
         found = self._offsets(partitions, value) if to == DATETIME else {}  # -1: no record that recent
+        if to == OFFSET:
+            return {tp: within_log(tp, value, earliest[tp], latest[tp]) for tp in partitions}
         if to in RESET_TARGETS:
             return {tp: new_offset(to, value, earliest[tp], latest[tp], found[tp] if found.get(tp, -1) >= 0 else None)
                     for tp in partitions}
@@ -158,7 +160,7 @@ class GroupAdmin(WireClient):
                 wanted = requested[tp]
             else:
                 raise ValueError(f"unknown reset target {shown(to)}")
-            plan[tp] = new_offset(OFFSET, wanted, earliest[tp], latest[tp], None)
+            plan[tp] = within_log(tp, wanted, earliest[tp], latest[tp])
         return plan
 
     def commit(self, group: str, offsets: Mapping[TopicPartitionKey, int]) -> None:
@@ -183,6 +185,21 @@ class GroupAdmin(WireClient):
             if exc.code == NonEmptyGroupError.code:
                 raise NonEmptyGroupError(f"Consumer group {shown(group)} is not empty.") from None
             raise
+
+
+def within_log(tp: TopicPartitionKey, wanted: int, start: int, end: int) -> int:
+    """An offset asked for (--to-offset, --shift-by, --from-file) kept within the log, as the reset rule keeps
+    it, with the warning kafka-consumer-groups prints (on standard error) when it is moved."""
+    import click
+
+    kept = new_offset(OFFSET, wanted, start, end, None)
+    if wanted > end:
+        click.echo(f"WARN New offset ({wanted}) is higher than latest offset for topic partition {tp[0]}-{tp[1]}. "
+                   f"Value will be set to {kept}", err=True)
+    elif wanted < start:
+        click.echo(f"WARN New offset ({wanted}) is lower than earliest offset for topic partition {tp[0]}-{tp[1]}. "
+                   f"Value will be set to {kept}", err=True)
+    return kept
 
 
 def check_inactive(group: GroupView) -> None:
