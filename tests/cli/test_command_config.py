@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import shutil
+import sys
 import ssl
 from dataclasses import replace
 from pathlib import Path
@@ -26,11 +28,21 @@ PLAIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
 SCRAM_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule"
 
 
-def _wire():
-    spec = importlib.util.spec_from_file_location("_command_config_wire", Path(__file__).parents[1] / "server" / "wire.py")
+def _load(name: str):
+    """A helper module of tests/server, loaded by path (only tests/server's own tests have it on the path)."""
+    spec = importlib.util.spec_from_file_location(f"_command_config_{name}", Path(__file__).parents[1] / "server" / f"{name}.py")
     mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod  # its dataclasses look their module up
     spec.loader.exec_module(mod)
     return mod
+
+
+def _wire():
+    return _load("wire")
+
+
+def _tls_certs():
+    return _load("tls_certs")
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +54,13 @@ def broker(tmp_path_factory):
                                         "--entity-name", user, "--add-config",
                                         f"SCRAM-SHA-256=[password={password}],SCRAM-SHA-512=[password={password}]"])
         assert res.exit_code == 0, res.output
-    with _wire().serving(d, {"listeners": "SASL_PLAINTEXT://127.0.0.1:0"}) as s:
+    certs = _tls_certs().make_certs(d.parent / "certs") if shutil.which("openssl") else None
+    listeners = {"listeners": "SASL_PLAINTEXT://127.0.0.1:0"}
+    if certs is not None:
+        listeners = {"listeners": "SASL_PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0",
+                     "ssl.keystore.location": str(certs.server_keystore)}
+    with _wire().serving(d, listeners) as s:
+        s.certs = certs
         yield s
 
 
@@ -62,7 +80,7 @@ def config_file(path: Path, mechanism: str, user: str, password: str) -> str:
 @pytest.fixture
 def run(broker):
     def invoke(*args: str, input: str | None = None, code: int = 0):
-        argv = ["--bootstrap-server", broker.bootstrap]
+        argv = ["--bootstrap-server", f"127.0.0.1:{broker.ports['SASL_PLAINTEXT']}"]
         res = CliRunner().invoke(main, [args[0], *argv, *args[1:]], input=input)
         assert res.exit_code == code, (args, res.output, res.exception)
         return res
@@ -120,6 +138,30 @@ def test_the_hand_written_login_is_refused_with_the_brokers_words(broker, mechan
     assert str(info.value) == BROKER_WORDS[mechanism]
 
 
+def test_sasl_ssl_with_a_pem_truststore(broker, tmp_path):
+    """TLS under the login, for librdkafka's clients and for the hand-built requests' socket alike."""
+    if broker.certs is None:
+        pytest.skip("the openssl command line is needed to make test certificates")
+    conf = tmp_path / "ssl.properties"
+    jaas = f'{SCRAM_MODULE} required username="alice" password="{USERS["alice"]}";'
+    conf.write_text(f"security.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-512\nsasl.jaas.config={jaas}\n"
+                    f"ssl.truststore.type=PEM\nssl.truststore.location={broker.certs.ca}\n")
+    b = f"127.0.0.1:{broker.ports['SASL_SSL']}"
+
+    def ok(*args: str, input: str | None = None) -> str:
+        res = CliRunner().invoke(main, [args[0], "--bootstrap-server", b, "--command-config", str(conf), *args[1:]],
+                                 input=input)
+        assert res.exit_code == 0, res.output
+        return res.stdout
+
+    ok("topics", "--create", "--topic", "over-tls")
+    ok("produce", "--topic", "over-tls", input="x\n")
+    assert ok("consume", "--topic", "over-tls", "--from-beginning", "--group", "tls-g") == "x\n"
+    assert "Request succeed" in ok("consumer-groups", "--delete-offsets", "--group", "tls-g", "--topic", "over-tls")
+    dirs = json.loads(ok("log-dirs", "--describe", "--topic-list", "over-tls").splitlines()[-1])["brokers"][0]["logDirs"]
+    assert [p["partition"] for d in dirs for p in d["partitions"]] == ["over-tls-0"]
+
+
 def test_without_the_file_the_listener_is_named(run, monkeypatch):
     from compactlog.cli import wire
 
@@ -163,3 +205,13 @@ def test_mapped_names():
                             "ssl.endpoint.identification.algorithm": "none", "client.id": "tool"}
     assert parse_jaas(f"{PLAIN_MODULE} required username=u password=\"a b;c\";") == (PLAIN_MODULE, {"username": "u",
                                                                                               "password": "a b;c"})
+
+
+def test_the_file_goes_with_a_broker(tmp_path):
+    f = tmp_path / "c.properties"
+    f.write_text("client.id=x\n")
+    (tmp_path / "data").mkdir()
+    res = CliRunner().invoke(main, ["topics", "--data-dir", str(tmp_path / "data"), "--command-config", str(f), "--list"])
+    assert res.exit_code == 2 and "--command-config goes with --bootstrap-server" in res.output
+    res = CliRunner().invoke(main, ["topics", "--data-dir", str(tmp_path / "data"), "--list"])
+    assert res.exit_code == 0, res.output  # the earlier command's settings are gone

@@ -202,6 +202,10 @@ def _one_target(f: Callable) -> Callable:
                                    "(a running broker, HOST:PORT).")
         if bootstrap is not None and kwargs.get("server_properties"):
             raise click.UsageError("--server-properties goes with --data-dir; a running broker has its own settings.")
+        from .client_properties import NONE, current
+
+        if data_dir is not None and current() is not NONE:
+            raise click.UsageError("--command-config goes with --bootstrap-server: it holds a client's settings.")
         return f(*args, **kwargs)
 
     return checked
