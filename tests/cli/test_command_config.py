@@ -95,6 +95,9 @@ def test_every_wire_command_logs_in(run, tmp_path, mechanism, user):
     topic, group = f"cc-{mechanism.lower()}", f"g-{mechanism.lower()}"
     assert run("topics", *cc, "--create", "--topic", topic, "--partitions", "2").stdout == f"Created topic {topic}.\n"
     assert topic in run("topics", *cc, "--list").stdout.split()
+    run("configs", *cc, "--alter", "--topic", topic, "--add-config", "retention.ms=60000")
+    assert "retention.ms=60000" in run("configs", *cc, "--describe", "--topic", topic).stdout
+    assert "SCRAM-SHA-256" in run("configs", *cc, "--describe", "--entity-type", "users", "--entity-name", user).stdout
     run("produce", *cc, "--topic", topic, "--property", "parse.key=true", "--property", "key.separator=:",
         input="a:1\nb:2\nc:3\n")
     out = run("consume", *cc, "--topic", topic, "--from-beginning", "--max-messages", "3", "--group", group).stdout
