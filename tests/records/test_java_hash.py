@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from compactlog.java_hash import coordinator_partition, kafka_abs, string_hash_code
-from compactlog.server.coordinator.records import java_string_hash, partition_for
+from compactlog.group_records import java_string_hash, partition_for
 from compactlog.transactions.coordinator import transaction_partition
 
 INT_MIN = -(2**31)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from compactlog.errors import CorruptRecordError
-from compactlog.server.coordinator.records import (
+from compactlog.group_records import (
     GroupMetadataKey,
     GroupMetadataValue,
     MemberMetadataValue,

@@ -14,7 +14,7 @@ from compactlog.server import apis
 from compactlog.server.broker import Broker
 from compactlog.server.coordinator.manager import TOPIC, GroupMetadataManager
 from compactlog.records.batch import iter_batches
-from compactlog.server.coordinator.records import OffsetCommitValue, partition_for
+from compactlog.group_records import OffsetCommitValue, partition_for
 from compactlog.server.coordinator.state import (
     COMPLETING_REBALANCE,
     EMPTY,

@@ -8,7 +8,7 @@ import pytest
 
 from compactlog.server.coordinator.group import GroupMetadata
 from compactlog.server.coordinator.member import MemberMetadata
-from compactlog.server.coordinator.records import OffsetCommitValue
+from compactlog.group_records import OffsetCommitValue
 from compactlog.server.coordinator.state import (
     CAN_REBALANCE,
     COMPLETING_REBALANCE,

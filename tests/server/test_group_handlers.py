@@ -17,7 +17,7 @@ from compactlog.security.acls import (
 from compactlog.server import apis
 from compactlog.server.broker import Broker, Session
 from compactlog.server.coordinator.manager import TOPIC, GroupMetadataManager
-from compactlog.server.coordinator.records import decode_offset_commit
+from compactlog.group_records import decode_offset_commit
 from compactlog.server.protocol import Connection, Request
 from compactlog.server.server_config import ServerConfig
 from compactlog.server.versions import SERVED, request_class

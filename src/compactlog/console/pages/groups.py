@@ -24,7 +24,7 @@ from aiohttp import web
 from ...errors import CompactLogError, InvalidRequestError, error_for
 from ...offset_reset import RESET_TARGETS, new_offset, parse_datetime  # the reset rule, shared with the CLI
 from ...server.coordinator.group import CONSUMER_PROTOCOL_TYPE, GroupMetadata
-from ...server.coordinator.records import OffsetCommitValue
+from ...group_records import OffsetCommitValue
 from ...server.coordinator.state import DEAD, EMPTY, STABLE
 from ...topics import is_internal
 from ..fields import FieldError, shown, whole_number

@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Iterable
 
 from .member import MemberMetadata, Protocols
-from .records import (
+from ...group_records import (
     GroupMetadataValue,
     MemberMetadataValue,
     OffsetCommitValue,

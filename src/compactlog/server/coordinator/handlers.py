@@ -27,7 +27,7 @@ from ..metadata import NOT_COMPUTED
 from ..protocol import Request
 from .codes import UNKNOWN_TOPIC_OR_PARTITION
 from .coordinator import GroupCoordinator
-from .records import OffsetCommitValue
+from ...group_records import OffsetCommitValue
 from .state import DEAD
 
 EXTRA = "group_coordinator"

@@ -37,7 +37,7 @@ from .codes import (
     UNKNOWN_TOPIC_OR_PARTITION,
 )
 from .group import GroupMetadata, TopicPartition
-from .records import (
+from ...group_records import (
     GroupMetadataKey,
     GroupMetadataValue,
     OffsetCommitKey,

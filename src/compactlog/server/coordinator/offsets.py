@@ -33,7 +33,7 @@ from .codes import (
 from .group import CONSUMER_PROTOCOL_TYPE, GroupMetadata, TopicPartition
 from .manager import GroupMetadataManager, store_error
 from .rebalance import Rebalancer
-from .records import OffsetCommitValue
+from ...group_records import OffsetCommitValue
 from .state import DEAD, EMPTY, MEMBER_COMMIT_ANSWER
 
 log = logging.getLogger(__name__)
