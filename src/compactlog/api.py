@@ -108,6 +108,7 @@ class CompactLog:
             remove_unpublished(lg.dir)
         self._partitioners: dict[str, BuiltInPartitioner] = {}
         self._plans: dict[tuple, ProducerPlan] = {}
+        self._names_by_id: dict[str, str] = {}
         if background:
             self.manager.start_background()
             self.cleaner.start()
@@ -212,8 +213,13 @@ class CompactLog:
         return None if meta is None else meta["topic_id"]
 
     def topic_with_id(self, topic_id: str) -> str | None:
-        """The name of the topic whose id is ``topic_id`` (Fetch v13+ names topics by id), or None."""
-        return next((name for name, meta in list(self.manager.topics.items()) if meta["topic_id"] == topic_id), None)
+        """The name of the topic whose id is ``topic_id`` (Fetch v13+ names topics by id, every fetch), or
+        None. A remembered name is checked against the live topics, so a deleted topic is never named."""
+        name = self._names_by_id.get(topic_id)
+        if name is None or (self.manager.topics.get(name) or {}).get("topic_id") != topic_id:
+            self._names_by_id = {m["topic_id"]: n for n, m in list(self.manager.topics.items())}
+            name = self._names_by_id.get(topic_id)
+        return name
 
     def topic_config(self, topic: str) -> LogConfig:
         """The topic's effective config (its overrides over the broker's defaults)."""

@@ -82,3 +82,19 @@ def test_max_timestamp_is_the_first_record_with_the_largest_timestamp(tmp_path, 
         assert part.max_timestamp() == _brute_max(part)
         cl.delete_records("ts", 0, part.log_end_offset)
         assert part.max_timestamp() is None
+
+
+def test_a_topic_id_names_its_topic_only_while_that_topic_lives(tmp_path):
+    """Fetch v13+ finds topics by id on every request: a deleted topic's id names nothing, even when a
+    topic of the same name is made again (with a new id)."""
+    with compactlog.open(tmp_path) as cl:
+        cl.create_topic("t", 1)
+        first = cl.topic_id("t")
+        assert cl.topic_with_id(first) == "t"
+        cl.delete_topic("t")
+        assert cl.topic_with_id(first) is None
+        cl.create_topic("t", 1)
+        second = cl.topic_id("t")
+        assert second != first
+        assert (cl.topic_with_id(first), cl.topic_with_id(second)) == (None, "t")
+        assert cl.topic_with_id("no-such-id") is None
