@@ -100,6 +100,14 @@ def authorized_operations(broker: Broker, session: Session, resource_type: str, 
     return bits
 
 
+def cluster_operations(broker: Broker, session: Session) -> int:
+    """The cluster's authorized operations as Metadata v8-10 and DescribeCluster answer them: 0 for a
+    caller who may not describe the cluster, as Kafka answers."""
+    if not broker.authorize(session, "DESCRIBE", "CLUSTER"):
+        return 0
+    return authorized_operations(broker, session, "CLUSTER")
+
+
 # The ACL APIs -------------------------------------------------------------------------------------------
 
 def _filter(f) -> AclFilter:

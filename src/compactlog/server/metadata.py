@@ -15,7 +15,7 @@ import uuid
 from ..errors import CompactLogError, shown
 from ..partition import LEADER_EPOCH
 from ..topics import INTERNAL_TOPICS
-from .acls import authorized_operations
+from .acls import authorized_operations, cluster_operations
 from .broker import NO_THROTTLE, Broker, Session, error_code
 from .entities import make, response, schema
 from .protocol import Request
@@ -103,8 +103,7 @@ async def metadata(broker: Broker, req: Request, session: Session):
                            partitions=parts, topic_authorized_operations=ops))
     cluster_ops = NOT_COMPUTED  # v8-10 only: v11 left it to DescribeCluster
     if 8 <= version <= 10 and body.include_cluster_authorized_operations:
-        cluster_ops = (authorized_operations(broker, session, "CLUSTER")
-                       if broker.authorize(session, "DESCRIBE", "CLUSTER") else 0)
+        cluster_ops = cluster_operations(broker, session)
     host, port = broker.address(session)
     brokers = (make(s.MetadataResponseBroker, node_id=broker.node_id, host=host, port=port, rack=None),)
     return response(req, throttle_time=NO_THROTTLE, brokers=brokers, cluster_id=broker.cluster_id,
@@ -157,8 +156,8 @@ async def describe_cluster(broker: Broker, req: Request, session: Session):
                         cluster_authorized_operations=NOT_COMPUTED)
     host, port = broker.address(session)
     ops = NOT_COMPUTED
-    if req.body.include_cluster_authorized_operations:  # Kafka: 0 for a caller who may not describe the cluster
-        ops = authorized_operations(broker, session, "CLUSTER") if broker.authorize(session, "DESCRIBE", "CLUSTER") else 0
+    if req.body.include_cluster_authorized_operations:
+        ops = cluster_operations(broker, session)
     return response(req, throttle_time=NO_THROTTLE, error_code=error_code(0), error_message=None,
                     endpoint_type=BROKER_ENDPOINT, cluster_id=broker.cluster_id, controller_id=broker.node_id,
                     brokers=(make(s.DescribeClusterBroker, broker_id=broker.node_id, host=host, port=port,
