@@ -92,8 +92,9 @@ class Log:
         self.damage_on_load = loaded.damage
         self._unflushed = 0
         self._last_flush_ms = time.milliseconds()
-        producer_recovery.tidy_at_open(self.dir, [s.base_offset for s in self.segments], self.log_start_offset,
-                                       self._next_offset)
+        # whether .snapshot files are here, kept as they are written and removed (a roll then lists nothing)
+        self._has_snapshots = producer_recovery.tidy_at_open(self.dir, [s.base_offset for s in self.segments],
+                                                             self.log_start_offset, self._next_offset)
 
     # segment view -------------------------------------------------------------------------------
     def segment_params(self, jitter: bool = False) -> SegmentParams:
@@ -178,10 +179,10 @@ class Log:
                 return 0
             return self.producer_state.remove_expired(self.time.milliseconds() if now is None else now)
 
-    def _snapshot_producer_state(self, offset: int) -> None:
+    def _snapshot_producer_state(self, offset: int, sync_dir: bool = True) -> None:
         """Write ``<offset>.snapshot`` (Kafka's, at a roll and a clean close) once producers were seen:
         the state is loaded, or snapshots exist that a later load would otherwise replay further from."""
-        if not self.producer_state.loaded and not producer_recovery.snapshot_offsets(self.dir):
+        if not self.producer_state.loaded and not self._has_snapshots:
             return
         try:
             if not self.producer_state.loaded:
@@ -189,7 +190,8 @@ class Log:
         except CorruptRecordError as exc:  # damage kept in place: the roll goes on, the next load meets it
             log.warning("no producer snapshot at %d for %s: %s", offset, self.name, exc)
             return
-        producer_recovery.take_snapshot(self.dir, self.producer_state, offset)
+        producer_recovery.take_snapshot(self.dir, self.producer_state, offset, sync_dir)
+        self._has_snapshots = True
 
     def append_as_follower(self, records: bytes) -> int:
         """Store batches whose offsets are already assigned (replication, restores, tests of gaps).
@@ -263,7 +265,7 @@ class Log:
                 return old
             old.on_become_inactive()
             old.flush()
-            self._snapshot_producer_state(base)
+            self._snapshot_producer_state(base, sync_dir=False)  # the fsync of the directory below covers it
             new = LogSegment(self.dir, base, self.segment_params(jitter=True), self.time)
             self._publish([*self.segments, new])
             self.recovery_point = max(self.recovery_point, base)
@@ -356,7 +358,8 @@ class Log:
             ids = {id(s) for s in doomed}
             self._publish([s for s in self.segments if id(s) not in ids])
             self.log_start_offset = max(self.log_start_offset, self.segments[0].base_offset)
-            producer_recovery.delete_snapshots_outside(self.dir, self.log_start_offset, 2**63, "below the log start")
+            self._has_snapshots = producer_recovery.delete_snapshots_outside(self.dir, self.log_start_offset, 2**63,
+                                                                             "below the log start")
             for seg in doomed:
                 log.info("deleting segment %s of %s (%s)", seg.base_offset, self.name, reason)
                 self._schedule_delete(seg)
@@ -462,7 +465,8 @@ class Log:
                 self._schedule_delete(seg)
             self._next_offset = self.active_segment.read_next_offset()
             self.producer_state.reset()
-            producer_recovery.delete_snapshots_outside(self.dir, 0, self._next_offset, "above the truncated end")
+            self._has_snapshots = producer_recovery.delete_snapshots_outside(self.dir, 0, self._next_offset,
+                                                                             "above the truncated end")
             self.recovery_point = min(self.recovery_point, self._next_offset)
             self.log_start_offset = min(self.log_start_offset, self._next_offset)
             return True

@@ -56,15 +56,20 @@ def delete_snapshot(directory: Path, offset: int, why: str) -> None:
     files.producer_snapshot_file(directory, offset).unlink(missing_ok=True)
 
 
-def delete_snapshots_outside(directory: Path, low: int, high: int, why: str) -> None:
-    """Delete the snapshots below ``low`` or above ``high``."""
+def delete_snapshots_outside(directory: Path, low: int, high: int, why: str) -> bool:
+    """Delete the snapshots below ``low`` or above ``high``; whether any snapshot is left."""
+    left = False
     for offset in snapshot_offsets(directory):
         if offset < low or offset > high:
             delete_snapshot(directory, offset, why)
+        else:
+            left = True
+    return left
 
 
-def tidy_at_open(directory: Path, segment_bases: Iterable[int], log_start: int, log_end: int) -> None:
-    """Remove torn writes' temporary files and the snapshots Kafka would not keep (see the module)."""
+def tidy_at_open(directory: Path, segment_bases: Iterable[int], log_start: int, log_end: int) -> bool:
+    """Remove torn writes' temporary files and the snapshots Kafka would not keep (see the module);
+    whether any snapshot is left."""
     for n in os.listdir(directory):
         if files.is_segment_file(n) and n.endswith(TEMP_SUFFIX):
             log.warning("removing %s/%s, left by a producer snapshot write that did not finish", directory.name, n)
@@ -75,11 +80,13 @@ def tidy_at_open(directory: Path, segment_bases: Iterable[int], log_start: int, 
     for offset in kept[:-1]:
         if offset not in bases:
             delete_snapshot(directory, offset, "not at a segment's base offset")
+    return bool(kept)
 
 
-def take_snapshot(directory: Path, state: ProducerStateManager, offset: int) -> None:
-    """Write the state as of ``offset`` (every batch below it counted) to ``<offset>.snapshot``."""
-    write_snapshot(files.producer_snapshot_file(directory, offset), entries_from_state(state))
+def take_snapshot(directory: Path, state: ProducerStateManager, offset: int, sync_dir: bool = True) -> None:
+    """Write the state as of ``offset`` (every batch below it counted) to ``<offset>.snapshot``;
+    ``sync_dir=False`` when the caller fsyncs the directory itself right after."""
+    write_snapshot(files.producer_snapshot_file(directory, offset), entries_from_state(state), sync_dir)
 
 
 def _replay(state: ProducerStateManager, segments: Sequence[LogSegment], start: int, end: int) -> None:

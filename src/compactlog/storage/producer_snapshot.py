@@ -108,8 +108,10 @@ def decode(data: bytes, where: str = "producer snapshot") -> list[SnapshotEntry]
     return [SnapshotEntry(*row) for row in ENTRY.iter_unpack(memoryview(data)[HEADER_SIZE:])]
 
 
-def write_snapshot(path: Path, entries: Iterable[SnapshotEntry]) -> None:
-    """Write ``path`` atomically: ``<name>.tmp``, fsync, rename over ``path``, fsync the directory."""
+def write_snapshot(path: Path, entries: Iterable[SnapshotEntry], sync_dir: bool = True) -> None:
+    """Write ``path`` atomically: ``<name>.tmp``, fsync, rename over ``path``, fsync the directory (unless
+    ``sync_dir`` is False: the caller's own fsync of it follows; a rename lost to a crash before that
+    leaves the older snapshot and a ``.tmp`` that the next open removes)."""
     path = Path(path)
     data = encode(entries)
     tmp = path.with_name(path.name + ".tmp")
@@ -123,7 +125,8 @@ def write_snapshot(path: Path, entries: Iterable[SnapshotEntry]) -> None:
         raise
     os.close(fd)
     os.replace(tmp, path)
-    files.fsync_dir(path.parent)
+    if sync_dir:
+        files.fsync_dir(path.parent)
 
 
 def read_snapshot(path: Path) -> list[SnapshotEntry]:
