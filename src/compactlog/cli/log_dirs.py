@@ -14,9 +14,7 @@ says); the broker list comes from the same Metadata the other wire commands read
 
 from __future__ import annotations
 
-import io
 import json
-import struct
 from typing import Any
 
 import click
@@ -25,8 +23,6 @@ from ..errors import CompactLogError
 from .client_properties import command_config_option
 from .common import host_ports, kafka_errors, parse_number
 
-DESCRIBE_LOG_DIRS, VERSION = 35, 1  # v1: not flexible, what every broker since Kafka 2.0 serves
-CLIENT_ID = b"log-dirs-tool"
 TIMEOUT_S = 30.0
 MAX_RESPONSE = 100 * 1024 * 1024  # a bigger answer is not a broker's
 
@@ -45,21 +41,15 @@ def describe_log_dirs(host: str, port: int) -> Any:
     """One broker's DescribeLogDirs answer (every partition), as kio's response entity."""
     from kio.schema.describe_log_dirs.v1.request import DescribeLogDirsRequest
     from kio.schema.describe_log_dirs.v1.response import DescribeLogDirsResponse
-    from kio.serial import entity_reader, entity_writer
 
-    body = io.BytesIO()
-    entity_writer(DescribeLogDirsRequest)(body, DescribeLogDirsRequest(topics=None))
-    head = struct.pack(">hhih", DESCRIBE_LOG_DIRS, VERSION, 1, len(CLIENT_ID)) + CLIENT_ID
-    payload = head + body.getvalue()
-    from .sasl_client import connect, exchange
+    from .sasl_client import ask, connect
 
     try:
         with connect(host, port, TIMEOUT_S) as sock:
-            frame = exchange(sock, payload, MAX_RESPONSE, f"{host}:{port}")
+            return ask(sock, DescribeLogDirsRequest(topics=None), DescribeLogDirsResponse, MAX_RESPONSE,
+                       f"{host}:{port}")
     except OSError as exc:
         raise CompactLogError(f"no answer to DescribeLogDirs from {host}:{port}: {exc}") from None
-    answer, _used = entity_reader(DescribeLogDirsResponse)(memoryview(frame), 4)
-    return answer
 
 
 def _log_dir_json(result: Any, topics: set[str]) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""A connection to a broker for the requests the command line writes by hand (OffsetDelete, DescribeLogDirs):
+"""A connection to a broker for the requests the command line writes by hand (OffsetDelete, DescribeLogDirs,
+DescribeAcls):
 librdkafka has no call for them, so they go over a socket of ours, which must log in as librdkafka does
 on the listener ``--command-config`` names (``client_properties.py``).
 
@@ -66,17 +67,21 @@ def read_exactly(sock: socket.socket, n: int) -> bytes:
     return b"".join(chunks)
 
 
-def _request(sock: socket.socket, request_module, body, response_cls, correlation: int):
+def ask(sock: socket.socket, body, response_cls, limit: int, where: str, correlation: int = 1):
+    """One request (kio's ``body``, under the header its schema's version takes) and its answer as
+    ``response_cls``: the one path every request this package writes by hand goes through."""
+    import sys
+
     from kio.serial import entity_reader, entity_writer
 
+    header_cls = sys.modules[type(body).__module__].RequestHeader
     out = io.BytesIO()
-    header = request_module.RequestHeader(request_api_key=body.__api_key__, request_api_version=body.__version__,
-                                          correlation_id=correlation, client_id="compactlog-cli")
-    entity_writer(request_module.RequestHeader)(out, header)
+    entity_writer(header_cls)(out, header_cls(request_api_key=body.__api_key__, request_api_version=body.__version__,
+                                              correlation_id=correlation, client_id="compactlog-cli"))
     entity_writer(type(body))(out, body)
-    payload = exchange(sock, out.getvalue(), MAX_SASL_ANSWER, "the SASL listener")
+    payload = exchange(sock, out.getvalue(), limit, where)
     if _I32.unpack_from(payload, 0)[0] != correlation:
-        raise CompactLogError("the broker answered another request during the SASL login")
+        raise CompactLogError(f"the broker at {where} answered another request")
     answer, _ = entity_reader(response_cls)(memoryview(payload), 4)
     return answer
 
@@ -93,7 +98,8 @@ def _login(sock: socket.socket, settings: ClientSettings) -> None:
                               "SCRAM-SHA-512 only")
     if settings.username is None or settings.password is None:
         raise CompactLogError("--command-config: a SASL login needs sasl.jaas.config with username and password")
-    hs = _request(sock, hs_request, hs_request.SaslHandshakeRequest(mechanism=mechanism), SaslHandshakeResponse, 1)
+    hs = ask(sock, hs_request.SaslHandshakeRequest(mechanism=mechanism), SaslHandshakeResponse, MAX_SASL_ANSWER,
+             "the SASL listener", 1)
     if hs.error_code != 0:
         raise error_for(int(hs.error_code), f"the broker does not enable {mechanism} (it offers "
                                             f"{', '.join(hs.mechanisms) or 'none'})", "")
@@ -101,8 +107,8 @@ def _login(sock: socket.socket, settings: ClientSettings) -> None:
 
     def step(token: bytes) -> bytes:
         nonlocal correlation
-        answer = _request(sock, auth_request, auth_request.SaslAuthenticateRequest(auth_bytes=token),
-                          SaslAuthenticateResponse, correlation)
+        answer = ask(sock, auth_request.SaslAuthenticateRequest(auth_bytes=token), SaslAuthenticateResponse,
+                     MAX_SASL_ANSWER, "the SASL listener", correlation)
         correlation += 1
         if answer.error_code != 0:
             raise SaslAuthenticationFailedError(answer.error_message or f"{mechanism} login refused")

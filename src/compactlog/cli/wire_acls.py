@@ -12,15 +12,12 @@ error becomes ours.
 
 from __future__ import annotations
 
-import io
-import struct
 from typing import Iterable
 
 from ..errors import CompactLogError, error_for
 from ..security.acls import AclBinding, AclFilter, Operation, PatternType, Permission, ResourceType
 from .wire import TIMEOUT_S, WireClient, result
 
-DESCRIBE_ACLS, DESCRIBE_ACLS_VERSION = 29, 1  # v1: pattern types; served by Kafka 2.0 and later
 MAX_ANSWER = 64 << 20  # every ACL of a cluster, in one answer
 
 
@@ -47,24 +44,19 @@ class WireAcls:
         """DescribeAcls v1 by hand (see the module's docstring)."""
         from kio.schema.describe_acls.v1.request import DescribeAclsRequest
         from kio.schema.describe_acls.v1.response import DescribeAclsResponse
-        from kio.serial import entity_reader, entity_writer
 
-        from .sasl_client import connect, exchange
+        from .sasl_client import ask, connect
 
-        body = io.BytesIO()
-        entity_writer(DescribeAclsRequest)(body, DescribeAclsRequest(
+        body = DescribeAclsRequest(
             resource_type_filter=flt.resource_type.value, resource_name_filter=flt.name,
             pattern_type_filter=flt.pattern_type.value, principal_filter=flt.principal, host_filter=flt.host,
-            operation=flt.operation.value, permission_type=flt.permission.value))
-        client_id = b"compactlog-cli"
-        head = struct.pack(">hhih", DESCRIBE_ACLS, DESCRIBE_ACLS_VERSION, 1, len(client_id)) + client_id
+            operation=flt.operation.value, permission_type=flt.permission.value)
         host, port = self.broker
         try:
             with connect(host, port, TIMEOUT_S) as sock:
-                frame = exchange(sock, head + body.getvalue(), MAX_ANSWER, f"{host}:{port}")
+                answer = ask(sock, body, DescribeAclsResponse, MAX_ANSWER, f"{host}:{port}")
         except OSError as exc:
             raise CompactLogError(f"no answer to DescribeAcls from {host}:{port}: {exc}") from None
-        answer, _used = entity_reader(DescribeAclsResponse)(memoryview(frame), 4)
         if answer.error_code != 0:
             raise error_for(int(answer.error_code), answer.error_message or None)
         return [AclBinding(_member(ResourceType, r.resource_type), r.resource_name, _member(PatternType, r.pattern_type),
