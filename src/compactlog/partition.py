@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Iterator
 
 from .reading import LIVE, READ_UNCOMMITTED, read_batches, read_records, records_below
 from .records.batch import Record, RecordBatch
+from .storage.producer_state import last_sequence
 from .storage.validator import LEADER_EPOCH  # noqa: F401 - the epoch every stored batch carries (one node: never a new leader)
 
 if TYPE_CHECKING:
@@ -186,7 +187,7 @@ class Partition:
         for b in self.batches(max(segs[-2:][0].base_offset, self.log_start_offset)):
             if b.producer_id >= 0:
                 last[b.producer_id] = (b.producer_id, b.producer_epoch,
-                                       (b.base_sequence + b.last_offset_delta) % 2**31, b.max_timestamp)
+                                       last_sequence(b.base_sequence, b.last_offset_delta), b.max_timestamp)
         return [last[k] for k in sorted(last)]
 
     # reading ------------------------------------------------------------------------------------
