@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import datetime
 
+from ..transactions.state import TransactionState
 from .broker import NO_THROTTLE, Broker, Session, error_code
 from .entities import make, response, schema
 from .protocol import Request
@@ -21,8 +22,7 @@ from .protocol import Request
 INVALID_REQUEST, TRANSACTIONAL_ID_AUTHORIZATION_FAILED, TRANSACTIONAL_ID_NOT_FOUND = 42, 53, 105
 
 # The states of Kafka's transaction coordinator, by the names ListTransactions filters on.
-STATES = frozenset({"Empty", "Ongoing", "PrepareCommit", "PrepareAbort", "CompleteCommit", "CompleteAbort",
-                    "Dead", "PrepareEpochFence"})
+STATES = frozenset(state.value for state in TransactionState)
 EPOCH_START = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)  # 0 ms: the field's default
 
 
