@@ -101,7 +101,7 @@ def _append_all(broker: Broker, topics, version: int, acks: int = 1) -> list[lis
                     continue
                 part = cl.partition(t.name, p.index)
                 if acks == -1:
-                    check_in_sync_replicas(part, t.name, p.index)
+                    check_in_sync_replicas(part, t.name, p.index, broker.node_id)
                 v = part.append(records)
                 rows.append((p.index, 0, v.first_offset, v.log_append_time, part.log_start_offset, None))
             except CompactLogError as exc:
@@ -113,14 +113,14 @@ def _append_all(broker: Broker, topics, version: int, acks: int = 1) -> list[lis
 IN_SYNC_REPLICAS = 1  # this node: the one replica of every partition, always in sync
 
 
-def check_in_sync_replicas(part, topic: str, index: int) -> None:
+def check_in_sync_replicas(part, topic: str, index: int, node_id: int) -> None:
     """Kafka's leader check before an acks=all append: the in-sync replicas must number at least the
-    topic's ``min.insync.replicas``."""
+    topic's ``min.insync.replicas``. Kafka's message lists the in-sync replicas' broker ids: this node's."""
     wanted = part.config.get("min.insync.replicas")
     if wanted > IN_SYNC_REPLICAS:
         raise NotEnoughReplicasError(
             f"The size of the current ISR : {IN_SYNC_REPLICAS} is insufficient to satisfy the min.isr requirement "
-            f"of {wanted} for partition {shown(topic, '')}-{index}, live replica(s) broker.id are : [{IN_SYNC_REPLICAS}]")
+            f"of {wanted} for partition {shown(topic, '')}-{index}, live replica(s) broker.id are : [{node_id}]")
 
 
 def _refused(cl, topic: str, index: int, exc: CompactLogError) -> tuple:
