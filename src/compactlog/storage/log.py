@@ -469,6 +469,9 @@ class Log:
                                                                              "above the truncated end")
             self.recovery_point = min(self.recovery_point, self._next_offset)
             self.log_start_offset = min(self.log_start_offset, self._next_offset)
+            # the renames to .deleted and the removed snapshots last: else a crash after later appends
+            # were flushed could bring back segments or a snapshot of the log before the cut
+            files.fsync_dir(self.dir)
             return True
 
     # lifecycle ------------------------------------------------------------------------------------
