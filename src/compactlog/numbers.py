@@ -15,6 +15,7 @@ INT_MIN, INT_MAX = -(2**31), 2**31 - 1  # Java's Integer.MAX_VALUE: partitions, 
 LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1  # Java's long: offsets, timestamps, milliseconds
 _INTEGER = re.compile(r"[+-]?[0-9]+")
 _LONG_DIGITS = len(str(LONG_MAX))
+_DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 
 
 def read_integer(text: str) -> int | None:
@@ -29,3 +30,11 @@ def read_integer(text: str) -> int | None:
     if len(digits) > _LONG_DIGITS:
         return LONG_MIN - 1 if negative else LONG_MAX + 1
     return -int(digits) if negative else int(digits)
+
+
+def read_decimal(text: str) -> float | None:
+    """The decimal number ``text`` writes (``50``, ``12.5``, ``1e3``: ASCII digits, an optional sign and
+    exponent), or None when it is not one. Python's float() also takes other scripts' digits, ``_``,
+    ``nan`` and ``inf``; a value past a double's range is still read, as infinite, for the caller's
+    range check to refuse."""
+    return float(text) if _DECIMAL.fullmatch(text) else None

@@ -287,19 +287,19 @@ class Decimal(click.ParamType):
     float() also takes other scripts' digits, ``nan``, ``inf`` and ``1e999``, which is infinite."""
 
     name = "number"
-    _FORM = None
 
     def __init__(self, low: float = 0.0) -> None:
         self.low = low
 
     def convert(self, value, param, ctx):
         import math
-        import re
+
+        from ..numbers import read_decimal
 
         text = str(value)
-        if len(text) > 40 or not re.fullmatch(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d{1,3})?", text, re.ASCII):
+        number = read_decimal(text)
+        if number is None:
             self.fail(f"{shown(text)} is not a valid float.", param, ctx)
-        number = float(text)
         if not math.isfinite(number) or number < self.low:
             self.fail(f"{number} is not in the range x>={self.low}.", param, ctx)
         return number

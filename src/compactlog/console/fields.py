@@ -11,12 +11,9 @@ refusal names the field, says what it takes and shows at most the start of what 
 from __future__ import annotations
 
 import math
-import re
 
 from ..errors import shown  # noqa: F401 (the pages quote refused values with it)
-from ..numbers import INT_MAX, LONG_MAX, LONG_MIN, read_integer  # noqa: F401 (the pages take the bounds from here)
-
-_DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+from ..numbers import INT_MAX, LONG_MAX, LONG_MIN, read_decimal, read_integer  # noqa: F401 (the pages take the bounds from here)
 
 
 class FieldError(ValueError):
@@ -57,9 +54,9 @@ def decimal(text: str | None, field: str, low: float, high: float, what: str | N
     value = (text or "").strip()
     if not value:
         raise FieldError(field, f"Give the {what}: a number.")
-    if not _DECIMAL.fullmatch(value):
+    number = read_decimal(value)
+    if number is None:
         raise FieldError(field, f"The {what} must be a number, got {shown(value)}.")
-    number = float(value)
     if not math.isfinite(number) or not low <= number <= high:
         raise FieldError(field, f"The {what} must be between {low:g} and {high:g}, got {shown(value)}.")
     return number
