@@ -67,8 +67,9 @@ async def metadata(broker: Broker, req: Request, session: Session):
             elif not broker.authorize(session, "DESCRIBE", "TOPIC", name):  # ids are not secret: the id is kept
                 topics.append(make(s.MetadataResponseTopic, error_code=error_code(29), name=None, topic_id=t.topic_id,
                                    is_internal=False, partitions=(), topic_authorized_operations=NOT_COMPUTED))
-            elif name not in names:
+            else:
                 names.append(name)
+        names = list(dict.fromkeys(names))  # an id asked twice is answered once (a list scanned per id was quadratic)
     else:
         names = [t.name for t in asked]
         auto = bool(getattr(body, "allow_auto_topic_creation", True)) and broker.config.get("auto.create.topics.enable")
