@@ -100,6 +100,22 @@ def test_a_log_with_no_idempotent_producer_writes_no_snapshot(tmp_path, clock):
     assert not lg.producer_state.loaded
 
 
+def test_a_reopened_log_with_snapshots_writes_one_at_a_roll_before_any_producer_writes(tmp_path, clock):
+    lg = open_log(tmp_path, clock)
+    fill(lg)
+    lg.close()
+    lg = open_log(tmp_path, clock)
+    assert not lg.producer_state.loaded
+    before = len(lg.segments)
+    i = 0
+    while len(lg.segments) == before:
+        lg.append(batch([f"plain{i}"]))
+        i += 1
+    assert snapshot_offsets(lg.dir)[-1] == lg.active_segment.base_offset
+    assert lg.producer_state.loaded and state_of(lg.producer_state) == truth(lg)
+    lg.close()
+
+
 def test_state_after_a_restart_equals_the_state_before(tmp_path, clock):
     lg = open_log(tmp_path, clock)
     last = fill(lg)
