@@ -44,9 +44,9 @@ log = logging.getLogger(__name__)
 TEMP_SUFFIX = files.PRODUCER_SNAPSHOT_SUFFIX + ".tmp"  # what write_snapshot renames into place
 
 
-def snapshot_offsets(directory: Path) -> list[int]:
-    """The offsets of the ``.snapshot`` files in ``directory``, oldest first."""
-    return sorted(files.base_offset_of(n) for n in os.listdir(directory)
+def snapshot_offsets(directory: Path, names: Iterable[str] | None = None) -> list[int]:
+    """The offsets of the ``.snapshot`` files in ``directory`` (or among ``names``, its listing), oldest first."""
+    return sorted(files.base_offset_of(n) for n in (os.listdir(directory) if names is None else names)
                   if files.is_segment_file(n) and n.endswith(files.PRODUCER_SNAPSHOT_SUFFIX)
                   and n.count(".") == 1)
 
@@ -56,27 +56,29 @@ def delete_snapshot(directory: Path, offset: int, why: str) -> None:
     files.producer_snapshot_file(directory, offset).unlink(missing_ok=True)
 
 
-def delete_snapshots_outside(directory: Path, low: int, high: int, why: str) -> bool:
-    """Delete the snapshots below ``low`` or above ``high``; whether any snapshot is left."""
-    left = False
-    for offset in snapshot_offsets(directory):
+def delete_snapshots_outside(directory: Path, low: int, high: int, why: str,
+                             names: Iterable[str] | None = None) -> list[int]:
+    """Delete the snapshots below ``low`` or above ``high``; the offsets of those left, oldest first
+    (``names``: the directory's listing, when the caller has it)."""
+    kept = []
+    for offset in snapshot_offsets(directory, names):
         if offset < low or offset > high:
             delete_snapshot(directory, offset, why)
         else:
-            left = True
-    return left
+            kept.append(offset)
+    return kept
 
 
 def tidy_at_open(directory: Path, segment_bases: Iterable[int], log_start: int, log_end: int) -> bool:
     """Remove torn writes' temporary files and the snapshots Kafka would not keep (see the module);
     whether any snapshot is left."""
-    for n in os.listdir(directory):
+    names = os.listdir(directory)  # one listing: only this process writes snapshots here
+    for n in names:
         if files.is_segment_file(n) and n.endswith(TEMP_SUFFIX):
             log.warning("removing %s/%s, left by a producer snapshot write that did not finish", directory.name, n)
             (directory / n).unlink(missing_ok=True)
-    delete_snapshots_outside(directory, log_start, log_end, "outside the log's offsets")
+    kept = delete_snapshots_outside(directory, log_start, log_end, "outside the log's offsets", names)
     bases = set(segment_bases)
-    kept = snapshot_offsets(directory)
     for offset in kept[:-1]:
         if offset not in bases:
             delete_snapshot(directory, offset, "not at a segment's base offset")
