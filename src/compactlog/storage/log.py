@@ -358,8 +358,9 @@ class Log:
             ids = {id(s) for s in doomed}
             self._publish([s for s in self.segments if id(s) not in ids])
             self.log_start_offset = max(self.log_start_offset, self.segments[0].base_offset)
-            self._has_snapshots = bool(producer_recovery.delete_snapshots_outside(self.dir, self.log_start_offset,
-                                                                                  2**63, "below the log start"))
+            if self._has_snapshots:  # (a partition no idempotent producer wrote lists nothing here)
+                self._has_snapshots = bool(producer_recovery.delete_snapshots_outside(
+                    self.dir, self.log_start_offset, 2**63, "below the log start"))
             for seg in doomed:
                 log.info("deleting segment %s of %s (%s)", seg.base_offset, self.name, reason)
                 self._schedule_delete(seg)
@@ -465,8 +466,9 @@ class Log:
                 self._schedule_delete(seg)
             self._next_offset = self.active_segment.read_next_offset()
             self.producer_state.reset()
-            self._has_snapshots = bool(producer_recovery.delete_snapshots_outside(self.dir, 0, self._next_offset,
-                                                                                  "above the truncated end"))
+            if self._has_snapshots:
+                self._has_snapshots = bool(producer_recovery.delete_snapshots_outside(
+                    self.dir, 0, self._next_offset, "above the truncated end"))
             self.recovery_point = min(self.recovery_point, self._next_offset)
             self.log_start_offset = min(self.log_start_offset, self._next_offset)
             # the renames to .deleted and the removed snapshots last: else a crash after later appends
