@@ -81,15 +81,25 @@ def load(path: str) -> ClientSettings:
     return settings(read_properties(path))
 
 
+def read_bounded(path: str, limit: int, what: str) -> bytes:
+    """The bytes of a file a flag names (a reset plan, client settings), never more than ``limit`` read;
+    ValueError in one line naming the file when it cannot be read or is larger than ``what`` would be."""
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(limit + 1)
+    except OSError as exc:
+        raise ValueError(f"cannot read {shown(path)}: {exc.strerror or exc}") from None
+    if len(data) > limit:
+        raise ValueError(f"{shown(path)} is larger than {limit:,} bytes: not {what}")
+    return data
+
+
 def read_properties(path: str) -> dict[str, str]:
     """A Java properties file's settings, read within a bound."""
     try:
-        with open(path, "rb") as fh:
-            data = fh.read(MAX_FILE_BYTES + 1)
-    except OSError as exc:
-        raise CompactLogError(f"cannot read {shown(path)}: {exc.strerror or exc}") from None
-    if len(data) > MAX_FILE_BYTES:
-        raise CompactLogError(f"{shown(path)} is larger than {MAX_FILE_BYTES} bytes: not a client settings file")
+        data = read_bounded(path, MAX_FILE_BYTES, "a client settings file")
+    except ValueError as exc:
+        raise CompactLogError(str(exc)) from None
     # Java reads .properties files as ISO-8859-1 (with \\u escapes); UTF-8 is what people write now
     try:
         text = data.decode("utf-8")

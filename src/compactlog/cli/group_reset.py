@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Mapping
 
 import click
 
+from .client_properties import read_bounded
 from .common import INT_MAX, LONG_MAX, parse_number, shown
 
 if TYPE_CHECKING:
@@ -70,13 +71,7 @@ def parse_duration(text: str) -> int:
 def read_plan(path: str, groups: list[str]) -> dict[str, dict[TopicPartitionKey, int]]:
     """A ``--from-file`` plan: group -> (topic, partition) -> offset. Lines of three fields belong to the
     one ``--group`` given; lines of four name their group. ValueError names the file's first bad line."""
-    try:
-        with open(path, "rb") as f:
-            raw = f.read(MAX_PLAN_BYTES + 1)
-    except OSError as exc:
-        raise ValueError(f"cannot read {path}: {exc.strerror or exc}") from None
-    if len(raw) > MAX_PLAN_BYTES:
-        raise ValueError(f"{path} is larger than {MAX_PLAN_BYTES >> 20} MiB; a reset plan is far smaller")
+    raw = read_bounded(path, MAX_PLAN_BYTES, "a reset plan")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
