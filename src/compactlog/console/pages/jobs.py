@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
+from ...numbers import read_integer
 from ..handlers import console, page, viewer
 from ..jobs import Job
 
@@ -11,8 +12,8 @@ routes = web.RouteTableDef()
 
 
 def _job(request: web.Request) -> Job:
-    text = request.match_info["id"]  # digits of any script match the route's \d: only ASCII ones, of a sane length, name a job
-    job = console(request).jobs.get(int(text)) if text.isascii() and len(text) <= 18 else None
+    job_id = read_integer(request.match_info["id"])  # the route's \d also matches other scripts' digits: not a job's
+    job = console(request).jobs.get(job_id) if job_id is not None else None
     v = viewer(request)
     if job is None or (job.owner != v.principal and not v.can("ALTER")):
         raise web.HTTPNotFound()
