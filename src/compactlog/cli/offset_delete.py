@@ -8,7 +8,7 @@ single node is every group's coordinator; ``sasl_client.connect`` logs it in as 
 from __future__ import annotations
 
 from ..errors import CompactLogError
-from .wire import CONNECT_TIMEOUT_S, TIMEOUT_S, TopicPartitionKey
+from .wire import CONNECT_TIMEOUT_S, TIMEOUT_S, TopicPartitionKey, addresses
 
 MAX_RESPONSE_BYTES = 16 << 20  # an answer naming a few thousand partitions is far smaller
 
@@ -35,12 +35,11 @@ def _ask(bootstrap: str, body, response_cls):
     from .sasl_client import ask, connect
 
     last: OSError | None = None
-    for entry in bootstrap.split(","):
-        host, _, port = entry.strip().rpartition(":")
+    for entry, host, port in addresses(bootstrap):
         try:
-            with connect(host.strip("[]"), int(port), CONNECT_TIMEOUT_S) as sock:
+            with connect(host, port, CONNECT_TIMEOUT_S) as sock:
                 sock.settimeout(TIMEOUT_S)
-                return ask(sock, body, response_cls, MAX_RESPONSE_BYTES, entry.strip())
+                return ask(sock, body, response_cls, MAX_RESPONSE_BYTES, entry)
         except OSError as exc:
             last = exc
     raise CompactLogError(f"no broker answered at {bootstrap}: {last}")

@@ -113,18 +113,26 @@ class WireConfig:
         return list(self.rows)
 
 
+def addresses(bootstrap: str) -> list[tuple[str, str, int]]:
+    """The entries of a ``--bootstrap-server`` list as (entry, host, port), an IPv6 host without its
+    brackets; an entry without an ASCII port of at most five digits is left out."""
+    out = []
+    for entry in (e.strip() for e in bootstrap.split(",")):
+        host, _, port = entry.rpartition(":")
+        if port.isascii() and port.isdigit() and len(port) <= 5:
+            out.append((entry, host.strip("[]"), int(port)))
+    return out
+
+
 def _takes_connections(bootstrap: str) -> bool:
     """Whether any address of ``bootstrap`` accepts a TCP connection: told apart from a broker that is not
     there, a listener that wants SASL or TLS closes the connection librdkafka opened, which it reports
     as the same transport failure."""
     import socket
 
-    for entry in bootstrap.split(","):
-        host, _, port = entry.strip().rpartition(":")
-        if not (port.isascii() and port.isdigit() and len(port) <= 5):
-            continue
+    for _entry, host, port in addresses(bootstrap):
         try:
-            with socket.create_connection((host.strip("[]"), int(port)), timeout=2.0):
+            with socket.create_connection((host, port), timeout=2.0):
                 return True
         except (OSError, UnicodeError, ValueError):
             continue
