@@ -27,7 +27,7 @@ from ...server.coordinator.group import CONSUMER_PROTOCOL_TYPE, GroupMetadata
 from ...group_records import OffsetCommitValue
 from ...server.coordinator.state import DEAD, EMPTY, STABLE
 from ...topics import is_internal
-from ..fields import FieldError, shown, whole_number
+from ..fields import INT_MAX, FieldError, read_integer, shown, whole_number
 from ..handlers import console, group_url, page, path_name, require, see_other, topic_url, viewer
 
 routes = web.RouteTableDef()
@@ -347,7 +347,8 @@ async def _describe(request: web.Request, template: str) -> web.Response:
 
 def _count(text: str | None) -> int | None:
     """The ``reset=N`` the page says after a reset; anything else (``²``, 5000 digits) is no count."""
-    return int(text) if text and len(text) <= 9 and text.isascii() and text.isdigit() else None
+    n = read_integer(text or "")
+    return n if n is not None and 0 <= n <= INT_MAX else None
 
 
 @routes.get("/groups/{group}/reset")
