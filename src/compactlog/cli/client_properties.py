@@ -1,7 +1,7 @@
 """``--command-config FILE``: Kafka's tools' file of client settings (Java properties), for the commands
 that reach a broker with ``--bootstrap-server``.
 
-Kafka's tools hand the file to Kafka's Java client; ours go through librdkafka (and, for the two requests
+Kafka's tools hand the file to Kafka's Java client; ours go through librdkafka (and, for the requests
 librdkafka has no call for, a socket of our own: ``sasl_client.py``). So the Java client's names are
 mapped to what librdkafka takes: ``sasl.mechanism`` to ``sasl.mechanisms``, ``sasl.jaas.config``'s PLAIN
 or SCRAM login module to ``sasl.username``/``sasl.password``, a PEM ``ssl.truststore.location`` to
