@@ -32,6 +32,7 @@ from ..records.batch import (
 from ..records.codecs import Codec, compress
 from ..records.columns import Chunk, by_buffer, chunks
 from .offset_map import OffsetMap
+from .transactions import AbortedRanges, BatchFates, CleanedTransactions
 
 MAP_CHUNK_BYTES = 4 << 20  # batches scanned together while building the map
 
@@ -42,12 +43,17 @@ class BatchDecision(Enum):
     RETAIN_EMPTY = "retain-empty"  # keep at least the 61-byte header even if no record survives
 
 
-def batch_decision(next_offset: int, upper_bound: int, is_control: bool) -> BatchDecision:
-    """Kafka keeps the batch that ends exactly at the first uncleanable offset, so the log's last
-    cleaned offset stays readable. Control batches are kept as they are: we store no transactions
-    (transactional appends are rejected), so no marker here can be discarded."""
-    if next_offset == upper_bound or is_control:
+def batch_decision(next_offset: int, upper_bound: int, last_of_producer: bool = False,
+                   discard: bool = False) -> BatchDecision:
+    """Kafka's batch retention: the batch holding a producer's last sequence (``last_of_producer``, from
+    ``transactions.CleanedTransactions``) and the batch that ends exactly at the first uncleanable offset
+    (so the log's last cleaned offset stays readable) are kept, empty if need be; a batch whose records
+    all go (``discard``: an aborted transaction's, a marker past its horizon) is dropped unread; any
+    other is dropped once no record of it survives."""
+    if last_of_producer or next_offset == upper_bound:
         return BatchDecision.RETAIN_EMPTY
+    if discard:
+        return BatchDecision.DELETE
     return BatchDecision.DELETE_EMPTY
 
 
@@ -105,15 +111,22 @@ class WriteCounts(Protocol):
 
 
 def map_keys(m: OffsetMap, batches: Iterable[RecordBatch], start: int, strategy: str,
-             account: Callable[[list[RecordBatch], Chunk], None] = lambda _g, _c: None) -> bool:
+             account: Callable[[list[RecordBatch], Chunk], None] = lambda _g, _c: None,
+             aborted: AbortedRanges | None = None) -> bool:
     """Put the keys of ``batches`` (records at or after ``start``) into ``m``; False once it is full.
+    Records of the ``aborted`` transactions are not put (they must never shadow committed ones).
 
     On a full map everything before the stopping batch counts as processed (Kafka's ``latestOffset``),
     so the next round starts there."""
     for group in (run for g in chunks(batches, MAP_CHUNK_BYTES) for run in by_buffer(g)):
         chunk = Chunk.scan(group, verify=True)  # a run of one read buffer: scanned where it lies
         account(group, chunk)
-        if not m.put_batch(chunk.data, chunk.cols, 0, start, chunk_versions(strategy, chunk)):
+        cols = chunk.cols
+        gone = aborted.aborted(group) if aborted else None
+        if gone:  # their rows read as keyless, which the map skips (a copy: the chunk stays as read)
+            cols = cols.copy()
+            cols[without_batches(chunk, gone), kernels.C_KEY_LEN] = -1
+        if not m.put_batch(chunk.data, cols, 0, start, chunk_versions(strategy, chunk)):
             stop = int(np.searchsorted(chunk.rows, m.stopped_row, side="right")) - 1
             done = [b.last_offset for b in group[:stop] if b.last_offset >= start]
             m.latest_offset = max([m.latest_offset, *done[-1:]])
@@ -151,14 +164,22 @@ def chunk_versions(strategy: str, chunk: Chunk) -> np.ndarray | None:
     return record_versions(strategy, 0, chunk.cols, chunk.data, kernels.header_versions)
 
 
+def without_batches(chunk: Chunk, batches: Iterable[int]) -> np.ndarray:
+    """The rows of the chunk's batches ``batches`` (indexes into ``chunk.batches``)."""
+    rows = chunk.rows
+    return np.concatenate([np.arange(rows[i], rows[i + 1]) for i in batches] or [np.empty(0, dtype=np.int64)])
+
+
 def filter_batches(chunk: Chunk, mapped: np.ndarray, exact: bool, latest_mapped_offset: int, upper_bound: int,
                    now: int, delete_retention_ms: int, stats: WriteCounts | None = None, *,
-                   keep_control: bool = True) -> list[tuple[bytes, int, int]]:
+                   keep_control: bool = True, txn: CleanedTransactions | None = None) -> list[tuple[bytes, int, int]]:
     """The surviving bytes of each batch of a chunk: (bytes, max timestamp, last offset) per kept batch.
 
     ``mapped`` is the chosen offset of each row's key (-1 when unmapped), wherever it came from: the
-    local cleaner's offset map or the Spark job's shuffle. Everything after that is this one function,
-    so both write the same bytes.
+    local cleaner's offset map or the Spark job's shuffle. ``txn`` is the round's walk over transactions
+    (``transactions.CleanedTransactions``), which the chunk's batches advance: it says which batches lose
+    their records, which markers stay and which batches stay even when emptied. Everything after that
+    is this one function, so both write the same bytes.
     """
     cols, batches = chunk.cols, chunk.batches
     offsets = cols[:, kernels.C_OFFSET_DELTA]
@@ -167,13 +188,16 @@ def filter_batches(chunk: Chunk, mapped: np.ndarray, exact: bool, latest_mapped_
     found = [b.delete_horizon_ms for b in batches]
     horizons = -1 if found.count(None) == len(found) else chunk.per_row([-1 if h is None else h for h in found])
     keep = retained(offsets, mapped, has_key, tomb, latest_mapped_offset, horizons, now, exact=exact)
+    fates = txn.fates(batches, now) if txn is not None else None
+    if fates is not None and fates.discard:
+        keep[without_batches(chunk, fates.discard)] = False
     return write_survivors(chunk, keep, upper_bound, now + delete_retention_ms, stats, keep_control=keep_control,
-                           invalid=int((~has_key & (offsets <= latest_mapped_offset)).sum()))
+                           invalid=int((~has_key & (offsets <= latest_mapped_offset)).sum()), fates=fates)
 
 
 def write_survivors(chunk: Chunk, keep: np.ndarray, upper_bound: int, new_horizon: int,
                     stats: WriteCounts | None = None, *, keep_control: bool = True,
-                    invalid: int = 0) -> list[tuple[bytes, int, int]]:
+                    invalid: int = 0, fates: BatchFates | None = None) -> list[tuple[bytes, int, int]]:
     """The bytes of each batch of ``chunk`` holding its ``keep`` rows (Kafka's ``filterTo``): a batch kept
     whole is copied as it is; one that lost records is rebuilt around the rest under the same offsets;
     an emptied one is dropped, or kept as its 61-byte header when it ends at ``upper_bound`` (Kafka keeps
@@ -182,6 +206,10 @@ def write_survivors(chunk: Chunk, keep: np.ndarray, upper_bound: int, new_horizo
 
     The bytes are bytes-like (views of the source batches, or of one buffer all the chunk's uncompressed
     rebuilt batches are assembled into by one kernel call); compressed batches are rebuilt one by one.
+
+    ``fates`` (from the round's transaction walk) names the batches kept even when emptied and the
+    markers that stay for now but gain the delete horizon ``new_horizon``; without it a control batch
+    is copied as it is.
 
     The Pulsar-style compactor writes its side log through this too, with its own ``keep`` (tombstones
     never kept), no control batch (``keep_control=False``) and no emptied batch (``upper_bound=-1``)."""
@@ -224,17 +252,28 @@ def write_survivors(chunk: Chunk, keep: np.ndarray, upper_bound: int, new_horizo
 
     places: dict[int, int] = {}
     written = 0
+    said = fates if fates is not None else BatchFates()
+    discard, retain, mark = said.discard, said.retain_empty, said.mark
     for i, b in enumerate(batches):
         if b.is_control:
-            if keep_control:
+            if not keep_control:
+                continue
+            if fates is None:
                 out.append((b.buffer, b.max_timestamp, b.last_offset))
+                written += b.record_count
+            elif i not in discard and b.record_count:
+                marked = i in mark and not b.has_delete_horizon
+                out.append((marker_with_horizon(b, new_horizon) if marked else b.buffer, b.max_timestamp, b.last_offset))
+                written += b.record_count
+            elif batch_decision(b.next_offset, upper_bound, i in retain) is BatchDecision.RETAIN_EMPTY:
+                out.append((build_empty_batch(b), b.max_timestamp, b.last_offset))
             continue
-        if kept[i] == sizes[i] and (b.has_delete_horizon or not kept_tombs[i]):
+        if kept[i] == sizes[i] and sizes[i] and (b.has_delete_horizon or not kept_tombs[i]):
             out.append((b.buffer, b.max_timestamp, b.last_offset))
             written += b.record_count
             continue
-        if kept[i] == 0:
-            if batch_decision(b.next_offset, upper_bound, b.is_control) is BatchDecision.RETAIN_EMPTY:
+        if kept[i] == 0:  # (a batch an earlier round emptied too: it stays only if it must, as in Kafka)
+            if batch_decision(b.next_offset, upper_bound, i in retain, i in discard) is BatchDecision.RETAIN_EMPTY:
                 out.append((build_empty_batch(b), b.max_timestamp, b.last_offset))
             continue
         gains_horizon = not b.has_delete_horizon and kept_tombs[i]
@@ -255,6 +294,15 @@ def write_survivors(chunk: Chunk, keep: np.ndarray, upper_bound: int, new_horizo
         stats.messages_written += written
         stats.invalid_messages += invalid
     return out
+
+
+def marker_with_horizon(batch: RecordBatch, horizon: int) -> bytes:
+    """A control batch rebuilt with the delete horizon ``horizon`` (Kafka stamps a marker it may remove
+    once, then removes it when a later round finds the horizon passed): its records as they are, their
+    timestamp deltas moved to the horizon as base timestamp, as for a tombstone's batch."""
+    data, cols = batch.scan()
+    return regather(batch, Chunk([batch], data, cols, np.asarray([0, len(cols)], dtype=np.int64)),
+                    np.arange(len(cols), dtype=np.int64), horizon)
 
 
 def rebuilt_timestamps(batch: RecordBatch, first_delta: int, max_delta: int,
