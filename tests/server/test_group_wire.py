@@ -46,7 +46,7 @@ def test_find_coordinator_v4_answers_each_key(server):
         assert {x.host for x in answer.coordinators if x.node_id == 1} == {"127.0.0.1"}
         assert c.call(request("find_coordinator", 4, key_type=0, coordinator_keys=())).coordinators == ()
         (tx,) = c.call(request("find_coordinator", 4, key_type=1, coordinator_keys=("tx",))).coordinators
-        assert (tx.key, tx.error_code, tx.node_id) == ("tx", 15, -1)  # no transaction coordinator
+        assert (tx.key, tx.error_code, tx.node_id, tx.port) == ("tx", 0, 1, server.port)  # the transaction coordinator
         old = c.call(request("find_coordinator", 3, key_type=0, key="a"))  # v3: one key, flexible too
         assert (old.error_code, old.node_id, old.port) == (0, 1, server.port)
 

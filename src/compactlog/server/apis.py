@@ -10,13 +10,15 @@ something that is not served.
 from __future__ import annotations
 
 from . import (acls, admin, configs, delegation_tokens, fetch, list_offsets, log_dirs, metadata, produce, producer_ids,
-               producers, quotas, reassignments, sasl, scram_credentials, topic_partitions, transactions_admin)
+               producers, quotas, reassignments, sasl, scram_credentials, topic_partitions, transactions_admin,
+               txn_handlers, txn_markers)
 from .broker import Broker
 from .coordinator import handlers as groups  # the group coordinator, __consumer_offsets
 
 MODULES = [metadata, produce, fetch, list_offsets, producer_ids, admin, configs,
            topic_partitions, log_dirs, producers, reassignments, quotas,  # the rest of Kafka's admin APIs
            delegation_tokens, transactions_admin,
+           txn_handlers, txn_markers,  # the transaction coordinator, __transaction_state, markers
            sasl, scram_credentials, acls,  # security: logins on SASL listeners, the credentials they check,
            # the ACL APIs and the authorizer
            groups]

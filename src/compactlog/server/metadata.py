@@ -167,7 +167,7 @@ async def describe_cluster(broker: Broker, req: Request, session: Session):
 
 
 async def find_coordinator(broker: Broker, req: Request, session: Session):
-    """This node coordinates every group; transactions are not served (COORDINATOR_NOT_AVAILABLE).
+    """This node coordinates every group and every transactional id (key type 1).
     v4+ ask for several keys at once and get an answer (and an error) for each."""
     b = req.body
     key_type = getattr(b, "key_type", 0)
@@ -184,8 +184,15 @@ async def find_coordinator(broker: Broker, req: Request, session: Session):
 
 def _coordinator_of(broker: Broker, session: Session, key_type: int, key: str) -> tuple:
     """(error, message, node id, host, port) of the coordinator of ``key``."""
-    if key_type == 1:
-        return 15, "compactlog has no transaction coordinator", -1, "", -1
+    if key_type == 1:  # a transactional id: this node's transaction coordinator (txn_coordinator.py)
+        if not broker.authorize(session, "DESCRIBE", "TRANSACTIONAL_ID", key):  # TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+            return 53, f"Not authorized to describe transactional id {shown(key)}", -1, "", -1
+        transactions = broker.extras.get("transactions")
+        if transactions is None:
+            return 15, "the transaction coordinator is not running", -1, "", -1
+        transactions.prepare_topic()  # Kafka creates __transaction_state at the first FindCoordinator
+        host, port = broker.address(session)
+        return 0, None, broker.node_id, host, port
     if key_type != 0:  # INVALID_REQUEST, as Kafka answers a key type it does not know
         return 42, f"unknown coordinator key type {key_type} (0 is a group, 1 a transactional id)", -1, "", -1
     if not key:

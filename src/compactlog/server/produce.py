@@ -16,7 +16,12 @@ does before its log sees anything:
   leader refuses such a write rather than acknowledge fewer copies than the topic asks for;
 * ``acks=0`` gets no response at all; when such a produce fails, the connection is closed instead, the
   only way left to tell the producer (Kafka does the same);
-* one response entry per partition asked for.
+* one response entry per partition asked for;
+* a transactional batch (attribute bit 0x10) needs the request's ``transactional_id`` and WRITE on it
+  (every partition TRANSACTIONAL_ID_AUTHORIZATION_FAILED otherwise), and its partition must be in the
+  producer's open transaction, which the transaction coordinator checks before anything is appended
+  (Kafka 3.6+'s verification, KIP-890): INVALID_TXN_STATE when it was not added, INVALID_PRODUCER_EPOCH
+  for a fenced epoch, NOT_ENOUGH_REPLICAS (retriable) while the coordinator is busy or loading.
 
 All the partitions of one request are appended in one worker thread, so a big request costs one hop
 off the event loop, and parked fetches are woken once afterwards.
@@ -25,13 +30,16 @@ off the event loop, and parked fetches are woken once afterwards.
 from __future__ import annotations
 
 import datetime
+import struct
 
 from ..errors import CompactLogError, InvalidRecordError, InvalidTopicError, NotEnoughReplicasError, shown
 from ..records.batch import (
     ATTRIBUTES_OFFSET,
     COMPRESSION_MASK,
+    FIELD_OFFSETS,
     HEADER_SIZE,
     MAGIC_OFFSET,
+    TRANSACTIONAL_BIT,
     batch_size_at,
     producer_id_at,
 )
@@ -42,6 +50,7 @@ from .entities import make, response, schema
 from .protocol import ProtocolError, Request
 
 ATTRIBUTES_LOW_BYTE = ATTRIBUTES_OFFSET + 1  # the low byte of a batch's attributes holds the codec
+_EPOCH = struct.Struct(">h")
 UTC = datetime.timezone.utc
 INLINE_BYTES = 64 * 1024
 
@@ -83,14 +92,61 @@ def cheap(broker: Broker, topics, size: int) -> bool:
     return True
 
 
-def _append_all(broker: Broker, topics, version: int, acks: int = 1) -> list[list[tuple]]:
+def _transactional(records) -> bool:
+    return (records is not None and len(records) >= HEADER_SIZE and records[MAGIC_OFFSET] == 2
+            and bool(records[ATTRIBUTES_LOW_BYTE] & TRANSACTIONAL_BIT))
+
+
+# The transaction coordinator's answers to a verification, as a Produce answers them (Kafka's ReplicaManager):
+# a busy or loading coordinator is NOT_ENOUGH_REPLICAS (retriable), a fenced epoch INVALID_PRODUCER_EPOCH.
+_NOT_ENOUGH_REPLICAS, _INVALID_PRODUCER_EPOCH, _INVALID_TXN_STATE = 19, 47, 48
+_VERIFICATION_BUSY = {51: "CONCURRENT_TRANSACTIONS", 14: "COORDINATOR_LOAD_IN_PROGRESS",
+                      15: "COORDINATOR_NOT_AVAILABLE", 16: "NOT_COORDINATOR"}
+_PRODUCER_FENCED = 90
+
+
+def transaction_refusals(broker: Broker, transactional_id: str | None, topics) -> dict[tuple[str, int], tuple]:
+    """(topic, partition) -> (code, message) for the transactional batches the coordinator refuses:
+    their partition is not in the producer's open transaction (Kafka's verification before an append)."""
+    txn = broker.extras.get("transactions")
+    refused = {}
+    for t in topics:
+        for p in t.partition_data:
+            r = p.records
+            if not _transactional(r) or producer_id_at(r) < 0:
+                continue
+            (epoch,) = _EPOCH.unpack_from(r, FIELD_OFFSETS["producerEpoch"])
+            code = 15 if txn is None else txn.partition_in_transaction(transactional_id or "", producer_id_at(r),
+                                                                       epoch, t.name, p.index)
+            if code == 0:
+                continue
+            if code in _VERIFICATION_BUSY:
+                refused[(t.name, p.index)] = (_NOT_ENOUGH_REPLICAS, "Unable to verify the partition has been added "
+                                              f"to the transaction. Underlying error: {_VERIFICATION_BUSY[code]}")
+            elif code == _INVALID_TXN_STATE:
+                refused[(t.name, p.index)] = (code, "Partition was not added to the transaction")
+            elif code == _PRODUCER_FENCED:
+                refused[(t.name, p.index)] = (_INVALID_PRODUCER_EPOCH, "The producer's epoch is fenced by a newer "
+                                              "producer with the same transactional id")
+            else:
+                refused[(t.name, p.index)] = (code, None)
+    return refused
+
+
+def _append_all(broker: Broker, topics, version: int, acks: int = 1,
+                refused: dict[tuple[str, int], tuple] | None = None) -> list[list[tuple]]:
     """(partition, error, base offset, log append time, log start offset, message) per partition, and
-    after them the refused records (index in the batch, message) when the error names some."""
+    after them the refused records (index in the batch, message) when the error names some. ``refused``
+    holds the partitions the transaction coordinator refused: nothing is appended to them."""
     out = []
     cl = broker.cl
     for t in topics:
         rows = []
         for p in t.partition_data:
+            if refused and (t.name, p.index) in refused:
+                code, message = refused[(t.name, p.index)]
+                rows.append((p.index, code, -1, -1, -1, message))
+                continue
             try:
                 records = p.records
                 if t.name in INTERNAL_TOPICS:
@@ -146,12 +202,19 @@ async def produce(broker: Broker, req: Request, session: Session):
         results = [[(p.index, 21, -1, -1, -1, f"acks={body.acks} is not -1, 0 or 1") for p in t.partition_data]
                    for t in body.topic_data]
     else:
+        tid = getattr(body, "transactional_id", None)
+        if any(_transactional(p.records) for t in body.topic_data for p in t.partition_data) and (
+                tid is None or not broker.authorize(session, "WRITE", "TRANSACTIONAL_ID", tid)):
+            results = [[(p.index, 53, -1, -1, -1, "Transactional Id authorization failed.") for p in t.partition_data]
+                       for t in body.topic_data]  # TRANSACTIONAL_ID_AUTHORIZATION_FAILED: nothing is written
+            return answer(req, body, results) if body.acks != 0 else _closed(body, results)
         allowed = [broker.authorize(session, "WRITE", "TOPIC", t.name) for t in body.topic_data]
         topics = [t for t, ok in zip(body.topic_data, allowed) if ok]
+        refused = transaction_refusals(broker, tid, topics)
         if cheap(broker, topics, req.size):  # a small request costs less than the hop to a worker thread
-            results = _append_all(broker, topics, req.api_version, body.acks)
+            results = _append_all(broker, topics, req.api_version, body.acks, refused)
         else:
-            results = await broker.blocking(_append_all, broker, topics, req.api_version, body.acks)
+            results = await broker.blocking(_append_all, broker, topics, req.api_version, body.acks, refused)
         broker.data_arrived()
         if len(topics) < len(allowed):  # topics without WRITE: TOPIC_AUTHORIZATION_FAILED, nothing appended
             appended = iter(results)
@@ -159,12 +222,17 @@ async def produce(broker: Broker, req: Request, session: Session):
                                                   for p in t.partition_data]
                        for t, ok in zip(body.topic_data, allowed)]
     if body.acks == 0:
-        failed = [(t.name, row[0], row[1]) for t, rows in zip(body.topic_data, results) for row in rows if row[1]]
-        if failed:
-            raise ProtocolError(f"an acks=0 produce failed ({', '.join(f'{n}-{p}: error {c}' for n, p, c in failed[:3])}); "
-                                "closing the connection so that the producer notices")
-        return None
+        return _closed(body, results)
     return answer(req, body, results)
+
+
+def _closed(body, results: list[list[tuple]]) -> None:
+    """An acks=0 produce gets no answer; when part of it failed the connection is closed instead."""
+    failed = [(t.name, row[0], row[1]) for t, rows in zip(body.topic_data, results) for row in rows if row[1]]
+    if failed:
+        raise ProtocolError(f"an acks=0 produce failed ({', '.join(f'{n}-{p}: error {c}' for n, p, c in failed[:3])}); "
+                            "closing the connection so that the producer notices")
+    return None
 
 
 def answer(req: Request, body, results: list[list[tuple]]):

@@ -1,0 +1,121 @@
+"""``__transaction_state`` for the transaction coordinator: its creation, the appends, the replay at start.
+
+Kafka's ``TransactionStateManager`` has the same job; the group coordinator's ``manager.py`` does it for
+``__consumer_offsets``. The topic is an ordinary compacted topic of the data directory, created the first
+time a transactional producer looks for its coordinator, with Kafka's settings for it:
+``transaction.state.log.num.partitions`` partitions, ``cleanup.policy=compact``, ``segment.bytes`` from
+``transaction.state.log.segment.bytes`` and no compression (Kafka writes these records uncompressed).
+
+Every change of a transactional id is one record (``transactions.metadata.log_record``) in its own batch,
+appended through the embedded API's ``Partition.append`` in a worker thread. Appends to one partition are
+serialised, and the coordinator adopts the new state (``apply``) under the same lock right after the
+append returns, so memory and log see the changes in the same order; only then is the client answered.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Callable
+
+from ..errors import CompactLogError, TopicAlreadyExistsError, UnknownTopicOrPartitionError
+from ..records.batch import build_batch
+from ..transactions.coordinator import TRANSACTION_STATE_TOPIC, transaction_partition
+from ..transactions.load import LoadedTransactions, load_partition
+from .server_config import ServerConfig
+
+log = logging.getLogger(__name__)
+
+TOPIC = TRANSACTION_STATE_TOPIC
+
+# Kafka's codes for a write of the coordinator that failed (TransactionStateManager.appendTransactionToLog).
+COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR, UNKNOWN_SERVER_ERROR = 15, 16, -1
+_UNKNOWN_TOPIC_OR_PARTITION, _NOT_ENOUGH_REPLICAS, _KAFKA_STORAGE_ERROR, _NOT_LEADER = 3, 19, 56, 6
+
+
+class TransactionStateLog:
+    """The coordinator's reads and writes of ``__transaction_state``."""
+
+    def __init__(self, cl, config: ServerConfig) -> None:
+        self.cl = cl  # the broker's CompactLog: it holds the topic
+        self.config = config
+        self._locks: dict[int, asyncio.Lock] = {}
+        self._creating = threading.Lock()
+
+    # where ---------------------------------------------------------------------------------------
+    def partitions(self) -> int:
+        """The topic's partition count once it exists (it wins over a changed config: moving ids between
+        partitions would lose them), else ``transaction.state.log.num.partitions``."""
+        if self.cl.has_topic(TOPIC):
+            return self.cl.partitions_for(TOPIC)
+        return self.config.get("transaction.state.log.num.partitions")
+
+    def partition_for(self, transactional_id: str) -> int:
+        return transaction_partition(transactional_id, self.partitions())
+
+    def has_topic(self) -> bool:
+        """The topic exists with every partition (its creation registers it before making them)."""
+        cl = self.cl
+        if not cl.has_topic(TOPIC):
+            return False
+        try:
+            count = cl.partitions_for(TOPIC)
+        except UnknownTopicOrPartitionError:
+            return False
+        return all(cl.find_partition(TOPIC, p) is not None for p in range(count))
+
+    def ensure_topic(self) -> None:
+        """Create the topic unless it exists (blocking: run it in a thread)."""
+        if self.has_topic():
+            return
+        with self._creating:
+            if not self.cl.has_topic(TOPIC):
+                try:
+                    self.cl.create_topic(TOPIC, self.config.get("transaction.state.log.num.partitions"), {
+                        "cleanup.policy": "compact",
+                        "segment.bytes": str(self.config.get("transaction.state.log.segment.bytes")),
+                        "compression.type": "uncompressed",
+                    })
+                    log.info("created %s with %d partitions", TOPIC, self.cl.partitions_for(TOPIC))
+                except TopicAlreadyExistsError:
+                    pass
+        with self.cl.admin_lock:  # whoever else is creating it holds this until every partition exists
+            pass
+
+    # writing ------------------------------------------------------------------------------------
+    def _append(self, partition: int, key: bytes, value: bytes | None) -> None:
+        self.ensure_topic()
+        batch = build_batch([key], [value], [self.cl.time.milliseconds()])
+        self.cl.partition(TOPIC, partition).append(batch)
+
+    async def append(self, transactional_id: str, key: bytes, value: bytes | None,
+                     apply: Callable[[], None]) -> None:
+        """Append one record to the id's partition, then ``apply`` (in log order). Raises the storage
+        layer's error when the append fails (``apply`` is then not called)."""
+        partition = self.partition_for(transactional_id)
+        lock = self._locks.setdefault(partition, asyncio.Lock())
+        async with lock:
+            await asyncio.to_thread(self._append, partition, key, value)
+            apply()
+
+    # loading ------------------------------------------------------------------------------------
+    def load(self, now: int) -> list[LoadedTransactions]:
+        """Replay every partition of the topic (blocking). A partition that does not load raises
+        ``CorruptRecordError`` naming it and the offset (see ``transactions/load.py``)."""
+        if not self.cl.has_topic(TOPIC):
+            return []
+        return [load_partition(self.cl, p, now) for p in range(self.cl.partitions_for(TOPIC))]
+
+
+def write_error(exc: BaseException) -> int:
+    """The code a client gets when the coordinator could not store a change, as Kafka maps it: a missing
+    partition or too few replicas COORDINATOR_NOT_AVAILABLE, a failed disk or lost leadership
+    NOT_COORDINATOR (both make the client look for the coordinator again), anything else
+    UNKNOWN_SERVER_ERROR."""
+    code = exc.code if isinstance(exc, CompactLogError) else UNKNOWN_SERVER_ERROR
+    if code in (_UNKNOWN_TOPIC_OR_PARTITION, _NOT_ENOUGH_REPLICAS):
+        return COORDINATOR_NOT_AVAILABLE
+    if code in (_KAFKA_STORAGE_ERROR, _NOT_LEADER):
+        return NOT_COORDINATOR
+    return UNKNOWN_SERVER_ERROR
