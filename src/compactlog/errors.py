@@ -307,6 +307,13 @@ class GroupSubscribedToTopicError(CompactLogError):
     code, name = 86, "GROUP_SUBSCRIBED_TO_TOPIC"
 
 
+class UnstableOffsetCommitError(CompactLogError):
+    """The partition's offset is pending in an open transaction (or on its way to the log): a client
+    asking for stable offsets (OffsetFetch ``require_stable``) retries until it is settled."""
+
+    code, name = 88, "UNSTABLE_OFFSET_COMMIT"
+
+
 class ClusterAuthorizationFailedError(CompactLogError):
     """Cluster authorization failed: the principal lacks the operation on the cluster the request needs."""
 

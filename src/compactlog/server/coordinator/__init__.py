@@ -9,5 +9,7 @@ One module per Kafka concept:
 - ``coordinator``: the rules of every group API (``GroupCoordinator``);
 - ``records``: the key and value schemas of ``__consumer_offsets``, byte for byte Kafka's;
 - ``manager``: appends to and replay of ``__consumer_offsets`` (``GroupMetadataManager``);
+- ``offsets``: committed offsets, their expiry, and group deletion (``OffsetMetadataManager``);
+- ``txn_offsets``: offsets committed in transactions, pending until their marker (``TxnOffsetManager``);
 - ``handlers``: the wire handlers (``HANDLERS``) and ``setup(broker)``.
 """

@@ -22,12 +22,14 @@ from ...errors import (
     MemberIdRequiredError,
     NonEmptyGroupError,
     NotCoordinatorError,
+    NotEnoughReplicasError,
     OffsetMetadataTooLargeError,
     RebalanceInProgressError,
     RecordBatchTooLargeError,
     RecordTooLargeError,
     UnknownMemberIdError,
     UnknownTopicOrPartitionError,
+    UnstableOffsetCommitError,
 )
 
 NONE = 0
@@ -37,6 +39,7 @@ OFFSET_METADATA_TOO_LARGE = OffsetMetadataTooLargeError.code
 COORDINATOR_LOAD_IN_PROGRESS = CoordinatorLoadInProgressError.code
 COORDINATOR_NOT_AVAILABLE = CoordinatorNotAvailableError.code
 NOT_COORDINATOR = NotCoordinatorError.code
+NOT_ENOUGH_REPLICAS = NotEnoughReplicasError.code
 RECORD_LIST_TOO_LARGE = RecordBatchTooLargeError.code
 ILLEGAL_GENERATION = IllegalGenerationError.code
 INCONSISTENT_GROUP_PROTOCOL = InconsistentGroupProtocolError.code
@@ -52,3 +55,4 @@ MEMBER_ID_REQUIRED = MemberIdRequiredError.code
 GROUP_MAX_SIZE_REACHED = GroupMaxSizeReachedError.code
 FENCED_INSTANCE_ID = FencedInstanceIdError.code
 GROUP_SUBSCRIBED_TO_TOPIC = GroupSubscribedToTopicError.code
+UNSTABLE_OFFSET_COMMIT = UnstableOffsetCommitError.code

@@ -11,7 +11,8 @@ the rebalance completes. Everything runs on the server's event loop; the only aw
 and appends to ``__consumer_offsets``, after which the group's state is checked again (it may have moved
 on meanwhile, exactly as Kafka's callbacks check it).
 
-Offsets (commit, fetch, delete, expiry) and group deletion are in ``offsets.py``.
+Offsets (commit, fetch, delete, expiry) and group deletion are in ``offsets.py``; transactions' offsets
+(TxnOffsetCommit, and ``write_txn_marker``, which the transaction coordinator calls) in ``txn_offsets.py``.
 
 The coordinator is a broker service: ``start`` replays ``__consumer_offsets`` in a worker thread (every
 group API answers COORDINATOR_LOAD_IN_PROGRESS meanwhile, SyncGroup REBALANCE_IN_PROGRESS as Kafka does
@@ -52,6 +53,7 @@ from .manager import GroupMetadataManager, store_error
 from .member import JoinResult, MemberMetadata, Protocols, SyncResult, protocols_of
 from .offsets import OffsetMetadataManager
 from .rebalance import NEW_MEMBER_JOIN_TIMEOUT_MS, Rebalancer
+from .txn_offsets import TxnOffsetManager
 from .state import (
     COMPLETING_REBALANCE,
     DEAD,
@@ -83,6 +85,7 @@ class GroupCoordinator:
                                     self._store_empty_generation)
         self.active = False
         self.loading = True
+        self._loaded = asyncio.Event()  # set when the replay is done, or when the coordinator stops
         self._tasks: set[asyncio.Task] = set()  # stores that must finish even if their client goes away
         self._loader: asyncio.Task | None = None
         self._creating: asyncio.Task | None = None
@@ -93,6 +96,10 @@ class GroupCoordinator:
         self.delete_offsets = self.offsets.delete_offsets
         self.delete_groups = self.offsets.delete_groups
         self.expire_offsets = self.offsets.expire_offsets
+        self.unstable_offsets = self.offsets.unstable
+        self.txn_offsets = TxnOffsetManager(self, broker.extras)
+        self.commit_txn_offsets = self.txn_offsets.commit
+        self.write_txn_marker = self.txn_offsets.write_txn_marker  # the transaction coordinator's, at EndTxn
 
     def now(self) -> int:
         return self.time.milliseconds()
@@ -107,6 +114,7 @@ class GroupCoordinator:
         """Let stores under way finish; parked requests are answered NOT_COORDINATOR (clients look for the
         coordinator again)."""
         self.active = False
+        self._loaded.set()  # whoever waits for the replay gets CoordinatorNotAvailableError
         if self._loader is not None:
             self._loader.cancel()
         if self._tasks:
@@ -136,17 +144,25 @@ class GroupCoordinator:
         for group_id, found in loaded.items():
             group = (GroupMetadata.from_record(group_id, found.metadata, now) if found.metadata is not None
                      else GroupMetadata(group_id, now))
-            group.offsets = found.offsets
+            group.offsets, group.offset_positions, group.pending_txn_offsets = found.offsets, found.positions, found.pending
             self.groups[group_id] = group
+            self.txn_offsets.loaded(group)
             for m in group.members.values():  # members of the stored generation keep it if they come back in time
                 self.rebalance.heartbeat(group, m)
         self.loading = False
+        self._loaded.set()
         while True:
             await asyncio.sleep(self.retention_check_ms / 1000)
             try:
                 await self.expire_offsets()
             except Exception:
                 log.exception("expiring old offsets failed")
+
+    async def wait_loaded(self) -> None:
+        """Return once ``__consumer_offsets`` is replayed; ``CoordinatorNotAvailableError`` if it stops first."""
+        await self._loaded.wait()
+        if not self.active or self.loading:
+            raise CoordinatorNotAvailableError("the group coordinator is not running")
 
     def prepare_topic(self) -> None:
         """Start creating ``__consumer_offsets`` if it is missing: something will be stored soon."""

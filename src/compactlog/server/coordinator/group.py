@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from .member import MemberMetadata, Protocols
 from ...group_records import (
@@ -23,6 +24,14 @@ from .state import COMPLETING_REBALANCE, EMPTY, STABLE, GroupState, check_transi
 
 CONSUMER_PROTOCOL_TYPE = "consumer"
 TopicPartition = tuple[str, int]
+
+
+@dataclass(slots=True)
+class PendingTxnOffset:
+    """An offset a transaction committed (TxnOffsetCommit), invisible until the transaction's marker."""
+
+    value: OffsetCommitValue
+    position: int | None = None  # its record's offset in __consumer_offsets, once appended
 
 
 class GroupMetadata:
@@ -42,6 +51,11 @@ class GroupMetadata:
         self.new_member_added = False  # a member joined during the initial delay (it is extended)
         self.subscribed_topics: frozenset[str] | None = None  # None: unknown, assume every topic
         self.offsets: dict[TopicPartition, OffsetCommitValue] = {}
+        # Where each committed offset's record is in __consumer_offsets: a transaction's offset replaces a
+        # committed one at its COMMIT marker only if its own record is the later one (Kafka's olderThan).
+        self.offset_positions: dict[TopicPartition, int] = {}
+        # Offsets of open transactions, by producer id (Kafka's pendingTransactionalOffsetCommits).
+        self.pending_txn_offsets: dict[int, dict[TopicPartition, PendingTxnOffset]] = {}
         # Commits on their way to the log, per partition: removals leave these alone, or a tombstone
         # written after an acknowledged commit would undo it at the next load (Kafka's pendingOffsetCommits).
         self.pending_commits: Counter = Counter()
@@ -239,10 +253,78 @@ class GroupMetadata:
                 out.append(tp)
         return out
 
-    def remove_offsets(self, partitions: Iterable[TopicPartition]) -> list[TopicPartition]:
+    def remove_offsets(self, partitions: Iterable[TopicPartition], pending_txn_too: bool = True) -> list[TopicPartition]:
         """Drop committed offsets, except those with a commit under way; returns those dropped (they need
-        tombstones)."""
-        return [tp for tp in partitions if tp not in self.pending_commits and self.offsets.pop(tp, None) is not None]
+        tombstones). ``pending_txn_too``: open transactions' offsets of these partitions go as well, as
+        Kafka's removeOffsets drops them (deleted groups, OffsetDelete, deleted topics); expiry keeps them."""
+        partitions = list(partitions)
+        if pending_txn_too:
+            for pid, pending in list(self.pending_txn_offsets.items()):
+                for tp in partitions:
+                    pending.pop(tp, None)
+                if not pending:
+                    del self.pending_txn_offsets[pid]
+        removed = [tp for tp in partitions if tp not in self.pending_commits and self.offsets.pop(tp, None) is not None]
+        for tp in removed:
+            self.offset_positions.pop(tp, None)
+        return removed
+
+    def set_offsets(self, offsets: dict[TopicPartition, OffsetCommitValue], position: int) -> None:
+        """Offsets committed by the record batch at ``position`` of __consumer_offsets."""
+        self.offsets.update(offsets)
+        self.offset_positions.update(dict.fromkeys(offsets, position))
+
+    def has_offsets(self) -> bool:
+        """Committed, on their way to the log, or pending in a transaction: a group holding any is not dead."""
+        return bool(self.offsets or self.pending_commits or self.pending_txn_offsets)
+
+    def has_pending_offset(self, tp: TopicPartition) -> bool:
+        """A commit of ``tp`` is under way or in an open transaction: OffsetFetch with require_stable
+        answers UNSTABLE_OFFSET_COMMIT for it."""
+        return tp in self.pending_commits or any(tp in p for p in self.pending_txn_offsets.values())
+
+    # transactional offsets ------------------------------------------------------------------------
+    def prepare_txn_offsets(self, producer_id: int, offsets: dict[TopicPartition, OffsetCommitValue]) -> None:
+        """A TxnOffsetCommit is on its way to the log: its offsets are pending from now on."""
+        pending = self.pending_txn_offsets.setdefault(producer_id, {})
+        for tp, value in offsets.items():
+            pending[tp] = PendingTxnOffset(value)
+
+    def txn_offsets_appended(self, producer_id: int, offsets: dict[TopicPartition, OffsetCommitValue],
+                             position: int) -> None:
+        """Their record batch is at ``position``: remember it (unless a later commit replaced them)."""
+        pending = self.pending_txn_offsets.get(producer_id, {})
+        for tp, value in offsets.items():
+            entry = pending.get(tp)
+            if entry is not None and entry.value == value:
+                entry.position = position
+
+    def txn_offsets_failed(self, producer_id: int, offsets: Iterable[TopicPartition]) -> None:
+        """Their append failed: they are not pending any more (the client retries)."""
+        pending = self.pending_txn_offsets.get(producer_id)
+        if pending is None:
+            return
+        for tp in offsets:
+            pending.pop(tp, None)
+        if not pending:
+            del self.pending_txn_offsets[producer_id]
+
+    def complete_txn(self, producer_id: int, commit: bool) -> list[TopicPartition]:
+        """The producer's transaction ended (its marker is in the log): on commit its offsets become the
+        committed ones, each unless the partition's committed offset came from a later record; on abort
+        they are dropped. Returns the partitions whose committed offset changed."""
+        pending = self.pending_txn_offsets.pop(producer_id, None)
+        if not commit or not pending:
+            return []
+        applied = []
+        for tp, entry in pending.items():
+            if entry.position is None:  # its append has not returned: it was never acknowledged
+                continue
+            if tp not in self.offsets or self.offset_positions.get(tp, -1) < entry.position:
+                self.offsets[tp] = entry.value
+                self.offset_positions[tp] = entry.position
+                applied.append(tp)
+        return applied
 
     # persistence --------------------------------------------------------------------------------
     def to_record(self, assignment: dict[str, bytes], now: int) -> GroupMetadataValue:

@@ -1,13 +1,14 @@
 """The group APIs on the wire: kio request entities in, the coordinator's answers out as kio responses.
 
 JoinGroup (11), SyncGroup (14), Heartbeat (12), LeaveGroup (13), OffsetCommit (8), OffsetFetch (9),
-OffsetDelete (47), ListGroups (16), DescribeGroups (15), DeleteGroups (42). The rules live in
+OffsetDelete (47), ListGroups (16), DescribeGroups (15), DeleteGroups (42), TxnOffsetCommit (28). The rules live in
 ``coordinator.py``; this module only reads fields (some exist from a version on) and lays out each
 version's response. FindCoordinator is in ``metadata.py``: this node coordinates every group.
 
 Access is checked as Kafka checks it (``Broker.authorize``): READ on the group for JoinGroup, SyncGroup,
 Heartbeat, LeaveGroup and OffsetCommit, DESCRIBE for OffsetFetch and DescribeGroups, DELETE for
-DeleteGroups and OffsetDelete, refused with GROUP_AUTHORIZATION_FAILED (30); then READ (commit, delete) or
+DeleteGroups and OffsetDelete, refused with GROUP_AUTHORIZATION_FAILED (30) (TxnOffsetCommit first needs
+WRITE on its transactional id: TRANSACTIONAL_ID_AUTHORIZATION_FAILED, 53); then READ (commit, delete) or
 DESCRIBE (fetch) on each topic, refused per partition with TOPIC_AUTHORIZATION_FAILED (29). ListGroups
 lists every group to those who may DESCRIBE the cluster, else the groups they may DESCRIBE.
 
@@ -25,7 +26,12 @@ from ..entities import make, response, schema
 from ..acls import GROUP_AUTHORIZATION_FAILED, TOPIC_AUTHORIZATION_FAILED, authorized_operations
 from ..metadata import NOT_COMPUTED
 from ..protocol import Request
-from .codes import UNKNOWN_TOPIC_OR_PARTITION
+from .codes import (
+    COORDINATOR_LOAD_IN_PROGRESS,
+    COORDINATOR_NOT_AVAILABLE,
+    UNKNOWN_TOPIC_OR_PARTITION,
+    UNSTABLE_OFFSET_COMMIT,
+)
 from .coordinator import GroupCoordinator
 from ...group_records import OffsetCommitValue
 from .state import DEAD
@@ -33,6 +39,7 @@ from .state import DEAD
 EXTRA = "group_coordinator"
 DEFAULT_RETENTION = -1  # OffsetCommit v2-v4 retention_time: the broker's offsets.retention.minutes
 CLASSIC_GROUP = "classic"  # ListGroups v5's type of every group here (no KIP-848 consumer groups)
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
 
 
 def setup(broker: Broker) -> None:
@@ -175,11 +182,14 @@ async def offset_commit(broker: Broker, req: Request, session: Session):
     return response(req, throttle_time=NO_THROTTLE, topics=topics)
 
 
-def _group_offsets(broker: Broker, session: Session, group_id: str, topics) -> tuple[int, list[tuple]]:
+def _group_offsets(broker: Broker, session: Session, group_id: str, topics,
+                   require_stable: bool = False) -> tuple[int, list[tuple]]:
     """OffsetFetch of one group: (the group's error, [(topic, partition, committed value or None,
     error)]). ``topics`` None asks for every committed partition, less those of topics the client may
     not describe; named partitions of such topics get TOPIC_AUTHORIZATION_FAILED and no offset. With a
-    group error every named partition carries it too (v0-1 have nowhere else to put it)."""
+    group error every named partition carries it too (v0-1 have nowhere else to put it).
+    ``require_stable``: a partition whose offset is pending (in a transaction) gets
+    UNSTABLE_OFFSET_COMMIT and no offset; without it, the committed offset is answered."""
     wanted = None if topics is None else [(t.name, p) for t in topics for p in t.partition_indexes]
     if not _may(broker, session, "DESCRIBE", group_id):
         code, rows = GROUP_AUTHORIZATION_FAILED, []
@@ -187,10 +197,16 @@ def _group_offsets(broker: Broker, session: Session, group_id: str, topics) -> t
         code, rows = _coordinator(broker).fetch_offsets(group_id, wanted)
     if code:
         return code, [(t, p, None, code) for t, p in wanted or ()]
+    if require_stable:
+        unstable = _coordinator(broker).unstable_offsets(group_id, wanted)
+        rows = [(tp, None if tp in unstable else v) for tp, v in rows]
+    else:
+        unstable = set()
+    rows = [(tp, v, UNSTABLE_OFFSET_COMMIT if tp in unstable else 0) for tp, v in rows]
     if wanted is None:
-        return code, [(t, p, v, 0) for (t, p), v in rows if broker.authorize(session, "DESCRIBE", "TOPIC", t)]
+        return code, [(t, p, v, e) for (t, p), v, e in rows if broker.authorize(session, "DESCRIBE", "TOPIC", t)]
     allowed = {t.name: broker.authorize(session, "DESCRIBE", "TOPIC", t.name) for t in topics}
-    return code, [(t, p, v, 0) if allowed[t] else (t, p, None, TOPIC_AUTHORIZATION_FAILED) for (t, p), v in rows]
+    return code, [(t, p, v, e) if allowed[t] else (t, p, None, TOPIC_AUTHORIZATION_FAILED) for (t, p), v, e in rows]
 
 
 def _offset_topics(topic_cls: type, partition_cls: type, rows: list[tuple]) -> tuple:
@@ -205,24 +221,61 @@ def _offset_topics(topic_cls: type, partition_cls: type, rows: list[tuple]) -> t
 
 
 async def offset_fetch(broker: Broker, req: Request, session: Session):
-    """v8+ ask for several groups at once, each answered with its own error. v7's ``require_stable`` asks
-    to wait out pending transactional offsets, which never exist here (no transactions); v9's member id
-    and epoch belong to the KIP-848 consumer protocol, and a classic group's fetch ignores them, as Kafka's."""
+    """v8+ ask for several groups at once, each answered with its own error. v7+'s ``require_stable``
+    asks for UNSTABLE_OFFSET_COMMIT (retriable) instead of the committed offset where one is pending in
+    a transaction; v9's member id and epoch belong to the KIP-848 consumer protocol, and a classic
+    group's fetch ignores them, as Kafka's."""
     b = req.body
     s = schema(req)
+    stable = bool(getattr(b, "require_stable", False))
     if req.api_version >= 8:
         groups = []
         for g in b.groups:
-            code, rows = _group_offsets(broker, session, g.group_id, g.topics)
+            code, rows = _group_offsets(broker, session, g.group_id, g.topics, stable)
             topics = () if code else _offset_topics(s.OffsetFetchResponseTopics, s.OffsetFetchResponsePartitions, rows)
             groups.append(make(s.OffsetFetchResponseGroup, group_id=g.group_id, topics=topics,
                                error_code=error_code(code)))
         return response(req, throttle_time=NO_THROTTLE, groups=tuple(groups))
-    code, rows = _group_offsets(broker, session, b.group_id, b.topics)
+    code, rows = _group_offsets(broker, session, b.group_id, b.topics, stable)
     if code and req.api_version >= 2:  # the request's error says it all
         return response(req, throttle_time=NO_THROTTLE, topics=(), error_code=error_code(code))
     return response(req, throttle_time=NO_THROTTLE, error_code=error_code(code),
                     topics=_offset_topics(s.OffsetFetchResponseTopic, s.OffsetFetchResponsePartition, rows))
+
+
+async def txn_offset_commit(broker: Broker, req: Request, session: Session):
+    """TxnOffsetCommit (a transactional producer's ``send_offsets_to_transaction``): WRITE on the
+    transactional id, READ on the group, then per topic READ and existence, as Kafka checks them; the
+    rest is ``txn_offsets.py``. v2+ carry the leader epoch, v3+ the consumer's member id, generation and
+    instance id (KIP-447). v0-1 get COORDINATOR_NOT_AVAILABLE for COORDINATOR_LOAD_IN_PROGRESS, which
+    clients before Kafka 2.0 did not expect."""
+    b = req.body
+    now = broker.cl.time.milliseconds()
+    pairs = [(t.name, p.partition_index) for t in b.topics for p in t.partitions]
+    if not broker.authorize(session, "WRITE", "TRANSACTIONAL_ID", b.transactional_id):
+        errors = dict.fromkeys(pairs, TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    elif not _may(broker, session, "READ", b.group_id):
+        errors = dict.fromkeys(pairs, GROUP_AUTHORIZATION_FAILED)
+    else:
+        errors = _topic_errors(broker, session, "READ", b.topics, lambda t: [p.partition_index for p in t.partitions])
+        offsets = {(t.name, p.partition_index): OffsetCommitValue(p.committed_offset, getattr(p, "committed_leader_epoch", -1),
+                                                                  p.committed_metadata or "", now, -1)
+                   for t in b.topics for p in t.partitions if (t.name, p.partition_index) not in errors}
+        if offsets:
+            errors.update(await _coordinator(broker).commit_txn_offsets(
+                b.group_id, b.transactional_id, b.producer_id, b.producer_epoch, getattr(b, "member_id", ""),
+                getattr(b, "group_instance_id", None), getattr(b, "generation_id", -1), offsets))
+    if req.api_version < 2:
+        errors = {tp: COORDINATOR_NOT_AVAILABLE if e == COORDINATOR_LOAD_IN_PROGRESS else e for tp, e in errors.items()}
+    s = schema(req)
+    by_topic: dict[str, list] = defaultdict(list)
+    for t in b.topics:
+        for p in t.partitions:
+            by_topic[t.name].append(make(s.TxnOffsetCommitResponsePartition, partition_index=p.partition_index,
+                                         error_code=error_code(errors[(t.name, p.partition_index)])))
+    topics = tuple(make(s.TxnOffsetCommitResponseTopic, name=name, partitions=tuple(parts))
+                   for name, parts in by_topic.items())
+    return response(req, throttle_time=NO_THROTTLE, topics=topics)
 
 
 async def offset_delete(broker: Broker, req: Request, session: Session):
@@ -309,4 +362,4 @@ async def delete_groups(broker: Broker, req: Request, session: Session):
 
 
 HANDLERS = {11: join_group, 14: sync_group, 12: heartbeat, 13: leave_group, 8: offset_commit, 9: offset_fetch,
-            47: offset_delete, 16: list_groups, 15: describe_groups, 42: delete_groups}
+            47: offset_delete, 16: list_groups, 15: describe_groups, 42: delete_groups, 28: txn_offset_commit}

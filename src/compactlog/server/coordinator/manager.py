@@ -13,6 +13,15 @@ API's ``Partition.append`` in a worker thread. Appends to one partition are seri
 in-memory view is updated (``apply``) under the same lock right after the append returns, so the memory
 and the log see the writes in the same order. Only then is the client answered: a commit is
 acknowledged once it is in the log (one node: Kafka's acks=all).
+
+Transactions (TxnOffsetCommit) write their offsets as a transactional batch of the producer (its id and
+epoch, the transactional bit); the transaction's end is a COMMIT or ABORT marker that the transaction
+coordinator has written here (``write_marker``, through ``Partition.write_txn_marker``). The replay
+keeps a transaction's offsets aside until its marker: applied at COMMIT (unless a later record of the
+partition committed another offset), dropped at ABORT, still pending when no marker has come yet.
+Kafka's coordinator numbers its transactional batches with base sequence 0 and skips the producer's
+sequence checks for its own appends; here they continue the producer's sequence in this partition, so
+that the one append path checks them like any idempotent batch (``_sequence``).
 """
 
 from __future__ import annotations
@@ -23,9 +32,10 @@ import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from ...errors import CompactLogError, TopicAlreadyExistsError, UnknownTopicOrPartitionError
+from ...errors import CompactLogError, OutOfOrderSequenceError, TopicAlreadyExistsError, UnknownTopicOrPartitionError
 from ...partition import Partition
-from ...records.batch import build_batch
+from ...records.batch import BatchInfo, build_batch
+from ...records.control import read_control_record
 from ..server_config import ServerConfig
 from .codes import (
     COORDINATOR_NOT_AVAILABLE,
@@ -33,10 +43,11 @@ from .codes import (
     KAFKA_STORAGE_ERROR,
     MESSAGE_TOO_LARGE,
     NOT_COORDINATOR,
+    NOT_ENOUGH_REPLICAS,
     RECORD_LIST_TOO_LARGE,
     UNKNOWN_TOPIC_OR_PARTITION,
 )
-from .group import GroupMetadata, TopicPartition
+from .group import GroupMetadata, PendingTxnOffset, TopicPartition
 from ...group_records import (
     GroupMetadataKey,
     GroupMetadataValue,
@@ -55,6 +66,9 @@ log = logging.getLogger(__name__)
 
 TOPIC = "__consumer_offsets"
 Record = tuple[bytes, bytes | None]  # key, value (None: tombstone)
+SEQUENCES = 1 << 31  # a producer's sequence numbers wrap from 2^31 - 1 to 0
+# Kafka's codes without a typed error here (no fetch sizes, leaders or replicas to lack on one node)
+INVALID_FETCH_SIZE, NOT_LEADER_OR_FOLLOWER, NOT_ENOUGH_REPLICAS_AFTER_APPEND = 4, 6, 20
 
 
 @dataclass
@@ -63,6 +77,8 @@ class LoadedGroup:
 
     metadata: GroupMetadataValue | None = None  # the last group metadata record, unless deleted since
     offsets: dict[TopicPartition, OffsetCommitValue] = field(default_factory=dict)
+    positions: dict[TopicPartition, int] = field(default_factory=dict)  # each offset's record in the log
+    pending: dict[int, dict[TopicPartition, PendingTxnOffset]] = field(default_factory=dict)  # by producer id
 
 
 class GroupMetadataManager:
@@ -72,6 +88,8 @@ class GroupMetadataManager:
         self.on_append = on_append  # wakes parked fetches (someone may read the topic)
         self._locks: dict[int, asyncio.Lock] = {}
         self._creating = threading.Lock()  # one creator; appenders wait until every partition exists
+        # (partition, producer id) -> (epoch, next sequence) of the transactional batches written here
+        self._sequences: dict[tuple[int, int], tuple[int, int]] = {}
 
     # where ---------------------------------------------------------------------------------------
     def partitions(self) -> int:
@@ -119,28 +137,87 @@ class GroupMetadataManager:
             pass
 
     # writing ------------------------------------------------------------------------------------
-    def _append(self, partition: int, records: list[Record]) -> None:
+    def _append(self, partition: int, records: list[Record], producer: tuple[int, int] | None = None) -> int:
+        """Append one batch; ``producer`` (id, epoch) makes it a transactional batch of that producer.
+        Returns the offset of its first record."""
         self.ensure_topic()
         now = self.cl.time.milliseconds()
         keys = [k for k, _ in records]
         values = [v for _, v in records]
-        batch = build_batch(keys, values, [now] * len(records))
-        self.cl.partition(TOPIC, partition).append(batch)
+        part = self.cl.partition(TOPIC, partition)
+        if producer is None:
+            return part.append(build_batch(keys, values, [now] * len(records))).first_offset
+        pid, epoch = producer
+        for attempt in (1, 2):
+            info = BatchInfo(producer_id=pid, producer_epoch=epoch, base_sequence=self._sequence(part, partition, pid, epoch),
+                             is_transactional=True)
+            try:
+                result = part.append(build_batch(keys, values, [now] * len(records), info=info))
+            except OutOfOrderSequenceError:
+                self._sequences.pop((partition, pid), None)  # someone else wrote for it: ask the log again
+                if attempt == 2:
+                    raise
+                continue
+            if result.duplicate:  # the log took it for a retry of an earlier batch: nothing was written
+                self._sequences.pop((partition, pid), None)
+                if attempt == 2:
+                    raise OutOfOrderSequenceError(f"the transactional offsets of producer {pid} could not be "
+                                                  f"numbered after its last batch in {TOPIC}-{partition}")
+                continue
+            self._sequences[(partition, pid)] = (epoch, (info.base_sequence + len(records)) % SEQUENCES)
+            return result.first_offset
+        raise AssertionError("unreachable")
 
-    async def append(self, group_id: str, records: list[Record], apply: Callable[[], None] | None = None) -> None:
-        """Append ``records`` to the group's partition as one batch, then ``apply`` (in log order).
-        Raises the storage layer's error if the append fails (``apply`` is then not called)."""
+    def _sequence(self, part: Partition, partition: int, pid: int, epoch: int) -> int:
+        """The base sequence of the producer's next batch here: after its last one in the same epoch, 0
+        in a new epoch (or for a producer this partition does not know)."""
+        known = self._sequences.get((partition, pid))
+        if known is None:
+            known = (-1, 0)
+            producers = getattr(part, "producers", None)
+            if producers is not None:
+                for p in producers():
+                    if p.producer_id == pid:
+                        known = (p.producer_epoch, (p.last_sequence + 1) % SEQUENCES)
+            else:  # storage without the producer state's description
+                for p_id, p_epoch, last_seq, _ in part.active_producers():
+                    if p_id == pid:
+                        known = (p_epoch, (last_seq + 1) % SEQUENCES)
+        stored_epoch, next_seq = known
+        return next_seq if stored_epoch == epoch else 0
+
+    async def append(self, group_id: str, records: list[Record], apply: Callable[[int], None] | None = None,
+                     producer: tuple[int, int] | None = None) -> None:
+        """Append ``records`` to the group's partition as one batch, then ``apply`` its first offset (in
+        log order). ``producer`` (id, epoch): a transaction's batch. Raises the storage layer's error if the
+        append fails (``apply`` is then not called)."""
         if not records:
             if apply is not None:
-                apply()
+                apply(-1)
             return
         partition = self.partition_for(group_id)
         lock = self._locks.setdefault(partition, asyncio.Lock())
         async with lock:
-            await asyncio.to_thread(self._append, partition, records)
+            position = await asyncio.to_thread(self._append, partition, records, producer)
             if apply is not None:
-                apply()
+                apply(position)
         self.on_append()
+
+    async def write_marker(self, partition: int, producer_id: int, producer_epoch: int, commit: bool,
+                           coordinator_epoch: int, apply: Callable[[int], None]) -> int:
+        """Append the end of a producer's transaction to ``partition`` (``Partition.write_txn_marker``),
+        then ``apply`` its offset, in log order with every other write here. Returns the marker's offset."""
+        lock = self._locks.setdefault(partition, asyncio.Lock())
+
+        def write() -> int:
+            self.ensure_topic()
+            return self.cl.partition(TOPIC, partition).write_txn_marker(producer_id, producer_epoch, commit,
+                                                                         coordinator_epoch)
+        async with lock:
+            offset = await asyncio.to_thread(write)
+            apply(offset)
+        self.on_append()
+        return offset
 
     async def store_group(self, group: GroupMetadata, assignment: dict[str, bytes]) -> None:
         """Store the group's current generation with ``assignment`` (member id -> bytes)."""
@@ -148,10 +225,12 @@ class GroupMetadataManager:
         await self.append(group.group_id, [(encode_key(GroupMetadataKey(group.group_id)), encode_group_metadata(value))])
 
     async def store_offsets(self, group_id: str, offsets: dict[TopicPartition, OffsetCommitValue],
-                            apply: Callable[[], None]) -> None:
+                            apply: Callable[[int], None], producer: tuple[int, int] | None = None) -> None:
+        """``apply`` gets the offset of the batch's first record; ``producer`` (id, epoch) for a
+        transaction's offsets."""
         records = [(encode_key(OffsetCommitKey(group_id, t, p)), encode_offset_commit(v))
                    for (t, p), v in offsets.items()]
-        await self.append(group_id, records, apply)
+        await self.append(group_id, records, apply, producer)
 
     async def tombstones(self, group_id: str, offsets: Iterable[TopicPartition], group_too: bool) -> None:
         """Null values for deleted offsets (and the group's metadata record when ``group_too``)."""
@@ -163,50 +242,82 @@ class GroupMetadataManager:
     # loading ------------------------------------------------------------------------------------
     def load(self) -> dict[str, LoadedGroup]:
         """Replay every partition of the topic (blocking: run it in a thread). Later records win and
-        tombstones remove, so the result is what compaction would keep. A batch whose CRC fails and a
-        record that cannot be read are skipped with a warning, and a partition whose structure is
-        damaged is read up to the damage: one bad byte must not make every group unreachable."""
+        tombstones remove, so the result is what compaction would keep; a transaction's offsets count
+        from its COMMIT marker on (see the module's docstring). A batch whose CRC fails and a record that
+        cannot be read are skipped with a warning, and a partition whose structure is damaged is read up
+        to the damage: one bad byte must not make every group unreachable."""
         groups: dict[str, LoadedGroup] = {}
         cl = self.cl
         if not cl.has_topic(TOPIC):
             return groups
         records = 0
         for p in range(cl.partitions_for(TOPIC)):
-            latest, offsets = self._latest(cl.partition(TOPIC, p), p)
-            records += len(latest)
-            for key, value in latest.items():  # one partition holds all of a group's records, in order
+            found = self._latest(cl.partition(TOPIC, p), p)
+            records += len(found.latest)
+            for key, value in found.latest.items():  # one partition holds all of a group's records, in order
                 try:
-                    self._replay(groups, key, value)
+                    self._replay(groups, key, value, found.offsets[key])
                 except CompactLogError as exc:
-                    log.warning("skipping the record at offset %d of %s-%d: %s", offsets[key], TOPIC, p, exc)
+                    log.warning("skipping the record at offset %d of %s-%d: %s", found.offsets[key], TOPIC, p, exc)
+            for pid, pending in found.pending.items():
+                for key, (value, position) in pending.items():
+                    try:
+                        self._replay_pending(groups, pid, key, value, position)
+                    except CompactLogError as exc:
+                        log.warning("skipping the record at offset %d of %s-%d: %s", position, TOPIC, p, exc)
         log.info("loaded %d groups from %d keys of %s", len(groups), records, TOPIC)
-        return {g: v for g, v in groups.items() if v.metadata is not None or v.offsets}
+        return {g: v for g, v in groups.items() if v.metadata is not None or v.offsets or v.pending}
 
     @staticmethod
-    def _latest(part: Partition, p: int) -> tuple[dict[bytes, bytes | None], dict[bytes, int]]:
+    def _latest(part: Partition, p: int) -> _Replayed:
         """The last value of each key in one partition (and its offset), as raw bytes: only what survives
-        is decoded, however many commits the log still holds."""
-        latest: dict[bytes, bytes | None] = {}
-        offsets: dict[bytes, int] = {}
+        is decoded, however many commits the log still holds. Transactional offset commits wait, by
+        producer, for their marker: a COMMIT makes them the latest values (unless a later record of the
+        key already is), an ABORT drops them; those without a marker are returned apart."""
+        found = _Replayed()
+        latest, offsets, pending = found.latest, found.offsets, found.pending
         try:
             for batch in part.batches(check_crcs=False):
-                if batch.is_control:
-                    continue
                 if not batch.is_valid():
                     log.error("skipping the corrupt batch at offset %d of %s-%d (CRC mismatch): its commits are lost",
                               batch.base_offset, TOPIC, p)
                     continue
+                if batch.is_control:
+                    try:
+                        marker = read_control_record(batch)
+                    except CompactLogError as exc:
+                        log.warning("skipping the control batch at offset %d of %s-%d: %s", batch.base_offset, TOPIC, p, exc)
+                        continue
+                    if marker is None or not marker.is_end_txn_marker:
+                        continue
+                    ended = pending.pop(batch.producer_id, {})
+                    if marker.is_commit:
+                        for key, (value, position) in ended.items():
+                            if latest.get(key) is None or offsets[key] < position:  # Kafka's olderThan
+                                latest.pop(key, None)
+                                latest[key] = value
+                                offsets[key] = position
+                    continue
+                transactional = batch.is_transactional
                 for rec in batch.records(TOPIC, p):
-                    if rec.key is not None:
-                        latest.pop(rec.key, None)  # keep the dict in the order of each key's last record
-                        latest[rec.key] = rec.value
-                        offsets[rec.key] = rec.offset
+                    if rec.key is None:
+                        continue
+                    if transactional and _is_offset_key(rec.key):
+                        mine = pending.setdefault(batch.producer_id, {})
+                        if rec.value is None:
+                            mine.pop(rec.key, None)
+                        else:
+                            mine[rec.key] = (rec.value, rec.offset)
+                        continue
+                    latest.pop(rec.key, None)  # keep the dict in the order of each key's last record
+                    latest[rec.key] = rec.value
+                    offsets[rec.key] = rec.offset
         except CompactLogError as exc:
             log.error("%s-%d is damaged; its groups are loaded from the records before the damage: %s", TOPIC, p, exc)
-        return latest, offsets
+        return found
 
     @staticmethod
-    def _replay(groups: dict[str, LoadedGroup], key_bytes: bytes | None, value: bytes | None) -> None:
+    def _replay(groups: dict[str, LoadedGroup], key_bytes: bytes | None, value: bytes | None, position: int) -> None:
         if key_bytes is None:
             return
         key = decode_key(key_bytes)
@@ -215,22 +326,55 @@ class GroupMetadataManager:
             tp = (key.topic, key.partition)
             if value is None:
                 loaded.offsets.pop(tp, None)
+                loaded.positions.pop(tp, None)
             else:
                 loaded.offsets[tp] = decode_offset_commit(value)
+                loaded.positions[tp] = position
         elif isinstance(key, GroupMetadataKey):
             loaded = groups.setdefault(key.group, LoadedGroup())
             loaded.metadata = None if value is None else decode_group_metadata(value)
 
+    @staticmethod
+    def _replay_pending(groups: dict[str, LoadedGroup], producer_id: int, key_bytes: bytes, value: bytes,
+                        position: int) -> None:
+        """An offset of a transaction whose marker is not in the log yet: pending in its group."""
+        key = decode_key(key_bytes)
+        if isinstance(key, OffsetCommitKey):
+            loaded = groups.setdefault(key.group, LoadedGroup())
+            loaded.pending.setdefault(producer_id, {})[(key.topic, key.partition)] = PendingTxnOffset(
+                decode_offset_commit(value), position)
+
+
+@dataclass
+class _Replayed:
+    """One partition replayed: the last value of each key and its record's offset, and by producer id
+    the transactional offset commits (value, offset) still waiting for their marker."""
+
+    latest: dict[bytes, bytes | None] = field(default_factory=dict)
+    offsets: dict[bytes, int] = field(default_factory=dict)
+    pending: dict[int, dict[bytes, tuple[bytes, int]]] = field(default_factory=dict)
+
+
+def _is_offset_key(key: bytes) -> bool:
+    """An offset commit's key (versions 0 and 1), the only records a transaction holds back."""
+    return len(key) >= 2 and key[0] == 0 and key[1] in (0, 1)
+
 
 def store_error(exc: BaseException) -> int:
-    """The error a client gets when its group or offsets could not be stored (Kafka's mapping):
-    too large -> INVALID_COMMIT_OFFSET_SIZE, a failed disk -> NOT_COORDINATOR, a missing partition ->
-    COORDINATOR_NOT_AVAILABLE (all but the first are retriable), anything else its own code."""
-    code = exc.code if isinstance(exc, CompactLogError) else -1
-    if code in (MESSAGE_TOO_LARGE, RECORD_LIST_TOO_LARGE):
+    """The error a client gets when its group or offsets could not be stored (``commit_error`` of the
+    storage layer's code; -1, UNKNOWN_SERVER_ERROR, for anything that is not a compactlog error)."""
+    return commit_error(exc.code if isinstance(exc, CompactLogError) else -1)
+
+
+def commit_error(code: int) -> int:
+    """Kafka's conversion of an error met while storing offsets (``maybeConvertOffsetCommitError``):
+    too large -> INVALID_COMMIT_OFFSET_SIZE, a failed disk or a lost leadership -> NOT_COORDINATOR, a
+    missing partition or too few replicas -> COORDINATOR_NOT_AVAILABLE (all but the first are
+    retriable), anything else unchanged."""
+    if code in (MESSAGE_TOO_LARGE, RECORD_LIST_TOO_LARGE, INVALID_FETCH_SIZE):
         return INVALID_COMMIT_OFFSET_SIZE
-    if code == KAFKA_STORAGE_ERROR:
+    if code in (KAFKA_STORAGE_ERROR, NOT_LEADER_OR_FOLLOWER):
         return NOT_COORDINATOR
-    if code == UNKNOWN_TOPIC_OR_PARTITION:
+    if code in (UNKNOWN_TOPIC_OR_PARTITION, NOT_ENOUGH_REPLICAS, NOT_ENOUGH_REPLICAS_AFTER_APPEND):
         return COORDINATOR_NOT_AVAILABLE
     return code

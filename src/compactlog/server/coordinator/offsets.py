@@ -54,6 +54,7 @@ class Coordinator(Protocol):
                      generation: int | None) -> int: ...
     def prepare_topic(self) -> None: ...
     def spawn(self, coro: Awaitable[Any]) -> asyncio.Task: ...
+    async def wait_loaded(self) -> None: ...
 
 
 class OffsetMetadataManager:
@@ -94,7 +95,7 @@ class OffsetMetadataManager:
 
             async def store() -> None:
                 try:
-                    await self.c.store.store_offsets(group_id, valid, lambda: group.offsets.update(valid))
+                    await self.c.store.store_offsets(group_id, valid, lambda at: group.set_offsets(valid, at))
                 finally:
                     group.pending_commits.subtract(valid.keys())
                     group.pending_commits += Counter()  # drop the partitions no longer pending
@@ -111,7 +112,8 @@ class OffsetMetadataManager:
 
     def fetch_offsets(self, group_id: str, partitions: list[TopicPartition] | None
                       ) -> tuple[int, list[tuple[TopicPartition, OffsetCommitValue | None]]]:
-        """(error, [(partition, committed value or None)]); ``partitions`` None: every committed one."""
+        """(error, [(partition, committed value or None)]); ``partitions`` None: every committed one.
+        Offsets pending in a transaction are not among them (``unstable`` names their partitions)."""
         try:
             self.c.check(group_id)
         except CompactLogError as exc:
@@ -121,6 +123,14 @@ class OffsetMetadataManager:
         if partitions is None:
             return NONE, sorted(offsets.items())
         return NONE, [(tp, offsets.get(tp)) for tp in partitions]
+
+    def unstable(self, group_id: str, partitions: list[TopicPartition] | None) -> set[TopicPartition]:
+        """Of ``partitions`` (None: every committed one), those with a commit under way or pending in a
+        transaction: OffsetFetch with require_stable answers UNSTABLE_OFFSET_COMMIT for them."""
+        group = self.c.groups.get(group_id)
+        if group is None or group.is_(DEAD):
+            return set()
+        return {tp for tp in (group.offsets if partitions is None else partitions) if group.has_pending_offset(tp)}
 
     async def delete_offsets(self, group_id: str, partitions: list[TopicPartition]) -> tuple[int, dict[TopicPartition, int]]:
         """OffsetDelete: allowed for an Empty group, and in a consumer group for topics no member consumes."""
@@ -149,7 +159,7 @@ class OffsetMetadataManager:
         offsets is dead and its metadata record gets a tombstone too (unless no generation ever
         completed, when there is none to delete)."""
         removed = select(group)
-        if group.is_(EMPTY) and not group.offsets and not group.pending_members:
+        if group.is_(EMPTY) and not group.has_offsets() and not group.pending_members:
             group.transition_to(DEAD, self.c.now())
         group_too = False
         if group.is_(DEAD) and self.c.rebalance.current(group):
@@ -166,18 +176,23 @@ class OffsetMetadataManager:
     async def delete_topic_offsets(self, topic: str) -> int:
         """Every group's committed offsets of a deleted topic go, with tombstones (Kafka does this when
         partitions are deleted): a topic made again under the name must not resume at the old offsets."""
+        def of_topic(g: GroupMetadata) -> list[TopicPartition]:  # committed, or pending in a transaction
+            pending = (tp for offsets in g.pending_txn_offsets.values() for tp in offsets)
+            return [tp for tp in dict.fromkeys([*g.offsets, *pending]) if tp[0] == topic]
         total = 0
         for group in list(self.c.groups.values()):
-            if any(tp[0] == topic for tp in group.offsets):
-                total += await self.cleanup(group, lambda g: g.remove_offsets([tp for tp in g.offsets if tp[0] == topic]))
+            if of_topic(group):
+                total += await self.cleanup(group, lambda g: g.remove_offsets(of_topic(g)))
         return total
 
     async def expire_offsets(self) -> int:
-        """Remove offsets past ``offsets.retention.minutes`` (``GroupMetadata.expired_offsets``)."""
+        """Remove offsets past ``offsets.retention.minutes`` (``GroupMetadata.expired_offsets``). Offsets
+        pending in a transaction are not committed yet and stay, as in Kafka."""
         now = self.c.now()
         total = 0
         for group in list(self.c.groups.values()):
-            total += await self.cleanup(group, lambda g: g.remove_offsets(g.expired_offsets(now, self.c.retention_ms)))
+            total += await self.cleanup(group, lambda g: g.remove_offsets(g.expired_offsets(now, self.c.retention_ms),
+                                                                          pending_txn_too=False))
         if total:
             log.info("removed %d expired offsets", total)
         return total
