@@ -16,7 +16,7 @@ import pytest
 import wire
 
 pytest.importorskip("kafka")
-from kafka import KafkaProducer  # noqa: E402
+from kafka import KafkaConsumer, KafkaProducer  # noqa: E402
 from kafka.admin import (  # noqa: E402
     ACL,
     ACLFilter,
@@ -331,18 +331,34 @@ def test_describe_transactions_answers_not_found_for_every_id(broker):
     assert all(s.topics == () and s.producer_id == 0 for s in answer.transaction_states)
 
 
-def test_describe_transactions_finds_no_transaction_coordinator(admin):
-    from kafka.errors import CoordinatorNotAvailableError
+def test_a_kafka_python_transaction_is_listed_and_described(broker, admin):
+    from kafka.errors import TransactionalIdNotFoundError
 
-    with pytest.raises(CoordinatorNotAvailableError):  # the client asks FindCoordinator first
-        admin.describe_transactions(["t"])
+    with pytest.raises(TransactionalIdNotFoundError):  # the coordinator holds no such id
+        admin.describe_transactions(["never"])
+    producer = KafkaProducer(bootstrap_servers=broker.bootstrap, transactional_id="kp-txn", request_timeout_ms=MS)
+    producer.init_transactions()
+    producer.begin_transaction()
+    producer.send(TOPIC, key=b"t", value=b"v", partition=1)
+    producer.commit_transaction()
+    producer.close()
+    (described,) = admin.describe_transactions(["kp-txn"]).values()
+    assert described.state == "CompleteCommit" and described.producer_epoch == 0
+    (listed,) = admin.list_transactions(state_filters=["CompleteCommit"]).values()  # one broker's listing
+    assert [x.transactional_id for x in listed] == ["kp-txn"]
 
 
-def test_abort_transaction_without_transactions(admin):
+def test_abort_transaction_writes_an_abort_marker(broker, admin):
     from kafka.admin import AbortTransactionSpec
+    from kafka.admin import NewTopic as _NewTopic
 
-    with pytest.raises(IncompatibleBrokerVersion):  # WriteTxnMarkers: no transactions here
-        admin.abort_transaction(AbortTransactionSpec(TopicPartition(TOPIC, 0), 1, 0, 0))
+    admin.create_topics([_NewTopic("abort-here", 1, 1)])
+    consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap)
+    tp = TopicPartition("abort-here", 0)
+    assert consumer.end_offsets([tp])[tp] == 0
+    admin.abort_transaction(AbortTransactionSpec(tp, 1, 0, 0))  # WriteTxnMarkers: a marker, even with nothing open
+    assert consumer.end_offsets([tp])[tp] == 1
+    consumer.close()
 
 
 def test_scram_credential_methods(admin):
