@@ -174,6 +174,13 @@ class ConcurrentTransactionsError(CompactLogError):
     code, name = 51, "CONCURRENT_TRANSACTIONS"
 
 
+class TransactionCoordinatorFencedError(CompactLogError):
+    """A transaction marker carries a coordinator epoch older than the last one this partition saw for
+    its producer: it comes from a coordinator that has since been replaced (a zombie)."""
+
+    code, name = 52, "TRANSACTION_COORDINATOR_FENCED"
+
+
 class ProducerFencedError(CompactLogError):
     """A newer producer with the same transactional id has started; this one is fenced."""
 

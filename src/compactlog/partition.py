@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Iterator
 
 from .reading import LIVE, READ_UNCOMMITTED, read_batches, read_records, records_below
 from .records.batch import Record, RecordBatch
-from .storage.producer_state import last_sequence
+from .storage.producer_state import OpenTransaction, ProducerInfo, last_sequence
 from .storage.validator import LEADER_EPOCH  # noqa: F401 - the epoch every stored batch carries (one node: never a new leader)
 
 if TYPE_CHECKING:
@@ -105,8 +105,23 @@ class Partition:
 
     @property
     def last_stable_offset(self) -> int:
-        """Below it no transaction is open; with no transactions kept yet it is the high watermark."""
-        return self._log.high_watermark
+        """Below it every transaction is decided: the first offset of the oldest open transaction (not below
+        the log start), else the high watermark. read_committed readers stop here."""
+        return self._log.last_stable_offset
+
+    def aborted_transactions(self, start: int, end: int) -> list[tuple[int, int]]:
+        """(producer id, first offset) of each aborted transaction overlapping [start, end), in order, from
+        the ``.txnindex`` files: what Fetch v4+ answers for read_committed."""
+        return self._log.aborted_transactions(start, end)
+
+    def open_transactions(self) -> list[OpenTransaction]:
+        """The transactions open in this partition, by first offset."""
+        return self._log.open_transactions()
+
+    def producers(self) -> list[ProducerInfo]:
+        """The producers this partition's state knows (loading it if needed), by producer id: what
+        DescribeProducers answers."""
+        return self._log.producers()
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """(timestamp, offset) of the first record at or after ``timestamp`` (Kafka's ListOffsets)."""
@@ -167,8 +182,15 @@ class Partition:
 
     # writing ------------------------------------------------------------------------------------
     def append(self, batch: bytes) -> "ValidatedAppend":
-        """Validate and append stored-format batches (offsets assigned here), as a leader does for Produce."""
+        """Validate and append stored-format batches (offsets assigned here), as a leader does for Produce.
+        A transactional batch of an idempotent producer opens (or joins) its transaction here."""
         return self._log.append(batch)
+
+    def write_txn_marker(self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int) -> int:
+        """Append the COMMIT (``commit``) or ABORT marker ending the producer's transaction here (the
+        coordinator's write); its offset. ``InvalidProducerEpochError`` for an epoch older than the
+        producer's, ``TransactionCoordinatorFencedError`` for an older coordinator epoch."""
+        return self._log.write_txn_marker(producer_id, producer_epoch, commit, coordinator_epoch)
 
     @property
     def producer_state_loaded(self) -> bool:

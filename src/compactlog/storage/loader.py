@@ -8,11 +8,15 @@ The passes, in order:
    ordinary segment files in that range (they were being replaced).
 3. Drop the ``.swap`` suffix from what is left.
 4. Load every ``.log`` as a segment; index files without a log are deleted; a segment with a missing or
-   insane offset index is recovered at once.
+   insane offset index, or a damaged ``.txnindex``, is recovered at once.
 5. Unless the shutdown was clean, recover every segment from the one holding the recovery point: CRC
    and offset checks on each batch, indexes rebuilt. After a clean shutdown, check the active
    segment's tail anyway (from its last index entry) and recover it if anything is off.
 6. Check that offsets follow from segment to segment, and hold the checkpoints against the log.
+
+Recovering a segment empties its ``.txnindex``; the segments recovered that hold control batches are
+listed (``txn_rebuild``) for the log to write their entries again from the markers and the producer
+state (Kafka rebuilds them within segment recovery; ``producer_recovery.rebuild_txn_indexes``).
 
 Where we differ from Kafka, and why (docs/differences.md): only a torn tail of the last segment is
 cut; damage anywhere else is kept in place and reported, because Kafka's rule (truncate at the first
@@ -48,6 +52,7 @@ class LoadedLog:
     truncated_bytes: int
     damage: list[Damage] = field(default_factory=list)
     gaps_below: int = 0  # offsets may be missing (cleaned away) only below this
+    txn_rebuild: list[int] = field(default_factory=list)  # bases of recovered segments holding markers
 
 
 def cover(seg: LogSegment, lo: int, hi: int) -> bool:
@@ -138,18 +143,26 @@ def load_log(
         gaps_allowed_below = max(logs, default=0)
     segments: list[LogSegment] = []
     damage: list[Damage] = []
+    rebuild: set[int] = set()
     for base in sorted(logs):
         index_missing = not files.segment_file(directory, base, files.INDEX_SUFFIX).exists()
         seg = LogSegment(directory, base, params, time)
         if index_missing or seg.needs_recovery:
-            damage += seg.recover(base, cut_tail=False, gaps_below=gaps_allowed_below).damage
+            rec = seg.recover(base, cut_tail=False, gaps_below=gaps_allowed_below)
+            damage += rec.damage
         else:
             try:
                 seg.offset_index.sanity_check(seg.size)
                 seg.time_index.sanity_check()
+                if files.segment_file(directory, base, files.TXN_INDEX_SUFFIX).exists():
+                    seg.txn_index.sanity_check()
+                rec = None
             except Exception:
                 log.warning("rebuilding the indexes of %s: they do not match the log", seg.file_name)
-                damage += seg.recover(base, cut_tail=False, gaps_below=gaps_allowed_below).damage
+                rec = seg.recover(base, cut_tail=False, gaps_below=gaps_allowed_below)
+                damage += rec.damage
+        if rec is not None and rec.markers:
+            rebuild.add(base)
         segments.append(seg)
 
     for i, seg in enumerate(segments):  # what recovery's walks hold each batch against, as the log's readers do
@@ -171,6 +184,8 @@ def load_log(
                               cut_tail=i == len(segments) - 1, gaps_below=gaps_allowed_below,
                               flushed_below=recovery_point)
             damage = [d for d in damage if not d.file == seg.file_name] + rec.damage
+            if rec.markers:
+                rebuild.add(seg.base_offset)
             truncated += rec.truncated
             if rec.truncated:
                 log.warning("truncated %d bytes of a torn or corrupt tail in %s", rec.truncated, seg.file_name)
@@ -217,4 +232,5 @@ def load_log(
         next_offset = log_start_offset
     start = max(log_start_offset, segments[0].base_offset)
     rp = next_offset if clean_shutdown else min(recovery_point, next_offset)
-    return LoadedLog(segments, next_offset, rp, start, truncated, damage, gaps_allowed_below)
+    live = {seg.base_offset for seg in segments}
+    return LoadedLog(segments, next_offset, rp, start, truncated, damage, gaps_allowed_below, sorted(rebuild & live))

@@ -28,8 +28,10 @@ from ..records.batch import RecordBatch, iter_batches
 from . import files, producer_recovery
 from .failure import LogDirFailure
 from .loader import load_log
+from .log_producers import ProducerStateLog
 from .producer_state import EXPIRATION_MS, ProducerStateManager, last_sequence
 from .reader import fixed, read_batches
+from .transactions import apply_stored, is_abort_marker
 from .retention import SegmentFacts, segments_to_delete
 from .rewrite import move_cleaned
 from .integrity import Bounds
@@ -49,8 +51,9 @@ class FetchData:
     log_start_offset: int
 
 
-class Log:
-    """A partition directory ``<topic>-<partition>`` and everything stored in it."""
+class Log(ProducerStateLog):
+    """A partition directory ``<topic>-<partition>`` and everything stored in it (its producer state and
+    transactions: ``log_producers.py``)."""
 
     def __init__(
         self,
@@ -95,6 +98,10 @@ class Log:
         # whether .snapshot files are here, kept as they are written and removed (a roll then lists nothing)
         self._has_snapshots = producer_recovery.tidy_at_open(self.dir, [s.base_offset for s in self.segments],
                                                              self.log_start_offset, self._next_offset)
+        if loaded.txn_rebuild:  # recovered segments holding markers: their .txnindex entries, and the state
+            self.producer_state = producer_recovery.rebuild_txn_indexes(
+                self.dir, self.segments, loaded.txn_rebuild, self._next_offset, producer_id_expiration_ms,
+                time.milliseconds())
 
     # segment view -------------------------------------------------------------------------------
     def segment_params(self, jitter: bool = False) -> SegmentParams:
@@ -149,9 +156,7 @@ class Log:
             pid, epoch, first_seq = v.producer_id, v.producer_epoch, v.base_sequence
             if pid >= 0:  # an idempotent producer's batch: a retry is answered with its first attempt
                 last_seq = last_sequence(first_seq, v.last_offset - v.first_offset)
-                if not self.producer_state.loaded:
-                    self._load_producer_state()
-                dup = self.producer_state.duplicate_of(pid, epoch, first_seq, last_seq, self.name)
+                dup = self._state().check_append(pid, epoch, first_seq, last_seq, v.transactional, self.name)
                 if dup is not None:
                     return ValidatedAppend(b"", dup.first_offset, dup.last_offset, -1, dup.last_offset, -1,
                                            dup.last_offset - dup.first_offset + 1, False, duplicate=True,
@@ -162,36 +167,8 @@ class Log:
                 raise self.failure.fail(exc, f"appending to {self.name}") from exc
             if pid >= 0:
                 self.producer_state.record(pid, epoch, first_seq, last_seq, v.first_offset, v.last_offset,
-                                           v.max_timestamp)
+                                           v.max_timestamp, v.transactional)
             return v
-
-    def _load_producer_state(self) -> None:
-        """What idempotent producers last wrote: the newest good snapshot and the batches after it, else
-        the batch headers of the last two segments (``producer_recovery.py``), less the expired producers."""
-        self.producer_state = producer_recovery.load_state(self.dir, self.segments, self._next_offset,
-                                                           self.producer_state.expiration_ms, self.time.milliseconds())
-
-    def remove_expired_producers(self, now: int | None = None) -> int:
-        """Forget the idempotent producers idle for ``producer.id.expiration.ms`` (Kafka's periodic
-        check); how many were forgotten. A state not loaded yet holds none: its load drops them."""
-        with self.lock:
-            if not self.producer_state.loaded:
-                return 0
-            return self.producer_state.remove_expired(self.time.milliseconds() if now is None else now)
-
-    def _snapshot_producer_state(self, offset: int, sync_dir: bool = True) -> None:
-        """Write ``<offset>.snapshot`` (Kafka's, at a roll and a clean close) once producers were seen:
-        the state is loaded, or snapshots exist that a later load would otherwise replay further from."""
-        if not self.producer_state.loaded and not self._has_snapshots:
-            return
-        try:
-            if not self.producer_state.loaded:
-                self._load_producer_state()
-        except CorruptRecordError as exc:  # damage kept in place: the roll goes on, the next load meets it
-            log.warning("no producer snapshot at %d for %s: %s", offset, self.name, exc)
-            return
-        producer_recovery.take_snapshot(self.dir, self.producer_state, offset, sync_dir)
-        self._has_snapshots = True
 
     def append_as_follower(self, records: bytes) -> int:
         """Store batches whose offsets are already assigned (replication, restores, tests of gaps).
@@ -202,6 +179,8 @@ class Log:
         with self.lock, self.failure.guard(f"appending to {self.name}"):
             now = self.time.milliseconds()
             consumed = 0
+            if any(is_abort_marker(b) for _, b in iter_batches(records)):
+                self._state()  # its .txnindex entry needs the transaction's first offset: loaded before storing
             for pos, batch in iter_batches(records):
                 batch.ensure_valid()
                 if batch.base_offset < self._next_offset:
@@ -213,10 +192,8 @@ class Log:
                     self._publish(list(self.segments))
                 raw = bytes(batch.buffer)
                 self._store(raw, batch.base_offset, batch.last_offset, batch.max_timestamp, batch.last_offset, now)
-                if batch.producer_id >= 0 and self.producer_state.loaded:
-                    self.producer_state.record(batch.producer_id, batch.producer_epoch, batch.base_sequence,
-                                               last_sequence(batch.base_sequence, batch.last_offset_delta),
-                                               batch.base_offset, batch.last_offset, batch.max_timestamp)
+                if self.producer_state.loaded:
+                    self._index(apply_stored(self.producer_state, batch))
                 consumed = pos + batch.size
             if consumed != len(records):
                 raise CorruptRecordError(f"{len(records) - consumed} trailing bytes do not form a whole batch")

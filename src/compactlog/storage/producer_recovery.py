@@ -1,9 +1,10 @@
 """Producer state across restarts: which ``.snapshot`` files a partition keeps, which one is loaded and
 what is replayed after it (Kafka's ProducerStateManager and UnifiedLog.rebuildProducerState).
 
-Who uses it: the log (``log.py``); transactions (issue 22) will keep their open transactions in the
-same snapshots. A snapshot named O holds the idempotent producers' state after every batch below
-offset O. The log writes one as a segment rolls (O = the new segment's base, the state's end) and at a
+Who uses it: the log (``log.py``), and read-only the snapshot of another process's partition
+(``snapshot.py``: its LSO and open transactions). A snapshot named O holds the producers' state after
+every batch below offset O, their open transactions included; replaying the batches after it reopens
+and completes transactions as their batches and markers come (``transactions.apply_stored``). The log writes one as a segment rolls (O = the new segment's base, the state's end) and at a
 clean close (O = the log end), once idempotent producers were seen (the state was loaded, or snapshots
 are there): a partition never written by one keeps no snapshot and pays no read.
 
@@ -36,8 +37,10 @@ from .producer_snapshot import (
     state_from_entries,
     write_snapshot,
 )
-from .producer_state import EXPIRATION_MS, ProducerStateManager, last_sequence
+from .producer_state import EXPIRATION_MS, ProducerStateManager
+from .reader import Listing, fixed
 from .segment import LogSegment
+from .transactions import aborted_entry, apply_stored
 
 log = logging.getLogger(__name__)
 
@@ -91,12 +94,19 @@ def take_snapshot(directory: Path, state: ProducerStateManager, offset: int, syn
     write_snapshot(files.producer_snapshot_file(directory, offset), entries_from_state(state), sync_dir)
 
 
-def _replay(state: ProducerStateManager, segments: Sequence[LogSegment], start: int, end: int) -> None:
-    """Record the idempotent batches holding offsets in [start, end); a batch failing its CRC is left out."""
-    for i, seg in enumerate(segments):
-        following = segments[i + 1].base_offset if i + 1 < len(segments) else None
+def _replay(state: ProducerStateManager, listing: Listing, start: int, end: int,
+            index: set[int] | None = None) -> None:
+    """Record the producers' batches holding offsets in [start, end), markers included; a batch failing
+    its CRC is left out. ``index``: the base offsets of the segments whose ``.txnindex`` is being
+    rebuilt, which get an entry for each aborted transaction whose marker they hold."""
+    bases, segment_at = listing
+    for i, base in enumerate(bases):
+        following = bases[i + 1] if i + 1 < len(bases) else None
         if following is not None and following <= start:
             continue
+        if base >= end:
+            return
+        seg = segment_at(i)
         position = 0
         if seg.base_offset < start:
             found = seg.translate_offset(start)
@@ -108,19 +118,21 @@ def _replay(state: ProducerStateManager, segments: Sequence[LogSegment], start: 
                 return
             state.batches_replayed += 1
             if b.last_offset >= start and b.producer_id >= 0 and b.is_valid():
-                state.record(b.producer_id, b.producer_epoch, b.base_sequence,
-                             last_sequence(b.base_sequence, b.last_offset_delta), b.base_offset, b.last_offset,
-                             b.max_timestamp)
+                entry = aborted_entry(apply_stored(state, b))
+                if entry is not None and index is not None and seg.base_offset in index:
+                    seg.txn_index.append(entry)
 
 
-def load_state(directory: Path, segments: Sequence[LogSegment], log_end: int, expiration_ms: int = EXPIRATION_MS,
-               now: int | None = None) -> ProducerStateManager:
+def load_state(directory: Path, segments: Sequence[LogSegment] | Listing, log_end: int,
+               expiration_ms: int = EXPIRATION_MS, now: int | None = None, tail: int | None = 2) -> ProducerStateManager:
     """The producer state at ``log_end``: the newest good snapshot at or below it and the batches after
-    it, or, with none usable, the batches of the last two segments, without the producers expired at
-    ``now`` (ms; None keeps all). The state comes back ``loaded``.
+    it, or, with none usable, the batches of the last ``tail`` segments below ``log_end`` (None: all),
+    without the producers expired at ``now`` (ms; None keeps all). The state comes back ``loaded``.
+    ``segments``: the log's segments, or a listing (``reader.Listing``) that opens them as reached.
 
     Kafka drops the expired entries of the snapshot as it reads it and leaves those of the replayed
     batches to its next periodic check; dropping both here gives the state that check would leave."""
+    listing: Listing = segments if len(segments) == 2 and callable(segments[1]) else fixed(segments)  # type: ignore[arg-type]
     for offset in reversed(snapshot_offsets(directory)):
         if offset > log_end:
             continue
@@ -131,15 +143,38 @@ def load_state(directory: Path, segments: Sequence[LogSegment], log_end: int, ex
             log.warning("ignoring producer snapshot %s: %s", path, exc)  # kept as evidence; a newer one follows
             continue
         state.loaded_from = offset
-        _replay(state, segments, offset, log_end)
+        _replay(state, listing, offset, log_end)
         break
     else:
         state = ProducerStateManager(expiration_ms)
-        tail = list(segments[-2:])
-        _replay(state, tail, tail[0].base_offset if tail else 0, log_end)
+        below = [b for b in listing[0] if b <= log_end]
+        first = below[max(len(below) - tail, 0) if tail else 0] if below else 0
+        _replay(state, listing, first, log_end)
     expired = state.remove_expired(now) if now is not None else 0
     log.info("loaded the producer state of %s (%d producers, %d expired ones dropped) from %s and %d batches after "
              "it", directory.name, len(state.producers), expired,
              "no snapshot" if state.loaded_from is None else f"snapshot {state.loaded_from}", state.batches_replayed)
+    state.loaded = True
+    return state
+
+
+def rebuild_txn_indexes(directory: Path, segments: Sequence[LogSegment], bases: Sequence[int], log_end: int,
+                        expiration_ms: int = EXPIRATION_MS, now: int | None = None) -> ProducerStateManager:
+    """Write again the ``.txnindex`` entries of the segments at ``bases`` (recovery emptied them): the
+    producer state at the first of them (its snapshot, or the log from its start when none is usable, as
+    Kafka's recovery replays it), then every batch from there to ``log_end``, each ABORT marker that
+    completes a transaction in one of those segments adding its entry. Returns the state at ``log_end``,
+    ``loaded`` (the log keeps it)."""
+    first = min(bases)
+    listing = fixed(segments)
+    state = load_state(directory, listing, first, expiration_ms, None, tail=None)
+    state.loaded = False
+    _replay(state, listing, first, log_end, set(bases))
+    for seg in segments:
+        if seg.base_offset in bases:
+            seg.txn_index.flush()
+    expired = state.remove_expired(now) if now is not None else 0
+    log.info("rebuilt the transaction indexes of %d segments of %s from offset %d (%d producers, %d expired)",
+             len(bases), directory.name, first, len(state.producers), expired)
     state.loaded = True
     return state

@@ -3,8 +3,8 @@
 Who uses it: ``producer_recovery.py``, for the log. The idempotent producer state (``producer_state.py``)
 survives restarts without reading whole logs: a snapshot is written as a segment rolls and at a clean
 close; the newest good one is loaded and the log replayed from its offset; with none usable the state
-is rebuilt by scanning the log's tail. Transactions (issue 22, part 2) will keep their open
-transactions in the same entries.
+is rebuilt by scanning the log's tail. Each producer's open transaction (its first offset) and the
+coordinator epoch of its last marker are kept in its entry, so a load reopens the transactions open then.
 
 On disk (Kafka's ``ProducerSnapshot`` message, version 1, as ``ProducerStateManager`` writes it), all
 big-endian::
@@ -148,7 +148,7 @@ def snapshot_offset(path: Path) -> int:
 # mapping onto the state kept today ------------------------------------------------------------------
 def entries_from_state(state: ProducerStateManager) -> list[SnapshotEntry]:
     """One entry per producer ``state`` knows, by producer id, from its last batch, with its last batch's
-    max timestamp, coordinator epoch and open transaction's first offset (-1 until transactions land)."""
+    max timestamp, coordinator epoch and open transaction's first offset (-1: none open)."""
     rows = []
     for pid in sorted(state.producers):
         entry = state.producers[pid]
@@ -174,6 +174,8 @@ def state_from_entries(entries: Iterable[SnapshotEntry], expiration_ms: int = EX
         entry = state.producers[e.producer_id] = ProducerEntry(e.epoch, last_timestamp=e.timestamp,
                                                                coordinator_epoch=e.coordinator_epoch,
                                                                current_txn_first_offset=e.current_txn_first_offset)
+        if e.current_txn_first_offset >= 0:
+            state.track_open(e.current_txn_first_offset, e.producer_id)
         if e.last_offset >= 0:
             entry.batches.append(BatchSeq((e.last_sequence - e.offset_delta) % SEQUENCES, e.last_sequence,
                                           e.last_offset - e.offset_delta, e.last_offset))

@@ -34,6 +34,7 @@ from . import files
 from .files import write_fully
 from .handles import POOL
 from .index import CorruptIndexError, OffsetIndex, TimeIndex
+from .transaction_index import TransactionIndex
 from .integrity import LENIENT, MAX_RELATIVE_OFFSET, Bounds, Damage, batch_problem, header_problem
 
 
@@ -66,6 +67,7 @@ class Recovery:
     truncated: int
     damage: list[Damage]
     next_offset: int
+    markers: bool = False  # the segment holds control batches: its .txnindex (reset) must be rebuilt
 
 
 @dataclass(frozen=True)
@@ -133,6 +135,23 @@ class LogSegment:
     _close_pending = False
     _pooled = True
     _maps: dict[int, memoryview] | None = None  # by thread: walks reading through a memory map (``mapped``)
+    _txn_index: TransactionIndex | None = None
+
+    @property
+    def txn_index(self) -> TransactionIndex:
+        """The segment's ``.txnindex`` (its aborted transactions), opened on first use; the file is
+        created by its first entry, renamed, truncated and deleted with the segment. Read-only in a
+        reader's snapshot."""
+        idx = self._txn_index
+        if idx is None:
+            path = files.segment_file(self.directory, self.base_offset, files.TXN_INDEX_SUFFIX, self.temp_suffix)
+            idx = self._txn_index = TransactionIndex(path, self.base_offset, read_only=self.read_only)
+        return idx
+
+    def _txn_path(self) -> Path:
+        if self._txn_index is not None:
+            return self._txn_index.path
+        return files.segment_file(self.directory, self.base_offset, files.TXN_INDEX_SUFFIX, self.temp_suffix)
 
     def _open_handle(self) -> int:
         """Open the ``.log`` for the pool: created only the first time (a later reopen of a file that
@@ -660,6 +679,9 @@ class LogSegment:
         """
         self.offset_index.reset()
         self.time_index.reset()
+        if self._txn_index is not None or self._txn_path().exists():  # its entries come back from the markers
+            self.txn_index.reset()
+        markers = False
         self.max_timestamp_so_far, self.offset_of_max_timestamp = -1, self.base_offset
         self._rolling_timestamp = None
         next_offset = self.base_offset if expected_next is None else max(expected_next, self.base_offset)
@@ -680,6 +702,7 @@ class LogSegment:
                 last_index_position = position
             if self._rolling_timestamp is None:
                 self._rolling_timestamp = batch.max_timestamp
+            markers = markers or batch.is_control
             next_offset = batch.next_offset
         truncated = 0
         valid = self.size if tail_at is None else tail_at
@@ -692,10 +715,12 @@ class LogSegment:
             self.size = tail_at
         self.time_index.maybe_append(self.max_timestamp_so_far, self.offset_of_max_timestamp, skip_full_check=True)
         self.bytes_since_last_index_entry = valid - last_index_position if self.offset_index.entries else valid
-        return Recovery(truncated, damage, next_offset)
+        return Recovery(truncated, damage, next_offset, markers)
 
     def truncate_to(self, offset: int) -> int:
         """Remove every batch at or after the one holding ``offset``; returns bytes removed."""
+        if self._txn_index is not None or self._txn_path().exists():
+            self.txn_index.truncate_to(offset)
         found = self.translate_offset(offset)
         if found is None:
             return 0
@@ -762,6 +787,8 @@ class LogSegment:
             os.fsync(fd)
         self.offset_index.flush()
         self.time_index.flush()
+        if self._txn_index is not None:
+            self._txn_index.flush()
 
     def index_paths(self) -> list[Path]:
         return [self.offset_index.path, self.time_index.path]
@@ -781,6 +808,11 @@ class LogSegment:
         POOL.rename(move)
         for idx in (self.offset_index, self.time_index):
             idx.rename(renamed(idx.path))
+        txn = self._txn_path()
+        if self._txn_index is not None:
+            self._txn_index.rename_to(renamed(txn))
+        elif txn.exists():
+            os.replace(txn, renamed(txn))
         self.temp_suffix = new
 
     def keep_open_for_readers(self) -> None:
@@ -789,6 +821,8 @@ class LogSegment:
         POOL.detach(self)
         self.offset_index.close()
         self.time_index.close()
+        if self._txn_path().exists():  # readers holding the segment may still search it: open, kept open
+            self.txn_index._open(create=False)
 
     def close(self) -> None:
         if not self._closed:
@@ -797,6 +831,8 @@ class LogSegment:
                 self.on_become_inactive()
             self.offset_index.close()
             self.time_index.close()
+            if self._txn_index is not None:
+                self._txn_index.close()
             if self.params.preallocate and not self.read_only:
                 with POOL.use(self) as fd:
                     os.ftruncate(fd, self.size)
@@ -807,6 +843,8 @@ class LogSegment:
         self._closed = True
         self.offset_index.close()
         self.time_index.close()
+        if self._txn_index is not None:
+            self._txn_index.close()
         POOL.close(self)
 
     def delete_files(self) -> None:
@@ -818,8 +856,7 @@ class LogSegment:
         still holding this segment read on; it closes when the last reference goes (``__del__``)."""
         for p in [self.log_path, *self.index_paths()]:
             Path(p).unlink(missing_ok=True)
-        txn = files.segment_file(self.directory, self.base_offset, files.TXN_INDEX_SUFFIX, self.temp_suffix)
-        txn.unlink(missing_ok=True)
+        self._txn_path().unlink(missing_ok=True)  # an open index (kept for readers) closes with its object
 
     def __del__(self, _close=os.close) -> None:  # bound now: at interpreter exit ``os`` may be gone
         fd = getattr(self, "_handle", -1)

@@ -1,9 +1,11 @@
 """Kafka's transaction index: the ``.txnindex`` file beside a segment, listing its aborted transactions.
 
-Who uses it: nothing yet. It is the on-disk part of transactions (issue 22, part 2); a later change has
-the log append an entry when it writes an ABORT marker, the read_committed fetch path ask it which
-aborted transactions overlap the range it returns, and the cleaner carry entries into cleaned segments.
-The broker writes no ``.txnindex`` file today.
+Who uses it: each segment holds one (``LogSegment.txn_index``, opened when first used). The log appends
+an entry when it writes an ABORT marker that completes a transaction, and recovery rebuilds the entries
+of the segments it recovers from their markers; read_committed readers (the Fetch path and
+``reading.py``) ask which aborted transactions overlap the range they return; the cleaner carries
+entries into cleaned segments. Readers in other processes open it read-only (``read_only``): they
+never create the file, and see the entries the owner appends after they opened it.
 
 On disk (Kafka's ``TransactionIndex`` and ``AbortedTxn``), byte for byte: a segment with base offset B
 has ``<B, 20 digits>.txnindex``, created only when its first entry is written. It is a plain sequence
@@ -83,21 +85,26 @@ class TransactionIndex:
     as it guards the segment's other files.
     """
 
-    def __init__(self, path: Path, start_offset: int) -> None:
+    def __init__(self, path: Path, start_offset: int, read_only: bool = False) -> None:
         self.path = Path(path)
         self.start_offset = start_offset
+        self.read_only = read_only
         self._fd = -1
         self._size = 0  # bytes in the file: whole entries, plus a torn tail if the file has one
         self._last_offset: int | None = None  # of the last entry appended or found on disk
         self._last_known = True  # False until the last entry of a file found on disk has been read
         self._created = False  # this object created the file: the next flush also syncs the directory
-        if self.path.exists():  # opening reads nothing: a damaged file is found by the first read
+        if not read_only and self.path.exists():  # opening reads nothing: a damaged file is found by the first read
             self._open(create=False)
             self._last_known = self._size < ENTRY_SIZE
 
     # the file ----------------------------------------------------------------------------------
     def _open(self, create: bool) -> int:
         if self._fd < 0:
+            if self.read_only:
+                self._fd = os.open(self.path, os.O_RDONLY)
+                self._size = os.fstat(self._fd).st_size
+                return self._fd
             existed = not create or self.path.exists()
             self._fd = os.open(self.path, os.O_RDWR | (os.O_CREAT if create else 0), 0o644)
             self._size = os.fstat(self._fd).st_size
@@ -152,6 +159,7 @@ class TransactionIndex:
     def append(self, txn: AbortedTxn) -> None:
         """Add an aborted transaction. Its last offset (its ABORT marker's) must be above the last
         entry's: markers are appended in offset order, so a smaller one means a caller's mistake."""
+        self._writable()
         if not self._last_known:
             self._last_offset = self._entry_at(self._size - self._size % ENTRY_SIZE - ENTRY_SIZE).last_offset
             self._last_known = True
@@ -169,8 +177,13 @@ class TransactionIndex:
         self._size = end + ENTRY_SIZE
         self._last_offset = txn.last_offset
 
+    def _writable(self) -> None:
+        if self.read_only:
+            raise ValueError(f"transaction index {self.path} is open read-only")
+
     def reset(self) -> None:
         """Remove every entry (the file stays, empty)."""
+        self._writable()
         if self._fd >= 0:
             os.ftruncate(self._fd, 0)
         self._size = 0
@@ -179,6 +192,7 @@ class TransactionIndex:
 
     def truncate_to(self, offset: int) -> None:
         """Drop the entries whose ABORT marker is at ``offset`` or later (the log is cut at ``offset``)."""
+        self._writable()
         kept_last: int | None = None
         for position, txn in self._entries():
             if txn.last_offset >= offset:
@@ -203,7 +217,16 @@ class TransactionIndex:
         return AbortedTxn(pid, first, last, lso)
 
     def _entries(self) -> Iterator[tuple[int, AbortedTxn]]:
-        """(position, entry) of each whole entry, read a bounded chunk at a time; a torn tail is skipped."""
+        """(position, entry) of each whole entry, read a bounded chunk at a time; a torn tail is skipped.
+        Read-only, the file is looked at again first: the owner may have created or grown it since."""
+        if self.read_only:
+            try:
+                if self._fd < 0:
+                    self._open(create=False)
+                else:
+                    self._size = os.fstat(self._fd).st_size
+            except FileNotFoundError:
+                return
         if self._fd < 0:
             return
         whole = self._size - self._size % ENTRY_SIZE

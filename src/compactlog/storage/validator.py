@@ -12,6 +12,10 @@ structure, keys on compacted topics, timestamps) and then either
   are already 0..n-1 (every Kafka client writes them so) keep their bytes: only the records section is
   recompressed. Others are rebuilt record by record, for at most ``MAX_RECORD_BY_RECORD`` records.
 
+A transactional batch (Kafka's 0x10 bit) of an idempotent producer is accepted like any producer batch
+and keeps the bit when rebuilt; the log's producer state then opens its transaction. A control batch
+from a client is refused, as Kafka refuses it: markers are written by the transaction coordinator only.
+
 Memory stays bounded whatever arrives: the records of a compressed batch inflate to at most the
 broker's ``message.max.decompressed.bytes``, and no path builds an object per record of a big batch.
 
@@ -34,6 +38,7 @@ from ..records.batch import (
     HEADER_SIZE,
     LOG_APPEND_TIME,
     TIMESTAMP_TYPE_BIT,
+    TRANSACTIONAL_BIT,
     BatchInfo,
     RecordBatch,
     assemble_batch,
@@ -73,6 +78,7 @@ class ValidatedAppend:
     producer_id: int = -1  # -1: not an idempotent producer
     producer_epoch: int = -1
     base_sequence: int = -1
+    transactional: bool = False  # the batch carries the transactional bit (it opens or joins a transaction)
 
 
 def target_codec(compression_type: str, source: Codec) -> Codec:
@@ -167,10 +173,11 @@ def validate_and_assign_offsets(records: bytes, next_offset: int, config, now: i
             f"{where} do not match (a producer batch holds records 0..n-1)"
         )
     if batch.is_control:
-        raise InvalidRecordError(f"Clients are not allowed to write control records (append to {where})")
-    if batch.is_transactional:
+        raise InvalidRecordError(f"Clients are not allowed to write control records in topic partition {where}")
+    if batch.is_transactional and batch.producer_id < 0:  # Kafka stores it and tracks nothing: see differences.md
         raise InvalidRecordError(
-            f"Transactional batches are not supported by compactlog (append to {where}); produce without transactions"
+            f"A transactional batch needs a producer id (append to {where}); a transactional producer gets one "
+            "from InitProducerId"
         )
     if batch.producer_id >= 0 and batch.base_sequence < 0:
         raise InvalidRecordError(f"Invalid sequence number {batch.base_sequence} for producer {batch.producer_id} in {where}")
@@ -212,13 +219,14 @@ def validate_and_assign_offsets(records: bytes, next_offset: int, config, now: i
         producer_epoch=batch.producer_epoch,
         base_sequence=batch.base_sequence,
         partition_leader_epoch=LEADER_EPOCH,
+        is_transactional=batch.is_transactional,
     )
     level = config.compression_level(target)
     if deltas_ok:  # the records section is right as it is: recompress it, nothing per record
         body = bytes(batch.payload(max_size))
         if target is not Codec.NONE:
             body = compress(target, body, level)
-        attrs = int(target) | (TIMESTAMP_TYPE_BIT if log_append else 0)
+        attrs = int(target) | (TIMESTAMP_TYPE_BIT if log_append else 0) | (TRANSACTIONAL_BIT if batch.is_transactional else 0)
         rebuilt = assemble_batch(info, attrs, n - 1, batch.base_timestamp, now if log_append else max_ts, n, body)
     else:
         if n > MAX_RECORD_BY_RECORD:
@@ -242,7 +250,7 @@ def validate_and_assign_offsets(records: bytes, next_offset: int, config, now: i
                            now if log_append else -1, n, True, **_producer(batch))
 
 
-def _producer(batch: RecordBatch) -> dict[str, int]:
+def _producer(batch: RecordBatch) -> dict:
     """The producer fields a ValidatedAppend carries, from the header the validation parsed."""
     return {"producer_id": batch.producer_id, "producer_epoch": batch.producer_epoch,
-            "base_sequence": batch.base_sequence}
+            "base_sequence": batch.base_sequence, "transactional": batch.is_transactional}
