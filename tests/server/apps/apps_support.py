@@ -1,0 +1,256 @@
+"""Real stream-processing applications (quixstreams, faust) against a real ``compactlog serve``.
+
+Each framework pins Kafka client versions the project's own test extras do not allow (quixstreams wants
+an older confluent-kafka, faust its own aiokafka and click), so each lives in its own virtual
+environment under the repository's ``build/`` directory (ignored by git): created on first use with
+``python -m venv`` and ``pip install`` of one pinned release, reused while it is there. Without the
+package index the test is skipped, and the reason says so.
+
+An application is a script in this directory run by that environment's python as a subprocess
+(``AppProcess``), so a test can SIGKILL it between any two instructions. What it wrote is read from
+the server's data directory through the embedded API's read-only snapshots (``read_topic``), with the
+isolation level a consumer would choose.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from functools import cache
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+from compactlog.reading import READ_COMMITTED, READ_UNCOMMITTED, open_snapshot, read_records, topic_metadata
+from compactlog.records.batch import Record
+
+HERE = Path(__file__).resolve().parent
+BUILD = HERE.parents[2] / "build"
+INSTALL_TIMEOUT = 300
+# What one venv's creation took, by requirement, for the tests' report (0.0 when it was reused).
+INSTALL_SECONDS: dict[str, float] = {}
+
+__all__ = ["READ_COMMITTED", "READ_UNCOMMITTED", "AppProcess", "app_python", "read_topic", "wait_until"]
+
+
+@cache
+def _venv(requirement: str) -> str:
+    """The python of a venv holding ``requirement`` (``name==version``), or ``skip: why``."""
+    name = requirement.replace("==", "-")
+    home = BUILD / f"venv-{name}"
+    python = home / "bin" / "python"
+    if (home / "installed").exists() and python.exists():
+        INSTALL_SECONDS[requirement] = 0.0
+        return str(python)
+    started = time.monotonic()
+    partial = BUILD / f"venv-{name}.partial"
+    shutil.rmtree(partial, ignore_errors=True)
+    shutil.rmtree(home, ignore_errors=True)
+    BUILD.mkdir(parents=True, exist_ok=True)
+    try:
+        subprocess.run([sys.executable, "-m", "venv", str(partial)], check=True, capture_output=True,
+                       timeout=INSTALL_TIMEOUT)
+        # the venv's scripts name its own path: made under the final name's sibling, then moved, they
+        # would point at the partial one, so pip runs as "python -m pip" and the apps as "python script"
+        done = subprocess.run([str(partial / "bin" / "python"), "-m", "pip", "install", "--quiet",
+                               "--disable-pip-version-check", "--retries", "1", "--timeout", "30", requirement],
+                              capture_output=True, text=True, timeout=INSTALL_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        shutil.rmtree(partial, ignore_errors=True)
+        return f"skip: pip install {requirement} took over {INSTALL_TIMEOUT} s (package index not reachable?)"
+    except subprocess.CalledProcessError as e:
+        shutil.rmtree(partial, ignore_errors=True)
+        return f"skip: python -m venv failed: {e.stderr.decode(errors='replace')[-300:]}"
+    if done.returncode != 0:
+        shutil.rmtree(partial, ignore_errors=True)
+        errors = "\n".join(line for line in done.stderr.splitlines() if not line.startswith("WARNING: Location"))
+        return f"skip: pip install {requirement} failed (package index not reachable?): {errors.strip()[-400:]}"
+    (partial / "installed").write_text(requirement + "\n")
+    partial.rename(home)
+    INSTALL_SECONDS[requirement] = time.monotonic() - started
+    return str(python)
+
+
+def app_python(requirement: str) -> str:
+    """The python of the venv holding ``requirement``; skips the calling test when it cannot be made."""
+    got = _venv(requirement)
+    if got.startswith("skip: "):
+        pytest.skip(got[len("skip: "):])
+    return got
+
+
+class AppProcess:
+    """One run of an application script: started, watched, stopped (SIGTERM) or killed (SIGKILL).
+
+    Its standard output and error go to ``log_path`` (appended across runs, so a failure shows every
+    run's story)."""
+
+    def __init__(self, python: str, script: str, args: list[str], log_path: Path, env: dict[str, str] | None = None):
+        self.python, self.script, self.args = python, HERE / script, args
+        self.log_path = log_path
+        self.env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+        self.env.update({"PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1", **(env or {})})
+        self.proc: subprocess.Popen | None = None
+        self.runs = 0
+
+    def start(self) -> "AppProcess":
+        assert self.proc is None or self.proc.poll() is not None, "already running"
+        self.runs += 1
+        with open(self.log_path, "ab") as log:
+            log.write(f"\n===== run {self.runs} =====\n".encode())
+            log.flush()
+            self.proc = subprocess.Popen([self.python, str(self.script), *self.args], stdout=log, stderr=log,
+                                         stdin=subprocess.DEVNULL, env=self.env, cwd=self.log_path.parent,
+                                         start_new_session=True)
+        return self
+
+    @property
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def kill(self) -> None:
+        """SIGKILL to the app's whole process group (an app may have helper processes or threads)."""
+        if self.running:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+
+    def stop(self, timeout: float = 30.0) -> int:
+        """SIGTERM and wait for a clean exit; SIGKILL after ``timeout``."""
+        if not self.running:
+            return self.proc.returncode if self.proc else 0
+        os.killpg(self.proc.pid, signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise AssertionError(f"the app did not stop within {timeout} s of SIGTERM; log:\n{self.log_tail()}") from None
+
+    def log_tail(self, chars: int = 6000) -> str:
+        return self.log_path.read_text(errors="replace")[-chars:] if self.log_path.exists() else ""
+
+    def check_alive(self) -> None:
+        if self.proc is not None and self.proc.poll() is not None:
+            raise AssertionError(f"the app exited with {self.proc.returncode}; log:\n{self.log_tail()}")
+
+
+def wait_until(condition: Callable[[], object], timeout: float, what: str, app: AppProcess | None = None,
+               interval: float = 0.1):
+    """Poll ``condition`` until it returns something true (returned), failing after ``timeout`` seconds
+    with ``what`` and the app's log; fails at once if ``app`` exits meanwhile."""
+    deadline = time.monotonic() + timeout
+    while True:
+        got = condition()
+        if got:
+            return got
+        if app is not None:
+            app.check_alive()
+        if time.monotonic() > deadline:
+            tail = f"; app log:\n{app.log_tail()}" if app is not None else ""
+            raise AssertionError(f"timed out after {timeout} s waiting until {what}{tail}")
+        time.sleep(interval)
+
+
+def read_topic(data_dir: Path, topic: str, isolation: str = READ_UNCOMMITTED) -> list[Record]:
+    """Every record of ``topic`` a consumer at ``isolation`` would see now, partition by partition, read
+    from the data directory the running server owns (its lock is not taken). A topic not made yet
+    reads as empty."""
+    meta = topic_metadata(data_dir).get(topic)
+    if meta is None:
+        return []
+    out: list[Record] = []
+    for p in range(meta["partitions"]):
+        with open_snapshot(data_dir, topic, p) as snap:
+            out.extend(read_records(snap, topic, p, snap.log_start_offset, snap.log_end_offset, isolation=isolation))
+    return out
+
+
+# -- the counting scenario both apps run ----------------------------------------------------------------
+
+def key_of(seq: int) -> str:
+    """The key of input ``seq``: seven keys, unevenly used (so a count that is off for one key shows)."""
+    return f"k{seq * seq % 7}"
+
+
+def produce_inputs(bootstrap: str, topic: str, seqs: range) -> None:
+    """Input records ``{"seq": N}`` under ``key_of(N)``, acknowledged before returning."""
+    from confluent_kafka import Producer
+
+    failed = []
+
+    def delivered(err, msg) -> None:
+        if err is not None:
+            failed.append(err)
+
+    # small batches: the test server's segments are small, and a batch larger than one is refused
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 2, "enable.idempotence": True, "batch.size": 1024})
+    for seq in seqs:
+        p.produce(topic, key=key_of(seq).encode(), value=json.dumps({"seq": seq}).encode(), on_delivery=delivered)
+    assert p.flush(30) == 0
+    assert not failed, f"{len(failed)} inputs not stored: {failed[0]}"
+
+
+def expected_counts(seqs: range) -> dict[int, int]:
+    """What a correct counter writes for each input: the input's place among its key's inputs (one key's
+    inputs share a partition, so the app sees them in the order they were produced)."""
+    seen: dict[str, int] = {}
+    out = {}
+    for seq in seqs:
+        k = key_of(seq)
+        seen[k] = seen.get(k, 0) + 1
+        out[seq] = seen[k]
+    return out
+
+
+def outputs(records: list[Record]) -> list[dict]:
+    """The output records' JSON values ``{"key", "seq", "count"}``, checked against their record key."""
+    got = []
+    for r in records:
+        v = json.loads(r.value)
+        assert r.key is not None and r.key.decode() == v["key"] == key_of(v["seq"]), (r, v)
+        got.append(v)
+    return got
+
+
+def check_exactly_once(records: list[Record], seqs: range) -> None:
+    """Each input's effect is in the output exactly once, with the count a correct counter gives it."""
+    got = outputs(records)
+    by_seq: dict[int, list[int]] = {}
+    for v in got:
+        by_seq.setdefault(v["seq"], []).append(v["count"])
+    twice = {s: c for s, c in by_seq.items() if len(c) > 1}
+    assert not twice, f"inputs whose effect is in the output more than once (seq: counts): {dict(list(twice.items())[:10])}"
+    want = expected_counts(seqs)
+    assert sorted(by_seq) == sorted(want), (f"missing: {sorted(set(want) - set(by_seq))[:20]}, "
+                                            f"unexpected: {sorted(set(by_seq) - set(want))[:20]}")
+    wrong = {s: (c[0], want[s]) for s, c in by_seq.items() if c[0] != want[s]}
+    assert not wrong, f"inputs counted wrong (seq: (got, want)): {dict(list(wrong.items())[:10])}"
+
+
+def final_counts(seqs: range) -> dict[str, int]:
+    want: dict[str, int] = {}
+    for seq in seqs:
+        want[key_of(seq)] = want.get(key_of(seq), 0) + 1
+    return want
+
+
+def latest_by_key(records: list[Record]) -> dict[bytes, bytes | None]:
+    """What a restore from a compacted topic ends with: the last value per key (None: deleted)."""
+    out: dict[bytes, bytes | None] = {}
+    for r in records:
+        out[r.key] = r.value
+    return out
+
+
+def cleaned_offsets(data_dir: Path, topic: str) -> dict[int, int]:
+    """Per partition of ``topic``, the offset the broker's log cleaner has compacted up to, from the
+    data directory's ``cleaner-offset-checkpoint``; empty before the cleaner has done anything to it."""
+    from compactlog.storage.checkpoint import OffsetCheckpointFile
+
+    done = OffsetCheckpointFile(data_dir / "cleaner-offset-checkpoint").read()
+    return {p: o for (t, p), o in done.items() if t == topic}
