@@ -1,0 +1,191 @@
+"""Offsets in transactions with real clients against a real ``compactlog serve``: each client's
+``send_offsets_to_transaction`` (confluent-kafka and kafka-python send TxnOffsetCommit v3 with the
+consumer's group metadata, aiokafka v0 with the group id alone), the offsets invisible until the
+commit and gone at an abort, consumers asking for stable offsets (librdkafka and kafka-python do with
+``isolation.level=read_committed``) held back while they are pending, KIP-447's fencing of a producer
+with a stale generation, and a restart (SIGKILL) replaying pending, committed and aborted offsets.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from wire import RawClient, module_of, serving
+
+OVERRIDES = {"listeners": "PLAINTEXT://127.0.0.1:0", "group.initial.rebalance.delay.ms": "0",
+             "offsets.topic.num.partitions": "3", "transaction.state.log.num.partitions": "3"}
+TIMEOUT = 30.0
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    with serving(tmp_path_factory.mktemp("txn-offsets") / "data", OVERRIDES) as s:
+        admin = AdminClient({"bootstrap.servers": s.bootstrap})
+        for f in admin.create_topics([NewTopic("in", 2), NewTopic("out", 1)]).values():
+            f.result(TIMEOUT)
+        yield s
+
+
+def stored(server, group: str, partition: int = 0, require_stable: bool = False) -> tuple[int, int]:
+    """(committed offset, error) of ``in``-``partition`` by OffsetFetch v7, with or without require_stable."""
+    req = module_of("offset_fetch", 7, "request")
+    body = req.OffsetFetchRequest(group_id=group, require_stable=require_stable, topics=(
+        req.OffsetFetchRequestTopic(name="in", partition_indexes=(partition,)),))
+    with RawClient.to(server) as c:
+        answer = c.call(body)
+    p = answer.topics[0].partitions[0]
+    return p.committed_offset, p.error_code
+
+
+def transactional(server, tid: str) -> Producer:
+    p = Producer({"bootstrap.servers": server.bootstrap, "transactional.id": tid})
+    p.init_transactions(TIMEOUT)
+    p.begin_transaction()
+    p.produce("out", b"x")
+    return p
+
+
+def metadata_of(server, group: str):
+    """A group's metadata as a producer outside the group sends it (generation -1, no member)."""
+    c = Consumer({"bootstrap.servers": server.bootstrap, "group.id": group})
+    try:
+        return c.consumer_group_metadata()
+    finally:
+        c.close()
+
+
+def committed_by_librdkafka(server, group: str, isolation: str, timeout: float = 5.0) -> int:
+    c = Consumer({"bootstrap.servers": server.bootstrap, "group.id": group, "isolation.level": isolation})
+    try:
+        return c.committed([TopicPartition("in", 0)], timeout=timeout)[0].offset
+    finally:
+        c.close()
+
+
+def test_confluent_offsets_appear_at_the_commit_and_never_after_an_abort(server):
+    p = transactional(server, "tx-confluent")
+    p.send_offsets_to_transaction([TopicPartition("in", 0, 5)], metadata_of(server, "cg"), TIMEOUT)
+    # pending: invisible, and unstable for a client that asks for stable offsets
+    assert stored(server, "cg") == (-1, 0)
+    assert stored(server, "cg", require_stable=True) == (-1, 88)
+    assert committed_by_librdkafka(server, "cg", "read_uncommitted") == -1001  # librdkafka's "no offset"
+    start = time.monotonic()
+    with pytest.raises(KafkaException) as raised:  # read_committed asks for stable offsets and keeps retrying
+        committed_by_librdkafka(server, "cg", "read_committed", timeout=1.5)
+    assert raised.value.args[0].name() == "_TIMED_OUT" and time.monotonic() - start >= 1.4
+    p.commit_transaction(TIMEOUT)
+    assert stored(server, "cg", require_stable=True) == (5, 0)
+    assert committed_by_librdkafka(server, "cg", "read_committed") == 5
+
+    p.begin_transaction()
+    p.produce("out", b"y")
+    p.send_offsets_to_transaction([TopicPartition("in", 0, 9)], metadata_of(server, "cg"), TIMEOUT)
+    assert stored(server, "cg", require_stable=True) == (-1, 88)
+    p.abort_transaction(TIMEOUT)
+    assert stored(server, "cg", require_stable=True) == (5, 0)
+
+
+def test_kafka_python_and_aiokafka_send_offsets_to_transaction(server):
+    import aiokafka
+    import kafka
+    from kafka.errors import KafkaTimeoutError
+    from kafka.structs import OffsetAndMetadata
+
+    p = kafka.KafkaProducer(bootstrap_servers=server.bootstrap, transactional_id="tx-kafka-python")
+    try:
+        p.init_transactions()
+        p.begin_transaction()
+        p.send("out", b"x")
+        p.send_offsets_to_transaction({kafka.TopicPartition("in", 0): OffsetAndMetadata(7, "", -1)}, "kp")
+        stable = kafka.KafkaConsumer(bootstrap_servers=server.bootstrap, group_id="kp", isolation_level="read_committed")
+        loose = kafka.KafkaConsumer(bootstrap_servers=server.bootstrap, group_id="kp")
+        try:
+            with pytest.raises(KafkaTimeoutError):  # UNSTABLE_OFFSET_COMMIT is retriable: it retries until then
+                stable.committed(kafka.TopicPartition("in", 0), timeout_ms=1500)
+            assert loose.committed(kafka.TopicPartition("in", 0)) is None
+            p.commit_transaction()
+            assert stable.committed(kafka.TopicPartition("in", 0), timeout_ms=10_000) == 7
+        finally:
+            stable.close()
+            loose.close()
+    finally:
+        p.close()
+
+    async def aio() -> None:  # TxnOffsetCommit v0: the group id alone
+        producer = aiokafka.AIOKafkaProducer(bootstrap_servers=server.bootstrap, transactional_id="tx-aiokafka")
+        await producer.start()
+        try:
+            async with producer.transaction():
+                await producer.send("out", b"y")
+                await producer.send_offsets_to_transaction({aiokafka.TopicPartition("in", 1): 9}, "ai")
+                assert stored(server, "ai", 1, require_stable=True) == (-1, 88)
+            with pytest.raises(RuntimeError):
+                async with producer.transaction():
+                    await producer.send_offsets_to_transaction({aiokafka.TopicPartition("in", 1): 11}, "ai")
+                    raise RuntimeError("abort it")
+        finally:
+            await producer.stop()
+    asyncio.run(asyncio.wait_for(aio(), TIMEOUT))
+    assert stored(server, "ai", 1, require_stable=True) == (9, 0)
+
+
+def test_a_producer_with_a_stale_generation_is_fenced(server):
+    """KIP-447: the offsets of a consumer that has since lost a rebalance are refused (ILLEGAL_GENERATION),
+    and the transaction must be aborted."""
+    first = Consumer({"bootstrap.servers": server.bootstrap, "group.id": "fg", "enable.auto.commit": False})
+    second = Consumer({"bootstrap.servers": server.bootstrap, "group.id": "fg", "enable.auto.commit": False})
+    try:
+        first.subscribe(["in"])
+        deadline = time.monotonic() + TIMEOUT
+        while len(first.assignment()) != 2:
+            assert time.monotonic() < deadline, "the first consumer got no assignment"
+            first.poll(0.1)
+        stale = first.consumer_group_metadata()
+        second.subscribe(["in"])
+        while not (len(first.assignment()) == len(second.assignment()) == 1):
+            assert time.monotonic() < deadline, "the group did not rebalance"
+            first.poll(0.1)
+            second.poll(0.1)
+        p = transactional(server, "tx-fenced")
+        with pytest.raises(KafkaException) as raised:
+            p.send_offsets_to_transaction([TopicPartition("in", 0, 3)], stale, TIMEOUT)
+        error = raised.value.args[0]
+        assert (error.name(), error.txn_requires_abort()) == ("ILLEGAL_GENERATION", True)
+        p.abort_transaction(TIMEOUT)
+        # the current generation's metadata is accepted
+        p.begin_transaction()
+        p.send_offsets_to_transaction([TopicPartition("in", 0, 3)], first.consumer_group_metadata(), TIMEOUT)
+        p.commit_transaction(TIMEOUT)
+        assert stored(server, "fg") == (3, 0)
+    finally:
+        first.close()
+        second.close()
+
+
+def test_a_killed_server_replays_pending_committed_and_aborted_offsets(server):
+    """Last in the module: it restarts the server. An open transaction's offsets stay pending across the
+    restart and its producer commits them afterwards."""
+    plain = Consumer({"bootstrap.servers": server.bootstrap, "group.id": "r-aborted"})
+    plain.commit(offsets=[TopicPartition("in", 0, 2)], asynchronous=False)
+    plain.close()
+    committed = transactional(server, "tx-r-committed")
+    committed.send_offsets_to_transaction([TopicPartition("in", 0, 4)], metadata_of(server, "r-committed"), TIMEOUT)
+    committed.commit_transaction(TIMEOUT)
+    aborted = transactional(server, "tx-r-aborted")
+    aborted.send_offsets_to_transaction([TopicPartition("in", 0, 6)], metadata_of(server, "r-aborted"), TIMEOUT)
+    aborted.abort_transaction(TIMEOUT)
+    pending = transactional(server, "tx-r-pending")
+    pending.send_offsets_to_transaction([TopicPartition("in", 0, 3)], metadata_of(server, "r-pending"), TIMEOUT)
+
+    server.restart(kill=True)
+    assert stored(server, "r-pending") == (-1, 0)
+    assert stored(server, "r-pending", require_stable=True) == (-1, 88)
+    assert stored(server, "r-committed", require_stable=True) == (4, 0)
+    assert stored(server, "r-aborted", require_stable=True) == (2, 0)
+    pending.commit_transaction(TIMEOUT)  # the producer reconnects to the restarted server
+    assert stored(server, "r-pending", require_stable=True) == (3, 0)
