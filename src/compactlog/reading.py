@@ -7,8 +7,12 @@ reader is handed live in one place:
 - the *view*: ``live`` is the log as stored; ``compacted`` is Pulsar's compacted view, the latest record
   per key below the published horizon and the live log from it on (``compaction.reader``);
 - the *isolation level*: ``read_uncommitted`` sees every record up to the end asked for.
-  ``read_committed`` needs the transaction state that arrives with transactions; until then it is refused
-  by name rather than served as if it were ``read_uncommitted``;
+  ``read_committed`` sees what a Kafka consumer of that level sees: the read ends at the last stable
+  offset (the first offset of the oldest open transaction), and the data batches of aborted
+  transactions are dropped (a producer's batches from the first offset of an aborted transaction up to
+  its ABORT marker, the ranges its ``.txnindex`` entries give). Batches of committed transactions and
+  of no transaction pass; control batches stay in the stream (a caller tracking positions steps over
+  them). The owner's log and another process's snapshot answer alike (``PartitionView``);
 - control batches (transaction markers) are never records a consumer sees, as in Kafka;
 - records below the start offset of the batch that holds it are skipped (a batch may start before it);
 - every batch is checked (header, and CRC unless the caller opts out as ``check.crcs=false`` does) by the
@@ -23,6 +27,7 @@ from typing import Iterator
 
 from .errors import InvalidRequestError, shown
 from .records.batch import Record, RecordBatch
+from .storage.transaction_index import AbortedTxn
 from .storage.reader import PartitionView
 from .storage.snapshot import PartitionSnapshot
 from .storage.topics import read_topics
@@ -52,9 +57,6 @@ def check_read(isolation: str, view: str) -> None:
     """Refuse an isolation level or view this reader cannot honour, naming it (before any record is read)."""
     if isolation not in ISOLATION_LEVELS:
         raise InvalidRequestError(f"isolation level must be one of {', '.join(ISOLATION_LEVELS)}, got {shown(isolation)}")
-    if isolation == READ_COMMITTED:
-        raise InvalidRequestError("isolation level read_committed needs transactions, which this data directory "
-                                  "does not keep yet; read with read_uncommitted")
     if view not in VIEWS:
         raise InvalidRequestError(f"view must be one of {', '.join(VIEWS)}, got {shown(view)}")
 
@@ -68,13 +70,45 @@ def earliest_offset(log_start_offset: int, view: str) -> int:
 def read_batches(part: PartitionView, start: int, end: int | None = None, *, isolation: str = READ_UNCOMMITTED,
                  view: str = LIVE, check_crcs: bool = True) -> Iterator[RecordBatch]:
     """Checked batches holding offsets in [start, end) of ``part`` (the owner's log or another process's
-    snapshot), control batches included (a caller tracking positions steps over them)."""
+    snapshot), control batches included (a caller tracking positions steps over them); for
+    read_committed, ending at the last stable offset and without aborted transactions' data."""
     check_read(isolation, view)
+    if isolation == READ_COMMITTED:
+        lso = part.last_stable_offset
+        end = lso if end is None else min(end, lso)
     if view == COMPACTED:
         from .compaction.reader import compacted_batches
 
-        return compacted_batches(part, start, end, check_crcs=check_crcs)
-    return part.batches(max(start, part.log_start_offset), end, check_crcs=check_crcs)
+        batches = compacted_batches(part, start, end, check_crcs=check_crcs)
+    else:
+        start = max(start, part.log_start_offset)
+        batches = part.batches(start, end, check_crcs=check_crcs)
+    if isolation == READ_COMMITTED:
+        return committed(batches, part.aborted_txns(start, end) if start < end else [])
+    return batches
+
+
+def committed(batches: Iterator[RecordBatch], aborted: list[AbortedTxn]) -> Iterator[RecordBatch]:
+    """``batches`` less the data batches of the ``aborted`` transactions: a transactional batch of a
+    producer whose aborted transaction began at or before it and whose ABORT marker follows it. As a
+    Kafka consumer walks a read_committed fetch, with the markers' offsets (which the index holds) ending
+    each range, so a committed transaction of the same producer after an abort always passes."""
+    pending = sorted(aborted, key=lambda t: t.first_offset)
+    i = 0
+    open_aborts: dict[int, tuple[int, int]] = {}  # producer id -> (first, marker offset) of its aborted range
+    for batch in batches:
+        while i < len(pending) and pending[i].first_offset <= batch.last_offset:
+            txn = pending[i]
+            open_aborts[txn.producer_id] = (txn.first_offset, txn.last_offset)
+            i += 1
+        if batch.is_transactional and not batch.is_control:
+            span = open_aborts.get(batch.producer_id)
+            if span is not None:
+                if span[0] <= batch.base_offset <= span[1]:
+                    continue
+                if batch.base_offset > span[1]:
+                    del open_aborts[batch.producer_id]
+        yield batch
 
 
 def records_of(batches: Iterator[RecordBatch], topic: str, partition: int, start: int) -> Iterator[Record]:

@@ -18,6 +18,7 @@ from .failure import LogDirFailure
 from .producer_state import OpenTransaction, ProducerInfo, ProducerStateManager
 from .reader import fixed
 from .segment import LogSegment
+from .transaction_index import AbortedTxn
 from .transactions import aborted_entry, collect_aborted, marker_batch
 
 log = logging.getLogger(__name__)
@@ -82,6 +83,10 @@ class ProducerStateLog:
     def aborted_transactions(self, start: int, end: int) -> list[tuple[int, int]]:
         """(producer id, first offset) of the aborted transactions overlapping [start, end), from the
         ``.txnindex`` files (``transactions.collect_aborted``)."""
+        return [(t.producer_id, t.first_offset) for t in self.aborted_txns(start, end)]
+
+    def aborted_txns(self, start: int, end: int) -> list[AbortedTxn]:
+        """The ``.txnindex`` entries of :meth:`aborted_transactions` (their markers' offsets too)."""
         return collect_aborted(fixed(self._view[1]), start, end)
 
     def open_transactions(self) -> list[OpenTransaction]:

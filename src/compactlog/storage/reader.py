@@ -16,12 +16,15 @@ from __future__ import annotations
 
 import bisect
 from pathlib import Path
-from typing import Callable, Iterator, Protocol, Sequence
+from typing import TYPE_CHECKING, Callable, Iterator, Protocol, Sequence
 
 from ..errors import CorruptRecordError, KafkaStorageError
 from ..records.batch import RecordBatch
 from .failure import describe
 from .segment import LogSegment
+
+if TYPE_CHECKING:
+    from .transaction_index import AbortedTxn
 
 # (base offsets in order, segment i opened) of one listing
 Listing = tuple[Sequence[int], Callable[[int], LogSegment]]
@@ -42,6 +45,12 @@ class PartitionView(Protocol):
     def log_end_offset(self) -> int: ...
 
     def batches(self, start: int = 0, end: int | None = None, *, check_crcs: bool = True) -> Iterator[RecordBatch]: ...
+
+    # for read_committed readers: where they stop, and the aborted transactions (``.txnindex`` entries) of a range
+    @property
+    def last_stable_offset(self) -> int: ...
+
+    def aborted_txns(self, start: int, end: int) -> "list[AbortedTxn]": ...
 
 
 class BatchOrigin:

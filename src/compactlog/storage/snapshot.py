@@ -7,6 +7,12 @@ segment the cleaner swaps out while we read it stays readable through its descri
 swapped away before we opened it makes the reader list the directory again and go on from the offset
 it had reached (see ``reader.py``): opening every segment up front instead takes longer, with many
 segments, than a busy cleaner leaves between two swaps.
+
+Transactions, for read_committed readers: the last stable offset and the open transactions come from
+the owner's producer state loaded read-only, once per snapshot (its newest ``.snapshot`` file at or
+below the end seen, and the batches after it, as the owner loads it: ``producer_recovery.load_state``);
+the aborted transactions from the segments' ``.txnindex`` files, opened read-only. A reader wanting a
+newer LSO opens a new snapshot, as it does for a newer end.
 """
 
 from __future__ import annotations
@@ -23,8 +29,11 @@ from ..records.batch import RecordBatch
 from . import files
 from .checkpoint import OffsetCheckpointFile
 from .integrity import Bounds
+from .producer_state import OpenTransaction, ProducerStateManager
 from .reader import Listing, read_batches
 from .segment import LogSegment
+from .transaction_index import AbortedTxn
+from .transactions import collect_aborted
 
 SWAP_WAIT_S = 1.0  # how long a listing waits for a swap in flight to finish before reading around it
 MAX_OPEN_SEGMENTS = 32  # a read moving forward closes the segments it has left behind beyond these
@@ -209,6 +218,44 @@ class PartitionSnapshot:
     def batches(self, start: int = 0, end: int | None = None, *, check_crcs: bool = True) -> Iterator[RecordBatch]:
         """Whole batches holding offsets in [start, end), in order, each checked (see ``reader.py``)."""
         return read_batches(self._listing(), start, end, check_crcs=check_crcs, relist=self._relist)
+
+    # transactions --------------------------------------------------------------------------------
+    def _retrying(self, read):
+        """``read(listing)``, listed again when a segment was swapped away before it could be opened."""
+        for attempt in range(100):
+            try:
+                return read(self._listing())
+            except FileNotFoundError:
+                if attempt == 99:
+                    raise
+                self._relist()
+        raise AssertionError("unreachable")
+
+    @functools.cached_property
+    def _producers(self) -> tuple[ProducerStateManager, int]:
+        """The owner's producer state at the end seen now, loaded read-only, and that end."""
+        from .producer_recovery import load_state
+
+        end = self.log_end_offset
+        return self._retrying(lambda listing: load_state(self.directory, listing, end)), end
+
+    @property
+    def last_stable_offset(self) -> int:
+        """The first offset of the oldest transaction open at the end this snapshot saw (not below the log
+        start), else that end."""
+        state, end = self._producers
+        return state.last_stable_offset(end, self.log_start_offset)
+
+    def open_transactions(self) -> list[OpenTransaction]:
+        return self._producers[0].open_transactions()
+
+    def aborted_txns(self, start: int, end: int) -> list[AbortedTxn]:
+        """The aborted transactions overlapping [start, end), from the ``.txnindex`` files."""
+        return self._retrying(lambda listing: collect_aborted(listing, start, end))
+
+    def aborted_transactions(self, start: int, end: int) -> list[tuple[int, int]]:
+        """(producer id, first offset) of the aborted transactions overlapping [start, end)."""
+        return [(t.producer_id, t.first_offset) for t in self.aborted_txns(start, end)]
 
     def close(self) -> None:
         for s in self._open.values():

@@ -86,16 +86,16 @@ def aborted_entry(done: tuple[CompletedTxn | None, int] | None) -> AbortedTxn | 
     return AbortedTxn(txn.producer_id, txn.first_offset, txn.last_offset, lso)
 
 
-def collect_aborted(listing: "Listing", start: int, end: int) -> list[tuple[int, int]]:
-    """(producer id, first offset) of each aborted transaction overlapping [start, end), from the
-    ``.txnindex`` of the segment holding ``start`` on, in index order (Kafka's collectAbortedTransactions)."""
+def collect_aborted(listing: "Listing", start: int, end: int) -> list[AbortedTxn]:
+    """The aborted transactions overlapping [start, end), from the ``.txnindex`` of the segment holding
+    ``start`` on, in index order (Kafka's collectAbortedTransactions)."""
     bases, segment_at = listing
-    found: list[tuple[int, int]] = []
+    found: list[AbortedTxn] = []
     if end <= start:
         return found
     for k in range(max(bisect.bisect_right(bases, start) - 1, 0), len(bases)):
         result = segment_at(k).txn_index.collect_aborted_txns(start, end)
-        found += [(t.producer_id, t.first_offset) for t in result.aborted]
+        found += result.aborted
         if result.complete:
             break
     return found
