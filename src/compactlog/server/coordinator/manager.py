@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 
 from ...errors import CompactLogError, OutOfOrderSequenceError, TopicAlreadyExistsError, UnknownTopicOrPartitionError
 from ...partition import Partition
+from ...reading import READ_UNCOMMITTED
 from ...records.batch import BatchInfo, build_batch
 from ...records.control import read_control_record
 from ..server_config import ServerConfig
@@ -172,17 +173,9 @@ class GroupMetadataManager:
         """The base sequence of the producer's next batch here: after its last one in the same epoch, 0
         in a new epoch (or for a producer this partition does not know)."""
         known = self._sequences.get((partition, pid))
-        if known is None:
-            known = (-1, 0)
-            producers = getattr(part, "producers", None)
-            if producers is not None:
-                for p in producers():
-                    if p.producer_id == pid:
-                        known = (p.producer_epoch, (p.last_sequence + 1) % SEQUENCES)
-            else:  # storage without the producer state's description
-                for p_id, p_epoch, last_seq, _ in part.active_producers():
-                    if p_id == pid:
-                        known = (p_epoch, (last_seq + 1) % SEQUENCES)
+        if known is None:  # the partition's producer state knows (it survives restarts)
+            known = next(((p.producer_epoch, (p.last_sequence + 1) % SEQUENCES) for p in part.producers()
+                          if p.producer_id == pid), (-1, 0))
         stored_epoch, next_seq = known
         return next_seq if stored_epoch == epoch else 0
 
@@ -277,7 +270,8 @@ class GroupMetadataManager:
         found = _Replayed()
         latest, offsets, pending = found.latest, found.offsets, found.pending
         try:
-            for batch in part.batches(check_crcs=False):
+            # every batch up to the log end: open transactions' offsets and the markers that end them
+            for batch in part.batches(isolation=READ_UNCOMMITTED, check_crcs=False):
                 if not batch.is_valid():
                     log.error("skipping the corrupt batch at offset %d of %s-%d (CRC mismatch): its commits are lost",
                               batch.base_offset, TOPIC, p)
