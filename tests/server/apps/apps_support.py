@@ -40,12 +40,15 @@ __all__ = ["READ_COMMITTED", "READ_UNCOMMITTED", "AppProcess", "app_python", "re
 
 
 @cache
-def _venv(requirement: str) -> str:
-    """The python of a venv holding ``requirement`` (``name==version``), or ``skip: why``."""
-    name = requirement.replace("==", "-")
+def _venv(requirements: tuple[str, ...]) -> str:
+    """The python of a venv holding ``requirements`` (each ``name==version``; the first names the
+    venv), or ``skip: why``."""
+    requirement = " ".join(requirements)
+    name = requirements[0].replace("==", "-")
     home = BUILD / f"venv-{name}"
     python = home / "bin" / "python"
-    if (home / "installed").exists() and python.exists():
+    stamp = home / "installed"  # written last, naming what was installed: a venv made for other pins is remade
+    if stamp.exists() and stamp.read_text() == "\n".join(requirements) + "\n" and python.exists():
         INSTALL_SECONDS[requirement] = 0.0
         return str(python)
     started = time.monotonic()
@@ -59,7 +62,7 @@ def _venv(requirement: str) -> str:
         # the venv's scripts name its own path: made under the final name's sibling, then moved, they
         # would point at the partial one, so pip runs as "python -m pip" and the apps as "python script"
         done = subprocess.run([str(partial / "bin" / "python"), "-m", "pip", "install", "--quiet",
-                               "--disable-pip-version-check", "--retries", "1", "--timeout", "30", requirement],
+                               "--disable-pip-version-check", "--retries", "1", "--timeout", "30", *requirements],
                               capture_output=True, text=True, timeout=INSTALL_TIMEOUT)
     except subprocess.TimeoutExpired:
         shutil.rmtree(partial, ignore_errors=True)
@@ -71,15 +74,15 @@ def _venv(requirement: str) -> str:
         shutil.rmtree(partial, ignore_errors=True)
         errors = "\n".join(line for line in done.stderr.splitlines() if not line.startswith("WARNING: Location"))
         return f"skip: pip install {requirement} failed (package index not reachable?): {errors.strip()[-400:]}"
-    (partial / "installed").write_text(requirement + "\n")
+    (partial / "installed").write_text("\n".join(requirements) + "\n")
     partial.rename(home)
     INSTALL_SECONDS[requirement] = time.monotonic() - started
     return str(python)
 
 
-def app_python(requirement: str) -> str:
-    """The python of the venv holding ``requirement``; skips the calling test when it cannot be made."""
-    got = _venv(requirement)
+def app_python(*requirements: str) -> str:
+    """The python of the venv holding ``requirements``; skips the calling test when it cannot be made."""
+    got = _venv(requirements)
     if got.startswith("skip: "):
         pytest.skip(got[len("skip: "):])
     return got
@@ -254,3 +257,48 @@ def cleaned_offsets(data_dir: Path, topic: str) -> dict[int, int]:
 
     done = OffsetCheckpointFile(data_dir / "cleaner-offset-checkpoint").read()
     return {p: o for (t, p), o in done.items() if t == topic}
+
+
+def topic_config(data_dir: Path, topic: str) -> dict[str, str]:
+    """A topic's config overrides as the broker keeps them."""
+    return topic_metadata(data_dir)[topic]["config"]
+
+
+def output_count(data_dir: Path, sink: str, isolation: str) -> int:
+    return len(read_topic(data_dir, sink, isolation))
+
+
+RUN_TIMEOUT = 40.0  # what one phase of an application's run may take before a test gives up on it
+
+
+def restore_after_wiping_state(server, app: AppProcess, state_dir: Path, source: str, sink: str, changelog: str,
+                               changelog_counts: Callable[[list[Record]], dict[str, int]]) -> None:
+    """At-least-once, stopped cleanly between runs: the app counts 150 inputs; its changelog is a
+    compacted topic the broker's cleaner compacts and holds the counts; with its local state wiped it
+    restores them from the changelog and counts 50 more inputs on from there."""
+    first = range(0, 150)
+    produce_inputs(server.bootstrap, source, first)
+    app.start()
+    try:
+        wait_until(lambda: output_count(server.data_dir, sink, READ_UNCOMMITTED) >= len(first), RUN_TIMEOUT,
+                   f"{len(first)} outputs", app)
+        assert app.stop() == 0, app.log_tail()
+        check_exactly_once(read_topic(server.data_dir, sink), first)
+        assert topic_config(server.data_dir, changelog).get("cleanup.policy") == "compact"
+        wait_until(lambda: any(cleaned_offsets(server.data_dir, changelog).values()), RUN_TIMEOUT,
+                   f"the log cleaner compacted {changelog}")
+        assert changelog_counts(read_topic(server.data_dir, changelog)) == final_counts(first)
+
+        shutil.rmtree(state_dir)
+        everything = range(0, 200)
+        produce_inputs(server.bootstrap, source, range(150, 200))
+        app.start()
+        wait_until(lambda: output_count(server.data_dir, sink, READ_UNCOMMITTED) >= len(everything), RUN_TIMEOUT,
+                   f"{len(everything)} outputs", app)
+        assert app.stop() == 0, app.log_tail()
+        # counts of the last 50 that go on from the restored ones: a run that began from nothing would
+        # have counted them from 1
+        check_exactly_once(read_topic(server.data_dir, sink), everything)
+        assert changelog_counts(read_topic(server.data_dir, changelog)) == final_counts(everything)
+    finally:
+        app.kill()

@@ -9,28 +9,14 @@ compacted changelog and goes on counting where it was. quixstreams runs in its o
 from __future__ import annotations
 
 import json
-import shutil
 
 import pytest
-from apps_support import (
-    READ_COMMITTED,
-    READ_UNCOMMITTED,
-    AppProcess,
-    app_python,
-    check_exactly_once,
-    cleaned_offsets,
-    final_counts,
-    latest_by_key,
-    produce_inputs,
-    read_topic,
-    wait_until,
-)
+from apps_support import AppProcess, app_python, latest_by_key, restore_after_wiping_state
 from groups_support import create_topic
 
 pytest.importorskip("confluent_kafka")
 
 REQUIREMENT = "quixstreams==3.28.1"
-RUN_TIMEOUT = 40.0  # what one phase of a run may take before the test gives up on it
 
 
 @pytest.fixture(scope="module")
@@ -63,46 +49,10 @@ def counter(quix: str, server, tmp_path, group: str, source: str, sink: str, gua
                       tmp_path / f"{group}.log")
 
 
-def outputs_seen(server, sink: str, isolation: str) -> int:
-    return len(read_topic(server.data_dir, sink, isolation))
-
-
 def test_at_least_once_counts_and_restores_from_the_compacted_changelog(quix, app_server, tmp_path):
-    server = app_server
     source, sink, group = "alo-words", "alo-counts", "alo-counter"
-    changelog = changelog_name(group, source)
-    create_topic(server.bootstrap, source, 2)
-    create_topic(server.bootstrap, sink, 2)
-    first = range(0, 150)
-    produce_inputs(server.bootstrap, source, first)
-    app = counter(quix, server, tmp_path, group, source, sink, "at-least-once").start()
-    try:
-        wait_until(lambda: outputs_seen(server, sink, READ_UNCOMMITTED) >= len(first), RUN_TIMEOUT,
-                   f"{len(first)} outputs", app)
-        assert app.stop() == 0, app.log_tail()
-        check_exactly_once(read_topic(server.data_dir, sink), first)
-        # the changelog was made by quixstreams as a compacted topic, and the broker's cleaner compacts it
-        assert server_config(server, changelog).get("cleanup.policy") == "compact"
-        wait_until(lambda: any(cleaned_offsets(server.data_dir, changelog).values()), RUN_TIMEOUT,
-                   f"the log cleaner compacted {changelog}")
-        assert changelog_counts(read_topic(server.data_dir, changelog)) == final_counts(first)
-
-        # local state gone: the next run restores it from the changelog and counts on from there
-        shutil.rmtree(tmp_path / "state")
-        everything = range(0, 200)
-        produce_inputs(server.bootstrap, source, range(150, 200))
-        app.start()
-        wait_until(lambda: outputs_seen(server, sink, READ_UNCOMMITTED) >= len(everything), RUN_TIMEOUT,
-                   f"{len(everything)} outputs", app)
-        assert app.stop() == 0, app.log_tail()
-        check_exactly_once(read_topic(server.data_dir, sink), everything)
-        assert changelog_counts(read_topic(server.data_dir, changelog)) == final_counts(everything)
-    finally:
-        app.kill()
-
-
-def server_config(server, topic: str) -> dict[str, str]:
-    """A topic's config overrides as the broker keeps them."""
-    from compactlog.reading import topic_metadata
-
-    return topic_metadata(server.data_dir)[topic]["config"]
+    create_topic(app_server.bootstrap, source, 2)
+    create_topic(app_server.bootstrap, sink, 2)
+    app = counter(quix, app_server, tmp_path, group, source, sink, "at-least-once")
+    restore_after_wiping_state(app_server, app, tmp_path / "state", source, sink, changelog_name(group, source),
+                               changelog_counts)
