@@ -1,7 +1,8 @@
 """Transactional producers against a real ``compactlog serve``: librdkafka (confluent-kafka) commits and
 aborts, a zombie fenced by a newer instance of its transactional id, a transaction left open past its
-timeout aborted by the coordinator, aiokafka's transactional producer, and a SIGKILL of the server
-between a transaction's Prepare and its Complete, finished by the restarted coordinator.
+timeout aborted by the coordinator, aiokafka's and kafkajs's transactional producers (kafka-python's is
+in test_admin_kafka_python_all.py), and a SIGKILL of the server between a transaction's Prepare and its
+Complete, finished by the restarted coordinator.
 
 What is stored is read from the server's data directory through the embedded API's snapshot of another
 process's partition: data batches of the transaction, then its COMMIT or ABORT marker."""
@@ -217,3 +218,25 @@ def test_a_sigkill_between_prepare_and_complete_is_completed_at_restart(server):
     p.produce("crash", key=b"k2", value=b"v", partition=0)
     p.commit_transaction(30)
     assert stored(server, "crash")[-1] == ("COMMIT", state.producer_id)
+
+
+def test_kafkajs_commits_and_aborts(server):
+    from kafkajs_support import run_node
+
+    run_node("""
+        const kafka = new kafkajs.Kafka({ brokers: [ARGS.bootstrap], logLevel: kafkajs.logLevel.NOTHING });
+        const producer = kafka.producer({ transactionalId: 'js-txn', idempotent: true, maxInFlightRequests: 1 });
+        await producer.connect();
+        const commit = await producer.transaction();
+        await commit.send({ topic: 'aio', messages: [{ key: 'js', value: 'kept', partition: 1 }] });
+        await commit.commit();
+        const abort = await producer.transaction();
+        await abort.send({ topic: 'aio', messages: [{ key: 'js', value: 'gone', partition: 1 }] });
+        await abort.abort();
+        await producer.disconnect();
+    """, {"bootstrap": server.bootstrap})
+    state = describe(server, "js-txn")
+    assert state.state == "CompleteAbort"
+    pid = state.producer_id
+    assert stored(server, "aio", 1) == [("data", pid, 1, True), ("COMMIT", pid), ("data", pid, 1, True),
+                                        ("ABORT", pid)]
