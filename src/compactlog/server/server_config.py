@@ -1,7 +1,6 @@
 """The settings of ``compactlog serve`` beyond the storage's: the network (listeners, limits), the group
-coordinator (``group.*``, ``offsets.*``), the transaction coordinator (``transaction.*``, defined ahead of
-it: serve does not read them yet), security (``ssl.*``, ``sasl.*``, ACLs) and the web console's listeners,
-with Kafka's names and defaults.
+coordinator (``group.*``, ``offsets.*``), the transaction coordinator (``transaction.*``), security
+(``ssl.*``, ``sasl.*``, ACLs) and the web console's listeners, with Kafka's names and defaults.
 
 ``ServerConfig`` is the broker config ``serve`` reads from ``server.properties`` and ``--override``: the
 storage's ``BrokerConfig`` widened with these, as Kafka's ``KafkaConfig`` gathers the configs of every
@@ -70,33 +69,29 @@ SERVER_CONFIGS: Mapping[str, ConfigKey] = MappingProxyType({k.name: k for k in [
     setting("offsets.retention.check.interval.ms", "long", 600000, at_least(1),
             "How often expired offsets are removed."),
     setting("offset.metadata.max.bytes", "int", 4096, None, "Largest metadata string of one committed offset."),
-    # The transaction coordinator's (Kafka's TransactionLogConfig and TransactionStateManagerConfig), defined
-    # with Kafka's defaults and rules ahead of the coordinator itself; serve reads none of them yet.
+    # The transaction coordinator's (Kafka's TransactionLogConfig and TransactionStateManagerConfig), with
+    # Kafka's defaults and rules (server/txn_coordinator.py, server/txn_log.py).
     setting("transaction.state.log.num.partitions", "int", 50, at_least(1),
             "Partitions of __transaction_state, where each transactional id's state is kept in the partition its "
-            "hash names; do not change it once ids are stored. Not used until transactions are served.", "high"),
+            "hash names; do not change it once ids are stored.", "high"),
     setting("transaction.state.log.segment.bytes", "int", 104857600, at_least(1),
-            "segment.bytes of __transaction_state; small segments compact sooner and load faster. Not used until "
-            "transactions are served.", "high"),
+            "segment.bytes of __transaction_state; small segments compact sooner and load faster.", "high"),
     setting("transaction.state.log.replication.factor", "int", 3, between(1, 32767),
-            "Replicas of __transaction_state (a Java short in Kafka); accepted, but one node holds the one replica. "
-            "Not used until transactions are served.", "high"),
+            "Replicas of __transaction_state (a Java short in Kafka); accepted, but one node holds the one replica.",
+            "high"),
     setting("transaction.state.log.min.isr", "int", 2, at_least(1),
             "Replicas that must take a write to __transaction_state before it counts; accepted, but one node holds "
-            "the one replica. Not used until transactions are served.", "high"),
+            "the one replica.", "high"),
     setting("transaction.max.timeout.ms", "int", 900000, at_least(1),
             "Longest transaction timeout a producer may ask for in InitProducerId; a longer one is refused "
-            "(INVALID_TRANSACTION_TIMEOUT), since an open transaction holds back read_committed consumers. Not used "
-            "until transactions are served.", "high"),
+            "(INVALID_TRANSACTION_TIMEOUT), since an open transaction holds back read_committed consumers.", "high"),
     setting("transactional.id.expiration.ms", "int", 604800000, at_least(1),
             "A transactional id with no transaction open and no state change for this long is forgotten (a "
-            "tombstone in __transaction_state). Not used until transactions are served.", "high"),
+            "tombstone in __transaction_state).", "high"),
     setting("transaction.abort.timed.out.transaction.cleanup.interval.ms", "int", 10000, at_least(1),
-            "How often the coordinator looks for transactions open past their timeout and aborts them. Not used "
-            "until transactions are served.", "low"),
+            "How often the coordinator looks for transactions open past their timeout and aborts them.", "low"),
     setting("transaction.remove.expired.transaction.cleanup.interval.ms", "int", 3600000, at_least(1),
-            "How often the coordinator forgets transactional ids past transactional.id.expiration.ms. Not used "
-            "until transactions are served.", "low"),
+            "How often the coordinator forgets transactional ids past transactional.id.expiration.ms.", "low"),
     # Security: TLS listeners, SASL logins, ACLs (compactlog/security, server/security.py, server/sasl.py).
     setting("ssl.keystore.type", "string", "PEM", one_of("PEM"),
             "Format of the broker's certificate and key; only PEM here (Kafka's default is JKS).", "medium"),
