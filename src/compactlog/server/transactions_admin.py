@@ -6,7 +6,7 @@ transaction coordinator's state (``txn_coordinator.py``), as Kafka 3.7's coordin
   when both are given). A state filter that names no state Kafka knows is returned in
   ``unknown_state_filters`` and matches nothing; the request itself succeeds. Only the ids the
   principal may DESCRIBE are listed. While ``__transaction_state`` is loading the answer is
-  COORDINATOR_LOAD_IN_PROGRESS.
+  COORDINATOR_LOAD_IN_PROGRESS, and COORDINATOR_NOT_AVAILABLE once the coordinator has stopped.
 - DescribeTransactions, per id: DESCRIBE on it (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), an empty one
   INVALID_REQUEST, one not held TRANSACTIONAL_ID_NOT_FOUND; else its state, timeout, start time,
   producer id and epoch and the partitions of its transaction (those the principal may DESCRIBE; while
@@ -23,7 +23,7 @@ from .entities import make, response, schema
 from .protocol import Request
 
 INVALID_REQUEST, TRANSACTIONAL_ID_AUTHORIZATION_FAILED, TRANSACTIONAL_ID_NOT_FOUND = 42, 53, 105
-COORDINATOR_LOAD_IN_PROGRESS, NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE = 14, 16, 15
+COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE = 14, 15
 
 # The states of Kafka's transaction coordinator, by the names ListTransactions filters on.
 STATES = frozenset(state.value for state in TransactionState)
@@ -45,11 +45,11 @@ async def list_transactions(broker: Broker, req: Request, session: Session):
     s = schema(req)
     unknown = _unknown_states(b.state_filters)
     txn = _coordinator(broker)
-    busy = COORDINATOR_NOT_AVAILABLE if txn is None else txn.unavailable()
-    if busy == COORDINATOR_LOAD_IN_PROGRESS:
+    if txn is None or not txn.active or txn.loading:  # Kafka: not running, or still loading its partitions
+        busy = COORDINATOR_LOAD_IN_PROGRESS if txn is not None and txn.active else COORDINATOR_NOT_AVAILABLE
         return response(req, throttle_time=NO_THROTTLE, error_code=error_code(busy), unknown_state_filters=(),
                         transaction_states=())
-    held = [] if busy else txn.listed()
+    held = txn.listed()
     producers, states = set(b.producer_id_filters), set(b.state_filters)
     listed = tuple(
         make(s.TransactionState, transactional_id=m.transactional_id, producer_id=m.producer_id,
