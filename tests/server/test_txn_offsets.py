@@ -363,3 +363,22 @@ def test_txn_offset_commit_needs_write_on_the_transactional_id_then_read_on_the_
         allow(broker, "GROUP", "g", "READ")
         assert _errors(await call(28, 3, alice, **_txn_request(3))) == [("t", 0, 0), ("nope", 0, 29)]
     run(tmp_path / "d", scenario)
+
+
+def test_a_stale_sequence_is_renumbered_from_the_partition_s_producer_state(tmp_path):
+    """The coordinator remembers the next sequence of each producer's offsets batches; if that is wrong
+    (the log refuses it as out of order, or takes it for a retry of an earlier batch), it asks the
+    partition's producer state and writes the batch once, numbered right."""
+    async def scenario(broker, c, call, txns):
+        partition = c.store.partition_for("g")
+        assert await txn_commit(c, "g", 9, {T0: offset(1)}) == {T0: 0}
+        written = len(log_batches(broker, "g"))
+        c.store._sequences[(partition, 9)] = (0, 57)  # out of order
+        assert await txn_commit(c, "g", 9, {T0: offset(2)}) == {T0: 0}
+        c.store._sequences[(partition, 9)] = (0, 0)  # the first batch's number: a retry of it to the log
+        assert await txn_commit(c, "g", 9, {T0: offset(3)}) == {T0: 0}
+        batches = log_batches(broker, "g")
+        assert len(batches) == written + 2 and [b.base_sequence for b in batches[-3:]] == [0, 1, 2]
+        await marker(c, "g", 9, True)
+        assert fetch(c, "g", T0) == {T0: offset(3)}
+    run(tmp_path / "d", scenario)
