@@ -5,7 +5,8 @@ in test_admin_kafka_python_all.py), and a SIGKILL of the server between a transa
 Complete, finished by the restarted coordinator.
 
 What is stored is read from the server's data directory through the embedded API's snapshot of another
-process's partition: data batches of the transaction, then its COMMIT or ABORT marker."""
+process's partition: data batches of the transaction, then its COMMIT or ABORT marker, and what a
+read_committed reader is handed (``reading.read_records``)."""
 
 from __future__ import annotations
 
@@ -62,6 +63,12 @@ def stored(server, topic: str, partition: int = 0) -> list[tuple]:
     return out
 
 
+def read_committed(server, topic: str, partition: int = 0) -> list[bytes]:
+    """The values a read_committed consumer is handed, through the one read path (``reading``)."""
+    with reading.open_snapshot(server.data_dir, topic, partition) as snap:
+        return [r.value for r in reading.read_records(snap, topic, partition, 0, isolation="read_committed")]
+
+
 class Described(NamedTuple):
     state: str
     producer_id: int
@@ -105,6 +112,7 @@ def test_librdkafka_commits_a_transaction(server):
     batches = stored(server, "commits")
     assert batches[-1] == ("COMMIT", pid)
     assert sum(b[2] for b in batches if b[0] == "data" and b[1] == pid and b[3]) == 3
+    assert read_committed(server, "commits") == [b"v"] * 3
     # the next transaction of the same producer goes on from CompleteCommit
     p.begin_transaction()
     p.produce("commits", key=b"again", value=b"v", partition=0)
@@ -119,11 +127,13 @@ def test_librdkafka_aborts_a_transaction(server):
     p.begin_transaction()
     p.produce("aborts", key=b"gone", value=b"v", partition=1)
     p.flush(30)
+    assert read_committed(server, "aborts", 1) == []  # held back by the open transaction (the LSO)
     assert describe(server, "ck-abort")[::3] == ("Ongoing", [("aborts", 1)])
     p.abort_transaction(30)
     state = describe(server, "ck-abort")
     assert state.state == "CompleteAbort"
     assert stored(server, "aborts", 1) == [("data", state.producer_id, 1, True), ("ABORT", state.producer_id)]
+    assert read_committed(server, "aborts", 1) == []  # aborted: never handed out
 
 
 def test_a_zombie_is_fenced_by_a_newer_instance(server):
@@ -146,6 +156,7 @@ def test_a_zombie_is_fenced_by_a_newer_instance(server):
     newer.produce("zombies", key=b"n", value=b"new", partition=0)
     newer.commit_transaction(30)
     assert stored(server, "zombies")[-1] == ("COMMIT", old.producer_id)
+    assert read_committed(server, "zombies") == [b"new"]
 
 
 def test_a_transaction_open_past_its_timeout_is_aborted_by_the_coordinator(server):
@@ -160,6 +171,7 @@ def test_a_transaction_open_past_its_timeout_is_aborted_by_the_coordinator(serve
                        "the coordinator's abort")
     assert after.producer_epoch == before.producer_epoch + 1  # bumped: the producer that left it is fenced
     assert stored(server, "timeouts") == [("data", before.producer_id, 1, True), ("ABORT", before.producer_id)]
+    assert read_committed(server, "timeouts") == []
     with pytest.raises(KafkaException):
         p.commit_transaction(30)
 
@@ -192,6 +204,7 @@ def test_a_sigkill_between_prepare_and_complete_is_completed_at_restart(server):
     p.flush(30)
     assert describe(server, "ck-crash").state == "Ongoing"
     server.kill()
+    assert read_committed(server, "crash", 0) == []  # the open transaction holds the LSO, on disk too
     # What the coordinator writes first when EndTxn(commit) comes: PrepareCommit (the crash falls after it)
     cl = CompactLog(server.data_dir, background=False)
     try:
@@ -211,6 +224,7 @@ def test_a_sigkill_between_prepare_and_complete_is_completed_at_restart(server):
     for partition in (0, 1):
         assert stored(server, "crash", partition) == [("data", state.producer_id, 1, True),
                                                       ("COMMIT", state.producer_id)]
+        assert read_committed(server, "crash", partition) == [b"v"]
     # the producer's EndTxn after the restart meets its transaction already committed: Kafka answers it
     # as a retry (NONE), and the producer goes on with a new transaction on the restarted server
     p.commit_transaction(30)
@@ -240,3 +254,4 @@ def test_kafkajs_commits_and_aborts(server):
     pid = state.producer_id
     assert stored(server, "aio", 1) == [("data", pid, 1, True), ("COMMIT", pid), ("data", pid, 1, True),
                                         ("ABORT", pid)]
+    assert read_committed(server, "aio", 1) == [b"kept"]
