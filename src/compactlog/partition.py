@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Iterator
 
 from .reading import LIVE, READ_UNCOMMITTED, read_batches, read_records, records_below
 from .records.batch import Record, RecordBatch
-from .storage.producer_state import OpenTransaction, ProducerInfo, last_sequence
+from .storage.producer_state import OpenTransaction, ProducerInfo
 from .storage.validator import LEADER_EPOCH  # noqa: F401 - the epoch every stored batch carries (one node: never a new leader)
 
 if TYPE_CHECKING:
@@ -197,20 +197,6 @@ class Partition:
         """Whether idempotent producers' state is in memory (else the first idempotent append loads it: a
         snapshot and the log after it, or the log's last two segments, which is not cheap)."""
         return self._log.producer_state.loaded
-
-    def active_producers(self) -> list[tuple[int, int, int, int]]:
-        """(producer id, epoch, last sequence, timestamp of its last batch) of each idempotent producer
-        with batches in the log's last two segments (the span the producer state is rebuilt from without a snapshot), by
-        producer id: what Kafka's DescribeProducers lists. Read through the one read path."""
-        segs = list(self._log.segments)
-        if not segs:
-            return []
-        last: dict[int, tuple[int, int, int, int]] = {}
-        for b in self.batches(max(segs[-2:][0].base_offset, self.log_start_offset)):
-            if b.producer_id >= 0:
-                last[b.producer_id] = (b.producer_id, b.producer_epoch,
-                                       last_sequence(b.base_sequence, b.last_offset_delta), b.max_timestamp)
-        return [last[k] for k in sorted(last)]
 
     # reading ------------------------------------------------------------------------------------
     def locate(self, offset: int, max_bytes: int = 1 << 20, min_one_message: bool = True) -> StoredRange | None:

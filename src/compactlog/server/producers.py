@@ -1,10 +1,12 @@
 """DescribeProducers: the idempotent producers writing to each partition (``kafka-transactions
 describe-producers``).
 
-Per partition, each producer with batches in the log's last two segments (the span the broker rebuilds
-producer state from after a start): its id, epoch, last sequence and the timestamp of its last batch.
-There are no transactions here, so the coordinator epoch and the open transaction's start offset are
-always -1, as Kafka shows for a producer outside a transaction.
+Per partition, each producer the partition's producer state keeps (``Partition.producers()``: the
+state the broker checks sequences and transactions with, loaded from its snapshot and the log's tail,
+producers forgotten after ``producer.id.expiration.ms`` as Kafka forgets them): its id, epoch, last sequence,
+the timestamp of its last batch, the coordinator epoch of its last transaction marker (-1 before any) and
+the first offset of its open transaction (-1 when none is open), the fields Kafka's broker answers from
+its ProducerStateManager. ``kafka-transactions describe-producers`` and ``find-hanging`` read them.
 
 As in Kafka: READ on the topic is needed (refused: TOPIC_AUTHORIZATION_FAILED for each partition asked);
 an illegal topic name is INVALID_TOPIC_EXCEPTION with the rule it breaks; a topic or partition that does
@@ -20,7 +22,6 @@ from .entities import make, response, schema
 from .protocol import Request
 
 UNKNOWN_TOPIC_OR_PARTITION, TOPIC_AUTHORIZATION_FAILED = 3, 29
-NO_EPOCH = -1  # coordinator epoch and transaction start offset: no transaction
 
 
 def _topic_problem(broker: Broker, session: Session, name: str) -> tuple[int, str | None] | None:
@@ -48,7 +49,7 @@ def _partition_states(broker: Broker, topics, problems) -> list[list[tuple[int, 
             if part is None:
                 rows.append((index, UNKNOWN_TOPIC_OR_PARTITION, None, []))
             else:
-                rows.append((index, 0, None, part.active_producers()))
+                rows.append((index, 0, None, part.producers()))
         out.append(rows)
     return out
 
@@ -62,9 +63,10 @@ async def describe_producers(broker: Broker, req: Request, session: Session):
         make(s.TopicResponse, name=t.name, partitions=tuple(
             make(s.PartitionResponse, partition_index=index, error_code=error_code(code), error_message=message,
                  active_producers=tuple(
-                     make(s.ProducerState, producer_id=pid, producer_epoch=epoch, last_sequence=seq,
-                          last_timestamp=ts, coordinator_epoch=NO_EPOCH, current_txn_start_offset=NO_EPOCH)
-                     for pid, epoch, seq, ts in producers))
+                     make(s.ProducerState, producer_id=p.producer_id, producer_epoch=p.producer_epoch,
+                          last_sequence=p.last_sequence, last_timestamp=p.last_timestamp,
+                          coordinator_epoch=p.coordinator_epoch, current_txn_start_offset=p.current_txn_start_offset)
+                     for p in producers))
             for index, code, message, producers in rows))
         for t, rows in zip(topics, states)))
 
