@@ -214,3 +214,23 @@ def test_sigkill_while_writing_leaves_transactions_a_replay_of_the_log_agrees_wi
             child.send_signal(signal.SIGKILL)
             child.wait()
         reopened_facts(data)  # (asserts the rebuilt state and indexes against a replay of the whole log)
+
+
+def test_damage_kept_in_a_segment_does_not_stop_the_rebuild_of_its_index(tmp_path, clock):
+    lg = Log(tmp_path / "t-0", make_config(**CFG), time=clock)
+    lg.append(tx(1, 0, 2, 0))  # 0-1
+    plain = lg.append(build_batch([b"plain"], [b"x" * 30], [TS]))  # 2: to be damaged
+    lg.write_txn_marker(1, 0, False, 1)  # 3
+    while len(lg.segments) < 2:
+        lg.append(build_batch([b"more"], [b"y" * 100], [TS]))
+    index = stored_index(lg)
+    assert index[0] == [AbortedTxn(1, 0, 3, 4)]
+    position = lg.segments[0].translate_offset(plain.first_offset)[0]
+    lg.close()
+    with open(files.segment_file(tmp_path / "t-0", 0, files.LOG_SUFFIX), "r+b") as f:
+        f.seek(position + 4)
+        f.write(b"\x7f")  # the plain batch's base offset flipped far up: damage the header walk stops at, kept
+    lg = Log(tmp_path / "t-0", make_config(**CFG), time=clock)  # unclean: every segment recovered
+    assert lg.damage_on_load and stored_index(lg) == index
+    assert lg.last_stable_offset == lg.log_end_offset and lg.open_transactions() == []
+    lg.close()

@@ -29,6 +29,7 @@ import os
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from ..errors import CorruptRecordError
 from . import files
 from .producer_snapshot import (
     CorruptSnapshotError,
@@ -94,6 +95,23 @@ def take_snapshot(directory: Path, state: ProducerStateManager, offset: int, syn
     write_snapshot(files.producer_snapshot_file(directory, offset), entries_from_state(state), sync_dir)
 
 
+def _walk(seg: LogSegment, position: int):
+    """The segment's batches from ``position``; past damage kept in place (recovery keeps it, readers meet
+    it), the sound batches after it, found by the recovery's own walk (``audit``), so that one damaged
+    batch does not stop a rebuild of the producer state or of the ``.txnindex``."""
+    try:
+        yield from seg.batches(position)
+        return
+    except CorruptRecordError as exc:
+        resume = getattr(exc, "position", None)
+        if resume is None:
+            raise
+        log.warning("replaying the producer state of %s around damage: %s", seg.file_name, exc)
+    for p, b, damage in seg.audit(resume, None, seg.bounds.gaps_below):
+        if damage is None and b is not None:
+            yield p, b
+
+
 def _replay(state: ProducerStateManager, listing: Listing, start: int, end: int,
             index: set[int] | None = None) -> None:
     """Record the producers' batches holding offsets in [start, end), markers included; a batch failing
@@ -113,7 +131,7 @@ def _replay(state: ProducerStateManager, listing: Listing, start: int, end: int,
             if found is None:
                 continue
             position = found[0]
-        for _pos, b in seg.batches(position):
+        for _pos, b in _walk(seg, position):
             if b.base_offset >= end:
                 return
             state.batches_replayed += 1

@@ -52,6 +52,7 @@ READ_CHUNK = 1 << 20  # bytes read at a time when scanning batch headers
 FIRST_READ = 1 << 14  # the checked walk's first read; each next one is 4 times larger, up to READ_CHUNK
 FIRST_ROWS, WALK_ROWS = 64, 256  # batch headers the compiled walk checks in its first call, in each later one
 INT64_MAX = (1 << 63) - 1
+_TXN_INDEX_LOCK = threading.Lock()  # guards the lazy opening of ``LogSegment.txn_index``
 
 # A run of batches the checked walk hands out: (buffer, file position of buffer[0], rows, batch). The
 # rows are flat, 4 ints a batch: (position in buffer, size, base offset, last offset), a sequence that is
@@ -144,8 +145,11 @@ class LogSegment:
         reader's snapshot."""
         idx = self._txn_index
         if idx is None:
-            path = files.segment_file(self.directory, self.base_offset, files.TXN_INDEX_SUFFIX, self.temp_suffix)
-            idx = self._txn_index = TransactionIndex(path, self.base_offset, read_only=self.read_only)
+            with _TXN_INDEX_LOCK:  # one object per segment: a reader's and the writer's would disagree on its size
+                idx = self._txn_index
+                if idx is None:
+                    path = files.segment_file(self.directory, self.base_offset, files.TXN_INDEX_SUFFIX, self.temp_suffix)
+                    idx = self._txn_index = TransactionIndex(path, self.base_offset, read_only=self.read_only)
         return idx
 
     def _txn_path(self) -> Path:
