@@ -199,12 +199,47 @@ class Partition:
         return self._log.producer_state.loaded
 
     # reading ------------------------------------------------------------------------------------
-    def locate(self, offset: int, max_bytes: int = 1 << 20, min_one_message: bool = True) -> StoredRange | None:
+    def locate(self, offset: int, max_bytes: int = 1 << 20, min_one_message: bool = True,
+               max_offset: int | None = None) -> StoredRange | None:
         """The stored bytes of the whole, checked batches from the one holding ``offset``, at most
         ``max_bytes`` (but the first batch whole when ``min_one_message``, KIP-74); None when there are none
-        yet. Damage ends the range before it; a range starting at damage raises ``CorruptRecordError``."""
+        yet. Damage ends the range before it; a range starting at damage raises ``CorruptRecordError``.
+
+        ``max_offset`` (a batch boundary: the last stable offset for read_committed) ends the range at the
+        last whole batch below it, as Kafka bounds a read by that offset's position in its segment: nothing
+        at or above it goes out, not even under ``min_one_message``."""
+        if max_offset is not None and offset >= max_offset and self.log_start_offset <= offset <= self.log_end_offset:
+            return None  # (an offset out of range is refused below, as a read at any level)
         found = self._log.locate(offset, max_bytes, min_one_message=min_one_message)
-        return None if found is None else StoredRange(*found)
+        if found is None:
+            return None
+        seg, position, size = found
+        if max_offset is not None and max_offset < self._log.log_end_offset:
+            bound = seg.translate_offset(max_offset)  # the batch at the bound, when this segment holds one
+            if bound is not None:
+                size = min(size, max(bound[0] - position, 0))
+                if size == 0:
+                    return None
+        return StoredRange(seg, position, size)
+
+    def fetch_upper_bound(self, found: StoredRange) -> int:
+        """An offset above every offset of ``found`` and close to its end (Kafka's fetch upper bound): the
+        first offset index entry at or past the range's end, else the next segment's base offset, else the
+        log end offset. Fetch asks for the aborted transactions below it, so the list stays as short as
+        the range and is not the whole log's."""
+        seg, end = found._segment, found.position + found.size
+        entries = seg.offset_index.view()
+        if len(entries):
+            import numpy as np
+
+            slot = int(np.searchsorted(entries["position"], end, side="left"))  # positions grow with offsets
+            if slot < len(entries):
+                return seg.base_offset + int(entries[slot]["offset"])
+        segs = list(self._log.segments)
+        for i, s in enumerate(segs):
+            if s is seg and i + 1 < len(segs):
+                return segs[i + 1].base_offset
+        return self._log.log_end_offset
 
     def batches(self, start: int | None = None, end: int | None = None, *, isolation: str = READ_UNCOMMITTED,
                 view: str = LIVE, check_crcs: bool = True) -> Iterator[RecordBatch]:

@@ -167,19 +167,20 @@ def test_fetch_of_an_unknown_topic_id_is_unknown_topic_id(server):
         assert got == {wire_id(stored_id(server, "known")): ErrorCode.none, stranger: ErrorCode.unknown_topic_id}
 
 
-def _kio_fetch_bytes(version: int, correlation: int, topics: list, leader: tuple | None = None,
-                     read_committed: bool = False) -> bytes:
+def _kio_fetch_bytes(version: int, correlation: int, topics: list, leader: tuple | None = None) -> bytes:
     """kio's bytes for a Fetch response (header v1 then the body) with these (key, rows) and no records;
     from v16 with ``leader`` (id, host, port) named where a partition's error says the leader moved."""
     mod = wire.module_of("fetch", version, "response")
     key = "topic_id" if version >= 13 else "topic"
     moved = version >= 16 and leader is not None and any(r[1] in (6, 74) for _, rows in topics for r in rows)
 
-    def partition(i, err, hw, start):
+    def partition(i, err, hw, lso, start, aborted):
         extra = {"current_leader": mod.LeaderIdAndEpoch(leader_id=leader[0], leader_epoch=0)} if (
             moved and err in (6, 74)) else {}
-        return mod.PartitionData(partition_index=i, error_code=ErrorCode(err), high_watermark=hw, last_stable_offset=hw,
-                                 log_start_offset=start, aborted_transactions=() if read_committed else None,
+        txns = None if aborted is None else tuple(mod.AbortedTransaction(producer_id=pid, first_offset=first)
+                                                   for pid, first in aborted)
+        return mod.PartitionData(partition_index=i, error_code=ErrorCode(err), high_watermark=hw, last_stable_offset=lso,
+                                 log_start_offset=start, aborted_transactions=txns,
                                  preferred_read_replica=-1,
                                  records=b"", **extra)
 
@@ -187,7 +188,7 @@ def _kio_fetch_bytes(version: int, correlation: int, topics: list, leader: tuple
     body = mod.FetchResponse(
         throttle_time=datetime.timedelta(0), error_code=ErrorCode.none, session_id=0, **endpoints,
         responses=tuple(mod.FetchableTopicResponse(**{key: name}, partitions=tuple(
-            partition(i, err, hw, start) for i, err, hw, start, _ in rows)) for name, rows in topics))
+            partition(*row[:-1]) for row in rows)) for name, rows in topics))
     out = io.BytesIO()
     entity_writer(mod.FetchResponse)(out, body)
     return struct.pack(">i", correlation) + b"\0" + out.getvalue()
@@ -196,13 +197,16 @@ def _kio_fetch_bytes(version: int, correlation: int, topics: list, leader: tuple
 @pytest.mark.parametrize("read_committed", [False, True])
 @pytest.mark.parametrize("version", [12, 13, 15, 16])
 def test_the_hand_written_flexible_fetch_response_is_byte_for_byte_kios(version, read_committed):
-    """Aborted transactions (there are none) are null for read_uncommitted, an empty list for
-    read_committed, as Kafka answers."""
+    """Aborted transactions are null for read_uncommitted (not looked for) and a list for read_committed,
+    empty or not, as Kafka answers; the last stable offset is its own field, below the high watermark."""
     name = (lambda n: uuid.uuid5(uuid.NAMESPACE_DNS, n)) if version >= 13 else str
-    topics = [(name("prices"), [(0, 0, 12, 3, b""), (1, 3, -1, -1, b"")]), (name("empty"), []),
-              (name("ü" * 200), [(7, 100, -1, -1, b"")])]  # a name whose compact length takes two bytes
-    frame = b"".join(encode_fetch_response(99, version, topics, (1, "broker.example", 9092), read_committed).parts)
-    assert frame[4:] == _kio_fetch_bytes(version, 99, topics, read_committed=read_committed)
+    aborted = [(4001, 5), (2**40, 9)] if read_committed else None
+    topics = [(name("prices"), [(0, 0, 12, 7, 3, aborted, b""), (1, 3, -1, -1, -1, [], b""),
+                                (2, 0, 4, 4, 0, [] if read_committed else None, b"")]),
+              (name("empty"), []),
+              (name("ü" * 200), [(7, 100, -1, -1, -1, [], b"")])]  # a name whose compact length takes two bytes
+    frame = b"".join(encode_fetch_response(99, version, topics, (1, "broker.example", 9092)).parts)
+    assert frame[4:] == _kio_fetch_bytes(version, 99, topics)
     assert struct.unpack(">i", frame[:4])[0] == len(frame) - 4
 
 
@@ -211,7 +215,7 @@ def test_a_leader_moved_error_names_the_leader_from_fetch_v16(version):
     """KIP-951: FENCED_LEADER_EPOCH and NOT_LEADER_OR_FOLLOWER carry the current leader and its endpoint
     in tagged fields (from v16; before, nothing). One node never answers them today; the layout is ready."""
     leader = (3, "broker.example", 9093)
-    topics = [(uuid.uuid4(), [(0, 74, -1, -1, b""), (1, 0, 5, 0, b""), (2, 6, -1, -1, b"")])]
+    topics = [(uuid.uuid4(), [(0, 74, -1, -1, -1, None, b""), (1, 0, 5, 5, 0, None, b""), (2, 6, -1, -1, -1, None, b"")])]
     frame = b"".join(encode_fetch_response(7, version, topics, leader).parts)
     assert frame[4:] == _kio_fetch_bytes(version, 7, topics, leader)
     assert (b"broker.example" in frame) == (version >= 16)

@@ -9,9 +9,21 @@ Over a compacted topic the offsets have holes; a fetch offset inside a hole gets
 When fewer than ``min_bytes`` are there, the request is parked until an append wakes it or
 ``max_wait_ms`` passes (Kafka's purgatory). Requests behind it on the same connection wait, as in Kafka.
 
+Isolation (v4+): every answer carries the partition's last stable offset (LSO), whatever the level, as
+Kafka's does. A read_committed fetch (isolation level 1) hands out bytes only below the LSO, ending at the
+last whole batch before it (Kafka bounds the read by the LSO's position in its segment), and lists the
+aborted transactions (producer id, first offset) overlapping what it hands out, from the ``.txnindex``
+files (``Partition.aborted_transactions``); the client drops those producers' batches from each first
+offset up to the ABORT marker, and never hands out control records. A read_uncommitted fetch reads up to
+the high watermark and its aborted list is null (not looked for), as in Kafka.
+
+A read_committed fetch parked for ``min_bytes`` wakes as any fetch does, on ``Broker.data_arrived``,
+which every writer calls (appends and transaction markers alike): a marker that moves the LSO makes the
+held-back data readable at once, not at ``max_wait_ms``.
+
 Fetch sessions (v7+) are not kept: every answer has session id 0, so clients send full fetches, which
-Kafka allows. There are no transactions, so the last stable offset is the high watermark and no batch
-is aborted; read_committed consumers see everything.
+Kafka allows, and every partition asked for is in every answer (a session would return one whose LSO
+moved; a full answer returns them all).
 
 The response is written here rather than by the schema library so that record sections go out as the
 bytes read from the segment files, with nothing rebuilt around them.
@@ -33,6 +45,7 @@ _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _PART_V4 = struct.Struct(">ihqq")  # index, error, high watermark, last stable offset
 _I64 = struct.Struct(">q")
+_ABORTED = struct.Struct(">qq")  # producer id, first offset
 INLINE_BYTES = 1024 * 1024
 LEADER_MOVED = (6, 74)  # NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH: the client should learn the new leader
 ZERO_COPY_BYTES = 256 * 1024
@@ -78,13 +91,21 @@ def release(topics: list) -> None:
     """Close the descriptors of an answer that will not be sent."""
     for _name, rows in topics:
         for row in rows:
-            if isinstance(row[4], FileRegion):
-                row[4].close()
+            if isinstance(row[-1], FileRegion):
+                row[-1].close()
 
 
-def read_partitions(broker: Broker, wanted: list, max_bytes: int, zero_copy: bool = False) -> tuple[list, int, bool]:
+def error_row(index: int, code: int, hw: int = -1, start: int = -1, aborted: list | None = None) -> tuple:
+    """A partition's row in an answer that hands out nothing: its LSO unknown (-1), as Kafka's are."""
+    return (index, code, hw, -1, start, aborted, b"")
+
+
+def read_partitions(broker: Broker, wanted: list, max_bytes: int, zero_copy: bool = False,
+                    read_committed: bool = False) -> tuple[list, int, bool]:
     """Per topic of ``wanted`` ((name, key, partitions) each), (key, rows) with a row per partition: (index,
-    error, high watermark, log start, records); the total bytes; whether any partition has an error.
+    error, high watermark, last stable offset, log start, aborted transactions, records); the total bytes;
+    whether any partition has an error. ``read_committed`` ends each read below the LSO and lists the
+    aborted transactions in what is read (else the list is None: null on the wire).
 
     With ``zero_copy`` a range of at least ZERO_COPY_BYTES comes back as a FileRegion to send with
     sendfile; smaller ones are read (a copy costs less than a descriptor and the calls around it).
@@ -104,22 +125,30 @@ def read_partitions(broker: Broker, wanted: list, max_bytes: int, zero_copy: boo
             for p in partitions:
                 part = find(name, p.partition)
                 if part is None:
-                    rows.append((p.partition, 3, -1, -1, b""))
+                    rows.append(error_row(p.partition, 3, aborted=[]))  # as Kafka answers a partition it has not
                     error = True
                     continue
                 problem = epoch_problem(getattr(p, "current_leader_epoch", -1))
                 if problem:
-                    rows.append((p.partition, problem, part.high_watermark, part.log_start_offset, b""))
+                    rows.append(error_row(p.partition, problem, part.high_watermark, part.log_start_offset))
                     error = True
                     continue
+                # the watermarks before the read, as Kafka takes them (an append meanwhile only adds above);
+                # the LSO first, so that it is never above the high watermark read after it
+                lso = part.last_stable_offset
+                hw, start = part.high_watermark, part.log_start_offset
                 limit = min(p.partition_max_bytes, budget - total)
                 data = b""
+                aborted = [] if read_committed else None
                 if (name, p.partition) not in seen and (limit > 0 or first):  # a repeat is read once
                     seen.add((name, p.partition))
                     try:
-                        found = part.locate(p.fetch_offset, max(limit, 0), min_one_message=first)
+                        found = part.locate(p.fetch_offset, max(limit, 0), min_one_message=first,
+                                            max_offset=lso if read_committed else None)
+                        if read_committed and found is not None and found.size > 0:
+                            aborted = part.aborted_transactions(p.fetch_offset, part.fetch_upper_bound(found))
                     except CompactLogError as exc:
-                        rows.append((p.partition, exc.code, part.high_watermark, part.log_start_offset, b""))
+                        rows.append(error_row(p.partition, exc.code, hw, start))
                         error = True
                         continue
                     if found is not None and found.size > 0:
@@ -131,7 +160,7 @@ def read_partitions(broker: Broker, wanted: list, max_bytes: int, zero_copy: boo
                 if data:
                     first = False
                     total += len(data)
-                rows.append((p.partition, 0, part.high_watermark, part.log_start_offset, data))
+                rows.append((p.partition, 0, hw, lso, start, aborted, data))
             out.append((key, rows))
     except BaseException:
         release(out + [("", rows)])
@@ -181,7 +210,7 @@ def _node_endpoints(leader: tuple[int, str, int]) -> bytes:
 
 
 def encode_fetch_response(correlation_id: int, version: int, topics: list,
-                          leader: tuple[int, str, int] | None = None, read_committed: bool = False) -> Frame:
+                          leader: tuple[int, str, int] | None = None) -> Frame:
     """The whole response frame, record sections as they were read (bytes or FileRegions).
 
     From v12 the layout is flexible: response header v1 (a tagged-field section after the correlation
@@ -204,16 +233,13 @@ def encode_fetch_response(correlation_id: int, version: int, topics: list,
     parts: list = []
     pending = b"".join(head)  # small fields gathered until the next record section
     tags = b"\0" if flexible else b""
-    # aborted transactions: none (there are no transactions); as in Kafka, an empty list for read_committed
-    # and null (no list looked for) for read_uncommitted
-    aborted = _count(0 if read_committed else -1, flexible)
     for key, rows in topics:
         pending += _topic_key(key, version) + _count(len(rows), flexible)
-        for index, err, hw, start, data in rows:
-            fields = _PART_V4.pack(index, err, hw, hw)
+        for index, err, hw, lso, start, aborted, data in rows:
+            fields = _PART_V4.pack(index, err, hw, lso)
             if version >= 5:
                 fields += _I64.pack(start)
-            fields += aborted
+            fields += _aborted(aborted, flexible)
             if version >= 11:
                 fields += _I32.pack(-1)  # no preferred read replica
             fields += _uvarint(len(data) + 1) if flexible else _I32.pack(len(data))
@@ -231,6 +257,15 @@ def encode_fetch_response(correlation_id: int, version: int, topics: list,
     size = sum(map(len, parts))
     parts.insert(0, _I32.pack(size))
     return Frame(parts)
+
+
+def _aborted(aborted: list | None, flexible: bool) -> bytes:
+    """The aborted transactions field: null (None: not looked for, as for read_uncommitted) or
+    (producer id, first offset) pairs."""
+    if aborted is None:
+        return _count(-1, flexible)
+    return _count(len(aborted), flexible) + b"".join(
+        _ABORTED.pack(pid, first) + (b"\0" if flexible else b"") for pid, first in aborted)
 
 
 def _wanted(broker: Broker, req: Request) -> list:
@@ -254,19 +289,22 @@ async def fetch(broker: Broker, req: Request, session: Session):
     deadline = loop.time() + max(body.max_wait.total_seconds(), 0)
     size = sum(p.partition_max_bytes for _n, _k, parts in wanted for p in parts)
     inline = min(size, body.max_bytes) <= INLINE_BYTES  # a small read costs less than the hop to a thread
+    committed = body.isolation_level == 1
     while True:
         if inline:
-            topics, total, error = read_partitions(broker, wanted, body.max_bytes)
+            topics, total, error = read_partitions(broker, wanted, body.max_bytes, False, committed)
         else:
-            topics, total, error = await broker.blocking(read_partitions, broker, wanted, body.max_bytes, ZERO_COPY)
+            topics, total, error = await broker.blocking(read_partitions, broker, wanted, body.max_bytes, ZERO_COPY,
+                                                         committed)
         remaining = deadline - loop.time()
         if refused or error or total >= body.min_bytes or remaining <= 0 or broker.stopping:
             if refused:
                 read = iter(topics)
-                topics = [next(read) if code == 0 else (key, [(p.partition, code, -1, -1, b"") for p in parts])
+                # as Kafka answers a refused or unknown topic: no watermarks, and an empty aborted list
+                topics = [next(read) if code == 0 else (key, [error_row(p.partition, code, aborted=[]) for p in parts])
                           for (_name, key, parts), code in zip(asked, verdict)]
             return encode_fetch_response(req.correlation_id, req.api_version, topics,
-                                         (broker.node_id, *broker.address(session)), body.isolation_level == 1)
+                                         (broker.node_id, *broker.address(session)))
         release(topics)
         await broker.wait_for_data(remaining)
 

@@ -1,10 +1,13 @@
 """ListOffsets and OffsetForLeaderEpoch: where a consumer starts, and the check after a leader change.
 
-ListOffsets: timestamp -2 is the log start offset (``earliest``), -1 the high watermark (``latest``; also
-the last stable offset, there being no transactions), -3 the record with the largest timestamp (v7,
+ListOffsets: timestamp -2 is the log start offset (``earliest``), -1 the last offset a consumer of the
+request's isolation level may read (``latest``: the high watermark for read_uncommitted, the last stable
+offset for read_committed, v2+), -3 the record with the largest timestamp (v7,
 KIP-734: its timestamp and offset), -4 the earliest offset kept locally (v8, KIP-405), which without
 tiered storage is the log start offset; any other value (negative ones too, as in Kafka) the first offset
-whose record timestamp is at or after it, or offset -1 when no record is that recent. As in Kafka, the
+whose record timestamp is at or after it, or offset -1 when no record is that recent. A record found by
+timestamp (-3 included) at or above that same bound (the LSO for read_committed) is not answered (offset -1),
+as Kafka answers only offsets the consumer asking may fetch. As in Kafka, the
 broker takes -3 and -4 at any version (clients send them only at v7 and v8). Every partition has leader
 epoch 0 (``metadata.py``), so OffsetForLeaderEpoch answers epoch 0 ending at the log end offset.
 """
@@ -21,8 +24,9 @@ from .protocol import Request
 EARLIEST, LATEST, MAX_TIMESTAMP, EARLIEST_LOCAL = -2, -1, -3, -4
 
 
-def _lookup(broker: Broker, topics) -> list[list[tuple]]:
-    """(partition, error, timestamp, offset) per partition asked for, per topic."""
+def _lookup(broker: Broker, topics, read_committed: bool = False) -> list[list[tuple]]:
+    """(partition, error, timestamp, offset) per partition asked for, per topic; ``read_committed`` bounds
+    what is answered by the last stable offset instead of the high watermark."""
     find = broker.cl.find_partition
     asked: dict[tuple[str, int], int] = {}
     for t in topics:
@@ -45,14 +49,15 @@ def _lookup(broker: Broker, topics) -> list[list[tuple]]:
             elif p.timestamp in (EARLIEST, EARLIEST_LOCAL):  # all of a log is local: there is no tiered storage
                 rows.append((p.partition_index, 0, -1, part.log_start_offset))
             elif p.timestamp == LATEST:
-                rows.append((p.partition_index, 0, -1, part.high_watermark))
+                rows.append((p.partition_index, 0, -1, part.last_stable_offset if read_committed else part.high_watermark))
             else:
+                fetchable = part.last_stable_offset if read_committed else part.high_watermark
                 try:
                     found = part.max_timestamp() if p.timestamp == MAX_TIMESTAMP else part.offset_for_timestamp(p.timestamp)
                 except CompactLogError as exc:
                     rows.append((p.partition_index, exc.code, -1, -1))
                     continue
-                if found is not None and found[1] >= part.high_watermark:  # Kafka: only offsets a consumer may read
+                if found is not None and found[1] >= fetchable:  # Kafka: only offsets this consumer may read
                     found = None
                 rows.append((p.partition_index, 0, *found) if found else (p.partition_index, 0, -1, -1))
         out.append(rows)
@@ -61,7 +66,8 @@ def _lookup(broker: Broker, topics) -> list[list[tuple]]:
 
 async def list_offsets(broker: Broker, req: Request, session: Session):
     s = schema(req)
-    results = await broker.blocking(_lookup, broker, req.body.topics)
+    read_committed = getattr(req.body, "isolation_level", 0) == 1  # the field is v2+; v1 reads uncommitted
+    results = await broker.blocking(_lookup, broker, req.body.topics, read_committed)
     results = [rows if broker.authorize(session, "DESCRIBE", "TOPIC", t.name) else  # else 29, TOPIC_AUTHORIZATION_FAILED
                [(p.partition_index, 29, -1, -1) for p in t.partitions] for t, rows in zip(req.body.topics, results)]
     topics = tuple(
