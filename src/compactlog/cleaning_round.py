@@ -34,12 +34,14 @@ import numpy as np
 from .cleaner.cleaner import READ_BUFFER_BYTES, CleanerStats
 from .cleaner.grouping import SegmentSize, group_segments_by_size
 from .cleaner.log_cleaner import CleanResult
-from .cleaner.survival import chunk_versions, filter_batches
+from .cleaner.survival import chunk_versions, filter_batches, without_batches
+from .cleaner.transactions import AbortedRanges, CleanedTransactions, carried_states, last_records
 from .errors import CompactLogError
 from .records import kernels
 from .records.columns import Chunk, chunks
 from .storage.segment import SegmentParams
 from .storage.staging import JobStaging
+from .storage.transaction_index import AbortedTxn
 
 if TYPE_CHECKING:
     from .api import CompactLog
@@ -65,6 +67,7 @@ class ScanTask:
     lo: int
     hi: int
     strategy: str
+    aborted: tuple[AbortedTxn, ...] = ()  # the aborted transactions overlapping [lo, hi): never mapped
 
 
 @dataclass(frozen=True)
@@ -84,6 +87,8 @@ class GroupTask:
     delete_retention_ms: int
     exact: bool  # a versioned strategy: only the mapped record itself survives
     first_dirty: int
+    # the round's walk over transactions as it reaches this group (``transactions.carried_states``)
+    txn: CleanedTransactions | None = None
 
 
 @dataclass
@@ -94,6 +99,10 @@ class PartitionPlan:
     first_uncleanable: int
     strategy: str
     groups: list[GroupTask] = field(default_factory=list)
+    aborted: tuple[AbortedTxn, ...] = ()  # the aborted transactions of the cleaned range
+
+    def aborted_in(self, lo: int, hi: int) -> tuple[AbortedTxn, ...]:
+        return tuple(t for t in self.aborted if t.last_offset >= lo and t.first_offset < hi)
 
 
 @dataclass(frozen=True)
@@ -110,11 +119,15 @@ def scan_keys(task: ScanTask, versioned: bool) -> Iterator[KeyedRows]:
     """Task side: the keyed records of ``task``'s range, read from a read-only snapshot."""
     from .storage.snapshot import PartitionSnapshot
 
+    aborted = AbortedRanges(task.aborted)
     with PartitionSnapshot.open(task.path, task.topic, task.partition) as snap:
         for group in chunks(snap.batches(task.lo, task.hi), MAP_CHUNK_BYTES):
             chunk = Chunk.scan(group, verify=True)
             offs = chunk.offsets
             sel = (chunk.cols[:, kernels.C_KEY_LEN] >= 0) & (offs >= task.lo) & (offs < task.hi)
+            gone = aborted.aborted(group) if aborted else None
+            if gone:  # an aborted transaction's records never enter the map
+                sel[without_batches(chunk, gone)] = False
             rows = np.flatnonzero(sel)
             if not len(rows):
                 continue
@@ -134,6 +147,7 @@ def rewrite_group(task: GroupTask, offsets: np.ndarray, mapped: np.ndarray, stag
     from .storage.snapshot import PartitionSnapshot
 
     stats = CleanerStats()
+    txn = task.txn if task.txn is not None else CleanedTransactions()
     with PartitionSnapshot.open(task.path, task.topic, task.partition) as snap:
         sources = [snap.segment_at(b) for b in task.bases]
         if any(s is None or s.size != size for s, size in zip(sources, task.sizes)):
@@ -155,10 +169,11 @@ def rewrite_group(task: GroupTask, offsets: np.ndarray, mapped: np.ndarray, stag
                         hit = offsets[at] == offs
                         m[hit] = mapped[at[hit]]
                     yield filter_batches(chunk, m, task.exact, task.latest_mapped, task.upper_bound, task.now,
-                                         task.delete_retention_ms, stats)
+                                         task.delete_retention_ms, stats, txn=txn)
 
         out = staging.new_dir()
-        dest, written = write_cleaned(out, task.bases[0], task.params, filtered(), sources[-1].last_modified_ms)
+        dest, written = write_cleaned(out, task.bases[0], task.params, filtered(), sources[-1].last_modified_ms,
+                                      txn_entries=txn.take_index_entries)
         dest.close_handlers()
     stats.bytes_written = written
     return {"gid": task.gid, "dir": str(out), **{k: getattr(stats, k) for k in STAT_FIELDS}}
@@ -177,15 +192,38 @@ def plan_round(cl: "CompactLog", topic: str | None) -> list[PartitionPlan]:
         plan = PartitionPlan(c.key[0], c.key[1], c.first_dirty_offset, c.first_uncleanable_offset, cfg.compaction_strategy)
         segs = [s for s in lg.segments if s.base_offset < c.first_uncleanable_offset and s is not lg.active_segment]
         facts = [SegmentSize(s.base_offset, s.size, s.offset_index.size_in_bytes, s.time_index.size_in_bytes) for s in segs]
-        for group in group_segments_by_size(facts, cfg.segment_bytes, cfg.segment_index_bytes, c.first_uncleanable_offset):
+        groups = group_segments_by_size(facts, cfg.segment_bytes, cfg.segment_index_bytes, c.first_uncleanable_offset)
+        if segs:
+            plan.aborted = tuple(lg.aborted_txns(segs[0].base_offset, c.first_uncleanable_offset))
+        states = _walk_states(lg, [[segs[i] for i in g] for g in groups], plan.aborted,
+                              last_records(lg.last_records_of_active_producers()), c.first_uncleanable_offset)
+        for group, state in zip(groups, states):
             plan.groups.append(GroupTask(
                 str(cl.data_dir), plan.topic, plan.partition, gid, tuple(segs[i].base_offset for i in group),
                 tuple(segs[i].size for i in group), lg.segment_params(), c.first_uncleanable_offset,
                 c.first_uncleanable_offset - 1, now, cfg.delete_retention_ms, plan.strategy != "offset",
-                c.first_dirty_offset))
+                c.first_dirty_offset, state))
             gid += 1
         plans.append(plan)
     return plans
+
+
+def _walk_states(lg, groups: list[list], aborted: tuple[AbortedTxn, ...], lasts, end: int) -> list[CleanedTransactions]:
+    """The round's walk over transactions as it reaches each group (Kafka's one walk, split for tasks
+    that clean the groups apart): the batches before the last group are read here once, for their
+    headers (and markers' records). With one group nothing is read."""
+    state = CleanedTransactions(aborted, lasts)
+    if len(groups) <= 1:
+        return [state.for_range(end)] * len(groups)
+    starts = [g[0].base_offset for g in groups]
+    ends = [*starts[1:], end]
+
+    def headers():
+        for seg in (s for g in groups[:-1] for s in g):
+            with seg.mapped():
+                yield from (b for _, b in seg.batches(0))
+
+    return list(carried_states(state, headers(), starts, ends))
 
 
 class CleaningRound:

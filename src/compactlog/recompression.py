@@ -79,7 +79,9 @@ def rewrite_segment(task: SegmentTask, staging: JobStaging) -> SegmentResult:
                 yield rows
 
         where = staging.new_dir()
-        dest, written = write_cleaned(where, task.base_offset, task.params, out(), src.last_modified_ms)
+        # every batch stays, markers too: the segment's aborted transactions stay indexed as they were
+        dest, written = write_cleaned(where, task.base_offset, task.params, out(), src.last_modified_ms,
+                                      txn_entries=src.txn_index.all_aborted_txns)
         dest.close_handlers()
         return SegmentResult(task.topic, task.partition, task.base_offset, src.size, dest.size, count[0], str(where))
 

@@ -24,4 +24,6 @@ def test_a_flipped_bit_makes_the_partition_uncleanable_and_leaves_its_files(tmp_
         assert [(r.topic, r.partition) for r in rounds] == [("good", 0)]
         assert ("bad", 0) in cl.cleaner.manager.uncleanable
         assert cl.cleaner.metrics()["uncleanable-partitions-count"] == 1
-    assert {p.name: p.read_bytes() for p in path.parent.iterdir()} == bad_files
+    # (the producer state, read for the last stable offset the cleaner stops at, is snapshotted at close)
+    after = {p.name: p.read_bytes() for p in path.parent.iterdir() if not p.name.endswith(".snapshot")}
+    assert after == {n: b for n, b in bad_files.items() if not n.endswith(".snapshot")}

@@ -27,6 +27,7 @@ from .grouping import SegmentSize, group_segments_by_size
 from .offset_map import OffsetMap
 from .survival import filter_batches, lookup, map_keys
 from .throttler import Throttler
+from .transactions import AbortedRanges, CleanedTransactions, last_records
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +62,12 @@ def gathered(batches: Iterable[RecordBatch], group_bytes: int, run_bytes: int) -
         run.append((group, size, records))
     if run:
         yield run
+
+
+def _end_of(lg: Log, segs: list[LogSegment]) -> int:
+    """Where the last of ``segs`` ends: the next segment's base offset, else the log end."""
+    after = [s.base_offset for s in lg.segments if s.base_offset > segs[-1].base_offset]
+    return after[0] if after else lg.log_end_offset
 
 
 class CleaningAbortedError(Exception):
@@ -127,10 +134,12 @@ class Cleaner:
 
     # -- 1. the offset map ----------------------------------------------------------------------
     def build_offset_map(self, lg: Log, start: int, end: int, stats: CleanerStats) -> int:
-        """Map keys of ``[start, end)``; returns the end offset of this round (last mapped + 1)."""
+        """Map keys of ``[start, end)``, but those of aborted transactions; returns the end offset of
+        this round (last mapped + 1)."""
         m = self.map
         m.clear()
         segs = lg.segments
+        aborted = AbortedRanges(lg.aborted_txns(start, end))
         for i, seg in enumerate(segs):
             nxt = segs[i + 1].base_offset if i + 1 < len(segs) else lg.log_end_offset
             if nxt <= start:
@@ -148,7 +157,7 @@ class Cleaner:
             with seg.mapped():  # every byte from ``start`` on is read: through a map, not copied
                 found = seg.translate_offset(start)
                 batches = (b for _, b in seg.batches(found[0] if found else seg.size) if b.base_offset < end)
-                if not map_keys(m, batches, start, self.strategy, account):
+                if not map_keys(m, batches, start, self.strategy, account, aborted):
                     return m.latest_offset + 1
             m.latest_offset = min(nxt, end) - 1
         return m.latest_offset + 1
@@ -165,16 +174,22 @@ class Cleaner:
         stats.buffer_utilization = self.map.utilization
         cfg = lg.config
         segs = [s for s in lg.segments if s.base_offset < end and s is not lg.active_segment]
+        # the round's walk over transactions, from its first segment on, carried from group to group
+        txn = CleanedTransactions(lg.aborted_txns(segs[0].base_offset, _end_of(lg, segs)) if segs else (),
+                                  last_records(lg.last_records_of_active_producers()))
         facts = [SegmentSize(s.base_offset, s.size, s.offset_index.size_in_bytes, s.time_index.size_in_bytes) for s in segs]
         for group in group_segments_by_size(facts, cfg.segment_bytes, cfg.segment_index_bytes, first_uncleanable):
-            self.clean_segments(lg, [segs[i] for i in group], first_uncleanable, now, stats)
+            self.clean_segments(lg, [segs[i] for i in group], first_uncleanable, now, stats, txn)
         stats.end_size = lg.size
         stats.ended = _time.monotonic()
         return end, stats
 
-    def clean_segments(self, lg: Log, sources: list[LogSegment], upper_bound: int, now: int, stats: CleanerStats) -> None:
-        """Rewrite ``sources`` into one ``.cleaned`` segment and swap it in."""
+    def clean_segments(self, lg: Log, sources: list[LogSegment], upper_bound: int, now: int, stats: CleanerStats,
+                       txn: CleanedTransactions | None = None) -> None:
+        """Rewrite ``sources`` into one ``.cleaned`` segment and swap it in; ``txn`` is the round's walk
+        over transactions (a fresh one when not given), advanced over these segments."""
         retention = lg.config.delete_retention_ms
+        txn = txn if txn is not None else CleanedTransactions()
 
         # Kafka's rule: each key's map entry is final before the rewrite starts, so consecutive appends can
         # be scanned and filtered together (far fewer calls per batch). A versioned map may still move a
@@ -192,7 +207,7 @@ class Cleaner:
                 batches = groups[0][0] if len(groups) == 1 else [b for g, _, _ in groups for b in g]
                 # each run of one read buffer is scanned where it lies
                 out = [kept for run in by_buffer(batches) for kept in
-                       self.filter_chunk(Chunk.scan(run, verify=True), upper_bound, now, retention, stats)]
+                       self.filter_chunk(Chunk.scan(run, verify=True), upper_bound, now, retention, stats, txn)]
                 lasts = [last for _, _, last in out]  # kept batches in order: their last offsets grow
                 at = 0
                 for group, read, records in groups:  # each group of ``read_buffer`` source bytes is one append
@@ -205,7 +220,7 @@ class Cleaner:
                     yield part
 
         dest, written = write_cleaned(lg.dir, sources[0].base_offset, lg.segment_params(), filtered(),
-                                      sources[-1].last_modified_ms, self.time)
+                                      sources[-1].last_modified_ms, self.time, txn.take_index_entries)
         dest.close_handlers()
         if not lg.adopt_cleaned(dest.base_offset, [(s.base_offset, s.size) for s in sources]):
             # retention or a truncation changed the sources meanwhile: nothing was swapped, so the
@@ -214,7 +229,8 @@ class Cleaner:
         stats.bytes_written += written
 
     def filter_chunk(self, chunk: Chunk, upper_bound: int, now: int, delete_retention_ms: int,
-                     stats: CleanerStats) -> list[tuple[bytes, int, int]]:
+                     stats: CleanerStats, txn: CleanedTransactions | None = None) -> list[tuple[bytes, int, int]]:
         """The surviving bytes of each batch of a chunk, the map's answers fed to :func:`filter_batches`."""
         mapped, exact = lookup(self.map, chunk, self.first_dirty, self.strategy)
-        return filter_batches(chunk, mapped, exact, self.map.latest_offset, upper_bound, now, delete_retention_ms, stats)
+        return filter_batches(chunk, mapped, exact, self.map.latest_offset, upper_bound, now, delete_retention_ms, stats,
+                              txn=txn)

@@ -152,7 +152,7 @@ class CleanerManager:
         return log_to_clean(
             tp, facts, log_start_offset=lg.log_start_offset, log_end_offset=lg.log_end_offset,
             checkpoint=self.checkpoints.get(tp), min_compaction_lag_ms=c.min_compaction_lag_ms,
-            max_compaction_lag_ms=c.max_compaction_lag_ms, now=now,
+            max_compaction_lag_ms=c.max_compaction_lag_ms, now=now, last_stable_offset=lg.last_stable_offset,
         )
 
     def grab_filthiest(self, logs: dict[TopicPartition, Log], now: int,

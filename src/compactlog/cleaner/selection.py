@@ -60,8 +60,11 @@ def log_to_clean(
     min_compaction_lag_ms: int,
     max_compaction_lag_ms: int,
     now: int,
+    last_stable_offset: int | None = None,
 ) -> LogToClean:
-    """Bounds and sizes of a log's dirty section. ``segs`` are in order; the last one is active."""
+    """Bounds and sizes of a log's dirty section. ``segs`` are in order; the last one is active.
+    Cleaning never reaches the ``last_stable_offset`` (the first offset of an open transaction): the
+    round ends at the start of the segment holding it."""
     first_dirty = log_start_offset if checkpoint is None else checkpoint
     reset = False
     if first_dirty < log_start_offset or first_dirty > log_end_offset:
@@ -74,6 +77,8 @@ def log_to_clean(
             if segs[i].largest_timestamp > now - min_compaction_lag_ms:
                 bound = min(bound, segs[i].base_offset)
                 break
+    if last_stable_offset is not None:
+        bound = min(bound, last_stable_offset)
     bound = max(first_dirty, bound)
     unclean_idx = _segment_index_containing(segs, bound)
     first_uncleanable = segs[unclean_idx].base_offset

@@ -302,7 +302,7 @@ def marker_with_horizon(batch: RecordBatch, horizon: int) -> bytes:
     timestamp deltas moved to the horizon as base timestamp, as for a tombstone's batch."""
     data, cols = batch.scan()
     return regather(batch, Chunk([batch], data, cols, np.asarray([0, len(cols)], dtype=np.int64)),
-                    np.arange(len(cols), dtype=np.int64), horizon)
+                    np.arange(len(cols), dtype=np.int64), min(horizon, INT64_MAX))  # (past int64: never)
 
 
 def rebuilt_timestamps(batch: RecordBatch, first_delta: int, max_delta: int,

@@ -233,6 +233,12 @@ class CleanedTransactions:
         return twin
 
 
+def last_records(producers: Mapping[int, tuple[int, int]]) -> dict[int, LastRecord]:
+    """:class:`LastRecord` by producer id from the log's ``last_records_of_active_producers`` (last data
+    offset or -1, epoch)."""
+    return {pid: LastRecord(last, epoch) for pid, (last, epoch) in producers.items()}
+
+
 def walk(state: CleanedTransactions, batches: Iterable[RecordBatch]) -> None:
     """Advance ``state`` over ``batches`` as a round would, without writing anything."""
     for b in batches:
@@ -262,4 +268,5 @@ def carried_states(state: CleanedTransactions, batches: Iterable[RecordBatch],
         yield state.for_range(end)
 
 
-__all__ = ["AbortedRanges", "BatchFates", "CleanedTransactions", "LastRecord", "carried_states", "walk"]
+__all__ = ["AbortedRanges", "BatchFates", "CleanedTransactions", "LastRecord", "carried_states", "last_records",
+           "walk"]

@@ -8,7 +8,10 @@ by the live records from that horizon up to H, so each run is incremental.
   ``compaction.strategy``) in the cleaner's bounded offset map.
 * Phase two writes the records the map chose into a new side log, batches keeping their base offsets
   and extents. Tombstones (null values) delete their key and are not written; keyless records are
-  dropped (Pulsar's default since 3.2); control batches never reach the compacted view.
+  dropped (Pulsar's default since 3.2); control batches never reach the compacted view, nor do the
+  records of aborted transactions (which never enter the map either: the cleaner's rule).
+
+H never passes the last stable offset: the records of a transaction still open wait for a later run.
 
 When the keys do not fit the map, phase one stops where it filled; phase two then writes an
 intermediate side log in which the mapped range is compacted and the rest is copied, and the next pass
@@ -29,7 +32,8 @@ import numpy as np
 
 from ..cleaner.cleaner import IoObserver
 from ..cleaner.offset_map import OffsetMap
-from ..cleaner.survival import lookup, map_keys, retained, write_survivors
+from ..cleaner.survival import lookup, map_keys, retained, without_batches, write_survivors
+from ..cleaner.transactions import AbortedRanges
 from ..clock import Time
 from ..records import kernels
 from ..records.batch import RecordBatch
@@ -67,14 +71,17 @@ class Compactor:
         pdir = lg.dir
         remove_unpublished(pdir)
         prev = read_state(pdir)
-        horizon = lg.log_end_offset
-        if horizon == (prev.horizon if prev else lg.log_start_offset):
+        horizon = min(lg.log_end_offset, lg.last_stable_offset)  # an open transaction's records wait for its end
+        if horizon <= (prev.horizon if prev else lg.log_start_offset):
             return None
         strategy = lg.config.compaction_strategy
         m = OffsetMap(self.memory, self.load_factor, strategy != "offset")
         next_id = max([0, *side_logs(pdir)]) + 1
         source: PartitionSnapshot | None = PartitionSnapshot.of_directory(side_log_dir(pdir, prev.side_log)) if prev else None
         prev_horizon = prev.horizon if prev else 0
+        # the aborted transactions of the live records read (the side log holds none: it was written
+        # without them, and every transaction open at the previous horizon began after it)
+        aborted = AbortedRanges(lg.aborted_txns(max(prev_horizon, lg.log_start_offset), horizon))
         counted = {"records": 0, "bytes": 0}
 
         def read(src: PartitionSnapshot | None, below: int, phase: str, count: bool = False) -> Iterator[RecordBatch]:
@@ -92,7 +99,8 @@ class Compactor:
         try:
             while True:
                 m.clear()
-                mapped_all = map_keys(m, read(source, prev_horizon if first_pass else horizon, "mapping"), start, strategy)
+                mapped_all = map_keys(m, read(source, prev_horizon if first_pass else horizon, "mapping"), start, strategy,
+                                      aborted=aborted)
                 if mapped_all:
                     m.latest_offset = horizon - 1
                 self.checkpoint("phase-one")
@@ -106,6 +114,9 @@ class Compactor:
                     cols = chunk.cols
                     keep = retained(cols[:, kernels.C_OFFSET_DELTA], mapped, cols[:, kernels.C_KEY_LEN] >= 0,
                                     cols[:, kernels.C_VAL_LEN] < 0, m.latest_offset, 0, 0, exact=exact)
+                    gone = aborted.aborted(chunk.batches) if aborted else None
+                    if gone:  # an aborted transaction's records never reach the compacted view
+                        keep[without_batches(chunk, gone)] = False
                     writer.append(side_log_batches(chunk, keep), int(keep.sum()))
                 writer.finish()
                 self.checkpoint("phase-two")

@@ -78,7 +78,7 @@ def _scan_tasks(plans: list[PartitionPlan], path: str, part: str, pids: list[int
                     hi = min(hi, plan.first_dirty)
                 if lo < hi:
                     tasks.append(ScanTask(path, plan.topic, plan.partition, pid, -1 if part == "dirty" else g.gid,
-                                          lo, hi, plan.strategy))
+                                          lo, hi, plan.strategy, plan.aborted_in(lo, hi)))
     return tasks
 
 

@@ -10,19 +10,25 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Iterable
+from typing import Callable, Iterable
 
 from ..clock import SYSTEM, Time
 from . import files
 from .segment import LogSegment, SegmentParams
+from .transaction_index import AbortedTxn
 
 OutChunk = list[tuple[bytes, int, int]]  # (batch bytes, max timestamp, last offset) per kept batch
 
 
 def write_cleaned(directory: Path, base_offset: int, params: SegmentParams, chunks: Iterable[OutChunk],
-                  last_modified_ms: int, time: Time = SYSTEM) -> tuple[LogSegment, int]:
+                  last_modified_ms: int, time: Time = SYSTEM,
+                  txn_entries: Callable[[], Iterable[AbortedTxn]] | None = None) -> tuple[LogSegment, int]:
     """Write ``chunks`` (one append each) into a fresh ``.cleaned`` segment, fsynced, with the given
-    mtime; returns (the segment, bytes written). On any error the partial files are removed."""
+    mtime; returns (the segment, bytes written). On any error the partial files are removed.
+
+    ``txn_entries``, asked once every chunk is written, gives the aborted transactions whose ABORT
+    markers the new segment keeps: they go into its ``.txnindex.cleaned``, which the swap renames
+    with the rest."""
     for suffix in files.SEGMENT_SUFFIXES:
         files.segment_file(directory, base_offset, suffix, files.CLEANED_SUFFIX).unlink(missing_ok=True)
     dest = LogSegment(directory, base_offset, params, time, temp_suffix=files.CLEANED_SUFFIX)
@@ -34,6 +40,8 @@ def write_cleaned(directory: Path, base_offset: int, params: SegmentParams, chun
                 max_ts, at = max((ts, last) for _, ts, last in out)
                 dest.append(out[-1][2], max_ts, at, data)
                 written += len(data)
+        for txn in txn_entries() if txn_entries is not None else ():
+            dest.txn_index.append(txn)
         dest.on_become_inactive()
         dest.flush()
         dest.set_last_modified(last_modified_ms)
