@@ -243,3 +243,15 @@ def test_a_follower_append_of_markers_indexes_them_as_a_leader_does(tmp_path, cl
     assert dst.active_segment.txn_index.all_aborted_txns() == expected
     assert dst.last_stable_offset == 2 and [t.producer_id for t in dst.open_transactions()] == [2]
     dst.close()
+
+
+def test_a_transactional_batch_refused_by_the_log_opens_nothing(tmp_path, clock):
+    lg = open_log(tmp_path, clock, segment_bytes=1024, max_message_bytes=4096)
+    big = batch(["k" * 1500], ts=TS, info=BatchInfo(producer_id=4, producer_epoch=0, base_sequence=0,
+                                                    is_transactional=True))
+    with pytest.raises(Exception, match="exceeds the maximum configured segment size"):
+        lg.append(big)
+    assert lg.last_stable_offset == 0 == lg.log_end_offset and lg.open_transactions() == []
+    lg.append(batch(["x"]))
+    assert lg.last_stable_offset == 1
+    lg.close()

@@ -161,10 +161,16 @@ class Log(ProducerStateLog):
                     return ValidatedAppend(b"", dup.first_offset, dup.last_offset, -1, dup.last_offset, -1,
                                            dup.last_offset - dup.first_offset + 1, False, duplicate=True,
                                            producer_id=pid, producer_epoch=epoch, base_sequence=first_seq)
+            # a transaction it opens counts before the batch is visible: a reader's LSO stays below it
+            held = v.transactional and self.producer_state.hold_open(pid, v.first_offset)
             try:  # (not ``with self.failure.guard``: this runs for every append)
                 self._store(v.records, v.first_offset, v.last_offset, v.max_timestamp, v.offset_of_max_timestamp, now)
-            except OSError as exc:
-                raise self.failure.fail(exc, f"appending to {self.name}") from exc
+            except BaseException as exc:
+                if held:  # (a batch too large for a segment, a failed write: not stored)
+                    self.producer_state.track_close(v.first_offset)
+                if isinstance(exc, OSError):
+                    raise self.failure.fail(exc, f"appending to {self.name}") from exc
+                raise
             if pid >= 0:
                 self.producer_state.record(pid, epoch, first_seq, last_seq, v.first_offset, v.last_offset,
                                            v.max_timestamp, v.transactional)

@@ -200,6 +200,16 @@ class ProducerStateManager:
         if self.first_unstable is None or first_offset < self.first_unstable:
             self.first_unstable = first_offset
 
+    def hold_open(self, pid: int, first_offset: int) -> bool:
+        """Count the transaction the producer's next batch (at ``first_offset``) opens, before that batch is
+        stored, so that an LSO read while it is being appended stays below it; whether it opens one (the
+        caller undoes it with :meth:`track_close` if the batch is not stored)."""
+        entry = self.producers.get(pid)
+        if entry is None or entry.current_txn_first_offset == NONE:
+            self.track_open(first_offset, pid)
+            return True
+        return False
+
     def track_close(self, first_offset: int) -> None:
         self.ongoing.pop(first_offset, None)
         self.first_unstable = min(self.ongoing) if self.ongoing else None
