@@ -31,11 +31,11 @@ def server(tmp_path_factory):
         yield s
 
 
-def stored(server, group: str, partition: int = 0, require_stable: bool = False) -> tuple[int, int]:
-    """(committed offset, error) of ``in``-``partition`` by OffsetFetch v7, with or without require_stable."""
+def stored(server, group: str, partition: int = 0, require_stable: bool = False, topic: str = "in") -> tuple[int, int]:
+    """(committed offset, error) of ``topic``-``partition`` by OffsetFetch v7, with or without require_stable."""
     req = module_of("offset_fetch", 7, "request")
     body = req.OffsetFetchRequest(group_id=group, require_stable=require_stable, topics=(
-        req.OffsetFetchRequestTopic(name="in", partition_indexes=(partition,)),))
+        req.OffsetFetchRequestTopic(name=topic, partition_indexes=(partition,)),))
     with RawClient.to(server) as c:
         answer = c.call(body)
     p = answer.topics[0].partitions[0]
@@ -166,6 +166,116 @@ def test_a_producer_with_a_stale_generation_is_fenced(server):
         first.close()
         second.close()
 
+
+WORKER = """
+import sys, time
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+bootstrap, total, pause_at, pause_where = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": "eos-worker", "linger.ms": 5})
+producer.init_transactions(30)  # fences the killed instance and aborts what it left open
+consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "eos", "group.instance.id": "eos-1",
+                     "isolation.level": "read_committed", "enable.auto.commit": False,
+                     "auto.offset.reset": "earliest"})
+consumer.subscribe(["eos-in"])
+transactions = 0
+
+
+def pause(where):
+    if pause_where == where and transactions == pause_at:
+        print("paused", flush=True)
+        time.sleep(120)
+
+
+while True:
+    records = [m for m in consumer.consume(10, 0.5) if not m.error()]
+    assignment = consumer.assignment()
+    if not records:
+        if assignment and consumer.position(assignment)[0].offset >= total:
+            break
+        continue
+    producer.begin_transaction()
+    for m in records:
+        producer.produce("eos-out", key=m.key(), value=m.value() + b"!")
+    transactions += 1
+    pause("produced")
+    producer.send_offsets_to_transaction(consumer.position(assignment), consumer.consumer_group_metadata(), 30)
+    pause("offsets")
+    producer.commit_transaction(30)
+    print("committed", consumer.position(assignment)[0].offset, flush=True)
+consumer.close()
+print("done", flush=True)
+"""
+
+
+def test_a_consume_transform_produce_loop_killed_at_any_point_outputs_each_input_once(server, tmp_path):
+    """The loop reads ``eos-in`` and writes ``eos-out`` in transactions that carry its consumed offsets.
+    It is SIGKILLed after writing a transaction's records, after its TxnOffsetCommit (before EndTxn), and
+    at a random moment, and started again each time (the same transactional id fences the killed one,
+    its static group membership takes the old place at once); a read_committed reader of ``eos-out``
+    then finds every input exactly once."""
+    import random
+    import subprocess
+    import sys
+
+    total = 300
+    admin = AdminClient({"bootstrap.servers": server.bootstrap})
+    for f in admin.create_topics([NewTopic("eos-in", 1), NewTopic("eos-out", 1)]).values():
+        f.result(TIMEOUT)
+    feed = Producer({"bootstrap.servers": server.bootstrap})
+    for i in range(total):
+        feed.produce("eos-in", key=str(i).encode(), value=str(i).encode())
+    feed.flush(TIMEOUT)
+    script = tmp_path / "worker.py"
+    script.write_text(WORKER)
+    rng = random.Random(447)
+
+    def worker(pause_at: int = 0, where: str = "-") -> subprocess.Popen:
+        return subprocess.Popen([sys.executable, str(script), server.bootstrap, str(total), str(pause_at), where],
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+
+    def wait_for(proc: subprocess.Popen, word: str) -> None:
+        deadline = time.monotonic() + TIMEOUT
+        for line in proc.stdout:
+            if line.startswith(word):
+                return
+            assert time.monotonic() < deadline, f"the worker did not print {word!r} in time"
+        raise AssertionError(f"the worker ended (status {proc.wait()}) before printing {word!r}")
+
+    for pause_at, where in ((3, "produced"), (2, "offsets"), (0, "-")):
+        proc = worker(pause_at, where)
+        try:
+            if where == "-":
+                wait_for(proc, "committed")
+                time.sleep(rng.uniform(0, 0.2))  # anywhere in the loop: the outcome may not depend on it
+            else:
+                wait_for(proc, "paused")
+        finally:
+            proc.kill()
+            proc.wait()
+    proc = worker()
+    try:
+        wait_for(proc, "done")
+        assert proc.wait(TIMEOUT) == 0
+    finally:
+        proc.kill()
+    assert stored(server, "eos", topic="eos-in", require_stable=True) == (total, 0)
+
+    reader = Consumer({"bootstrap.servers": server.bootstrap, "group.id": "eos-reader",
+                       "isolation.level": "read_committed", "auto.offset.reset": "earliest",
+                       "enable.auto.commit": False})
+    try:
+        out = TopicPartition("eos-out", 0)
+        end = reader.get_watermark_offsets(out, timeout=TIMEOUT, cached=False)[1]
+        reader.assign([out])
+        seen: list[bytes] = []
+        deadline = time.monotonic() + TIMEOUT
+        while reader.position([out])[0].offset < end:
+            assert time.monotonic() < deadline, "eos-out was not read to its end in time"
+            seen += [m.value() for m in reader.consume(100, 0.5) if not m.error()]
+    finally:
+        reader.close()
+    assert sorted(seen, key=lambda v: int(v[:-1])) == [f"{i}!".encode() for i in range(total)]
 
 def test_a_killed_server_replays_pending_committed_and_aborted_offsets(server):
     """Last in the module: it restarts the server. An open transaction's offsets stay pending across the
