@@ -226,3 +226,44 @@ def test_produce_refuses_a_transactional_batch_outside_the_transaction(tmp_path)
         assert (await produce("app", plain))[0] == 0
 
     scenario(tmp_path, body)
+
+
+def test_requests_while_transaction_state_loads_are_told_to_wait(tmp_path):
+    """The replay of ``__transaction_state`` is held until the test lets it go: meanwhile every request
+    that needs the state answers COORDINATOR_LOAD_IN_PROGRESS (14), which clients retry."""
+    async def main() -> None:
+        broker = apis.install(Broker(tmp_path / "d", ServerConfig({"transaction.state.log.num.partitions": "2"}),
+                                     host="127.0.0.1", port=9092, background=False))
+        txn = broker.extras["transactions"]
+        release = asyncio.Event()
+        real_load = txn.store.load
+        loop = asyncio.get_running_loop()
+
+        def held_load(now):
+            asyncio.run_coroutine_threadsafe(release.wait(), loop).result(10)
+            return real_load(now)
+        txn.store.load = held_load
+        wire = Connection()
+
+        async def call(key, version, **fields):
+            req = Request(key, version, 7, "client", request_class(key, version)(**fields), 0)
+            resp = await broker.handle(req, ANYONE)
+            assert wire.encode(req, resp)
+            return resp
+        try:
+            await broker.start()
+            assert txn.loading
+            assert await init(call, 4) == (14, -1, -1)
+            assert (await call(66, 0, state_filters=(), producer_id_filters=())).error_code.value == 14
+            assert (await call(65, 0, transactional_ids=("app",))).transaction_states[0].error_code.value == 14
+            assert (await call(26, 3, transactional_id="app", producer_id=1, producer_epoch=0,
+                               committed=True)).error_code.value == 14
+            release.set()
+            while txn.loading:
+                await asyncio.sleep(0.01)
+            assert (await init(call, 4))[0] == 0
+        finally:
+            release.set()
+            await broker.stop()
+            broker.close()
+    asyncio.run(asyncio.wait_for(main(), 30))
