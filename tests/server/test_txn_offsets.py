@@ -382,3 +382,31 @@ def test_a_stale_sequence_is_renumbered_from_the_partition_s_producer_state(tmp_
         await marker(c, "g", 9, True)
         assert fetch(c, "g", T0) == {T0: offset(3)}
     run(tmp_path / "d", scenario)
+
+
+def test_a_marker_asked_for_before_the_replay_waits_for_it(tmp_path):
+    """The transaction coordinator finishes a transaction left in PrepareCommit as soon as it starts,
+    perhaps before __consumer_offsets is replayed: the marker waits, then commits what the replay found."""
+    data = tmp_path / "d"
+
+    async def first(broker, c, call, txns):
+        await txn_commit(c, "g", 1, {T0: offset(4)})
+
+    async def early_marker() -> None:
+        broker = apis.install(Broker(data, ServerConfig(CONFIG), host="127.0.0.1", port=9092, background=False))
+        broker.extras["transactions"] = Transactions()
+        try:
+            c = broker.extras["group_coordinator"]
+            written = asyncio.create_task(marker(c, "g", 1, True))
+            await asyncio.sleep(0.05)
+            assert not written.done() and c.loading
+            await broker.start()
+            await asyncio.wait_for(written, 10)
+            assert not c.loading and fetch(c, "g", T0) == {T0: offset(4)}
+            assert read_control_record(log_batches(broker, "g")[-1]).type_name == "COMMIT"
+        finally:
+            await broker.stop()
+            broker.close()
+
+    run(data, first)
+    asyncio.run(asyncio.wait_for(early_marker(), 30))
