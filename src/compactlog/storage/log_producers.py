@@ -16,7 +16,6 @@ from ..errors import CorruptRecordError
 from . import producer_recovery
 from .failure import LogDirFailure
 from .producer_state import OpenTransaction, ProducerInfo, ProducerStateManager
-from .reader import fixed
 from .segment import LogSegment
 from .transaction_index import AbortedTxn
 from .transactions import aborted_entry, collect_aborted, marker_batch
@@ -87,7 +86,8 @@ class ProducerStateLog:
 
     def aborted_txns(self, start: int, end: int) -> list[AbortedTxn]:
         """The ``.txnindex`` entries of :meth:`aborted_transactions` (their markers' offsets too)."""
-        return collect_aborted(fixed(self._view[1]), start, end)
+        bases, segs = self._view
+        return collect_aborted((bases, segs.__getitem__), start, end)
 
     def open_transactions(self) -> list[OpenTransaction]:
         with self.lock:
