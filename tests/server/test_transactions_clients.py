@@ -255,3 +255,19 @@ def test_kafkajs_commits_and_aborts(server):
     assert stored(server, "aio", 1) == [("data", pid, 1, True), ("COMMIT", pid), ("data", pid, 1, True),
                                         ("ABORT", pid)]
     assert read_committed(server, "aio", 1) == [b"kept"]
+
+
+def test_an_open_transaction_goes_on_across_a_clean_restart(server):
+    """The Ongoing state (its partitions, its start) is in ``__transaction_state``: after a SIGTERM and a
+    restart the producer adds to the same transaction and commits it."""
+    p = producer(server, "ck-restart")
+    p.init_transactions(30)
+    p.begin_transaction()
+    p.produce("crash", key=b"before", value=b"before", partition=1)
+    p.flush(30)
+    server.restart()
+    assert describe(server, "ck-restart")[::3] == ("Ongoing", [("crash", 1)])
+    p.produce("crash", key=b"after", value=b"after", partition=1)
+    p.commit_transaction(30)
+    assert describe(server, "ck-restart").state == "CompleteCommit"
+    assert read_committed(server, "crash", 1)[-2:] == [b"before", b"after"]
