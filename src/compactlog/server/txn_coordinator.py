@@ -56,7 +56,7 @@ INVALID_PRODUCER_EPOCH, TRANSACTION_COORDINATOR_FENCED = 47, 52
 #: A marker write answering one of these will never succeed: the partition leaves the transaction.
 GIVE_UP = frozenset({UNKNOWN_TOPIC_OR_PARTITION, INVALID_PRODUCER_EPOCH, TRANSACTION_COORDINATOR_FENCED})
 LOAD_RETRY_S = 5.0
-END_TXN_WAIT_S = 30.0  # how long EndTxn waits for its markers before answering (the timer finishes them)
+END_TXN_WAIT_S = 5.0  # how long EndTxn waits for its markers before answering (the timer finishes them)
 #: The coordinator epoch written into markers: the leader epoch of the ``__transaction_state`` partition,
 #: always 0 on one node (Metadata reports leader epoch 0 for every partition).
 COORDINATOR_EPOCH = 0
