@@ -4,7 +4,8 @@
 segment files) with three transactional producers interleaved with plain records:
 
 - ``C`` commits a transaction whose batches straddle ``A``'s;
-- ``A`` aborts one (its ABORT marker gets a ``.txnindex`` entry);
+- ``A`` aborts one (its ABORT marker gets a ``.txnindex`` entry), then a second one that began just
+  before ``O``'s and ends after it: a read_committed reader's last batch below the LSO is aborted data;
 - ``O`` opens a transaction and leaves it open: the last stable offset stays at its first offset, and
   what follows it (``C``'s second transaction, committed, and plain records) waits behind it;
 
@@ -42,9 +43,9 @@ SCRIPT = [
     ("data", C, [b"c1-d"]),
     ("commit", C, []),
     ("data", None, [b"plain-3"]),
+    ("data", A, [b"a5-a"]),  # A's second transaction, aborted after O's opens: aborted data just below the LSO
     ("data", O, [b"o3-a", b"o3-b"]),  # opens the transaction that stays open: the LSO
     ("data", C, [b"c4-a"]),
-    ("data", A, [b"a5-a"]),  # A's second transaction is aborted too, above the LSO
     ("data", None, [b"plain-4"]),
     ("commit", C, []),
     ("abort", A, []),
@@ -63,6 +64,7 @@ class Built:
     end: int  # the log end offset before the commit
     control_offsets: list[int]  # offsets of the markers written by build
     offsets: dict[bytes, int]  # offset of each value
+    timestamps: dict[bytes, int]  # timestamp of each value
 
 
 def _batch(producer: int | None, values: list[bytes], sequences: dict[int, int], ts: int) -> bytes:
@@ -79,6 +81,7 @@ def build(data_dir: Path, segment_bytes: int = 400) -> Built:
     """Write ``SCRIPT`` into ``TOPIC`` of a fresh data directory (closed after)."""
     sequences: dict[int, int] = {}
     offsets: dict[bytes, int] = {}
+    stamps: dict[bytes, int] = {}
     controls: list[int] = []
     lso = -1
     with compactlog.open(data_dir) as cl:
@@ -90,12 +93,12 @@ def build(data_dir: Path, segment_bytes: int = 400) -> Built:
                 if producer == O and lso < 0:
                     lso = first
                 for j, v in enumerate(values):
-                    offsets[v] = first + j
+                    offsets[v], stamps[v] = first + j, T0 + i * 1000
             else:
                 controls.append(part.write_txn_marker(producer, EPOCH, kind == "commit", COORDINATOR_EPOCH))
         assert part.last_stable_offset == lso, (part.last_stable_offset, lso)
         end = part.log_end_offset
-    return Built(lso, end, controls, offsets)
+    return Built(lso, end, controls, offsets, stamps)
 
 
 def commit_open(part) -> int:

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Iterable, Iterator, Mapping, Sequence
 from .clock import SYSTEM, Time
 from .compaction.state import remove_unpublished
 from .errors import InvalidRecordError, InvalidRequestError, UnknownTopicOrPartitionError, shown
-from .reading import COMPACTED, LIVE, READ_UNCOMMITTED, check_read, earliest_offset, read_records
+from .reading import COMPACTED, LIVE, READ_COMMITTED, READ_UNCOMMITTED, check_read, earliest_offset, read_records
 from .records import kernels
 from .records.batch import NO_TIMESTAMP, Record, build_batch
 from .storage.broker_config import BrokerConfig
@@ -439,8 +439,14 @@ class CompactLog:
     def beginning_offsets(self, topic: str) -> dict[int, int]:
         return {p: self.manager.get_log(topic, p).log_start_offset for p in range(self.manager.partitions_for(topic))}
 
-    def end_offsets(self, topic: str) -> dict[int, int]:
-        return {p: self.manager.get_log(topic, p).log_end_offset for p in range(self.manager.partitions_for(topic))}
+    def end_offsets(self, topic: str, isolation_level: str = READ_UNCOMMITTED) -> dict[int, int]:
+        """Per partition, where a consumer of ``isolation_level`` reads up to (Kafka's ``endOffsets``): the
+        log end offset, or for read_committed the last stable offset."""
+        check_read(isolation_level, LIVE)
+        n = self.manager.partitions_for(topic)
+        if isolation_level == READ_COMMITTED:
+            return {p: self.partition(topic, p).last_stable_offset for p in range(n)}
+        return {p: self.manager.get_log(topic, p).log_end_offset for p in range(n)}
 
     # housekeeping -------------------------------------------------------------------------------
     def clean(self, topic: str | None = None, on_io: IoObserver | None = None) -> CleanReport:

@@ -6,6 +6,12 @@ a topic) must not take that lock. :meth:`SnapshotConsumer.poll` reads each assig
 read-only snapshot, kept while the position is short of the end it saw and replaced by a fresh one
 after, so a reader catching up does not reopen segments per poll, and segments the owner deletes or
 swaps are held only until the reader has passed them.
+
+With ``isolation_level="read_committed"`` it reads as a Kafka consumer of that level: up to the last
+stable offset (the first offset of a transaction still open), without the records of aborted
+transactions (``compactlog.reading``'s rule, the one every reader follows). ``"latest"`` is then the last
+stable offset, as ListOffsets answers such a consumer; a transaction that commits later is read by a
+later poll, from where the last one stopped.
 """
 
 from __future__ import annotations
@@ -14,7 +20,7 @@ import os
 from typing import Iterator
 
 from .errors import CorruptRecordError, InvalidRequestError, OffsetOutOfRangeError, UnknownTopicOrPartitionError, shown
-from .reading import COMPACTED, LIVE, earliest_offset, read_batches, records_of
+from .reading import COMPACTED, LIVE, READ_COMMITTED, READ_UNCOMMITTED, check_read, earliest_offset, read_batches, records_of
 from .records.batch import Record
 from .storage import files
 from .storage.topics import read_topics
@@ -36,8 +42,9 @@ class SnapshotConsumer:
 
     def __init__(self, data_dir: str | os.PathLike[str], topic: str, partition: int | None = None, *,
                  start: str | int = "latest", read_compacted: bool = False, max_poll_records: int = 500,
-                 check_crcs: bool = True) -> None:
+                 check_crcs: bool = True, isolation_level: str = READ_UNCOMMITTED) -> None:
         files.validate_topic_name(topic)
+        check_read(isolation_level, COMPACTED if read_compacted else LIVE)
         meta = read_topics(data_dir).get(topic)
         if meta is None:
             raise UnknownTopicOrPartitionError(f"Topic {shown(topic)} does not exist in {data_dir}.")
@@ -50,6 +57,7 @@ class SnapshotConsumer:
         self.view = COMPACTED if read_compacted else LIVE
         self.max_poll_records = max_poll_records
         self.check_crcs = check_crcs
+        self.isolation_level = isolation_level
         self.partitions = list(range(n)) if partition is None else [partition]
         self.positions: dict[int, int] = {}
         self._failures: dict[int, int] = {}
@@ -60,7 +68,7 @@ class SnapshotConsumer:
                 if start == "earliest":
                     self.positions[p] = earliest_offset(snap.log_start_offset, self.view)
                 elif start == "latest":
-                    self.positions[p] = snap.log_end_offset
+                    self.positions[p] = self._end_of(snap)
                 else:
                     lo, hi = earliest_offset(snap.log_start_offset, self.view), snap.log_end_offset
                     if not lo <= int(start) <= hi:
@@ -71,15 +79,21 @@ class SnapshotConsumer:
     def _snapshot(self, p: int) -> PartitionSnapshot:
         return PartitionSnapshot.open(self.data_dir, self.topic, p)
 
+    def _end_of(self, snap: PartitionSnapshot) -> int:
+        """Where this reader's view of ``snap`` ends: its last stable offset for read_committed (nothing at
+        or above it may be read yet), else its log end offset."""
+        return snap.last_stable_offset if self.isolation_level == READ_COMMITTED else snap.log_end_offset
+
     def _current(self, p: int) -> tuple[PartitionSnapshot, int]:
-        """The partition's snapshot, reopened once the position has reached the end it saw."""
+        """The partition's snapshot, reopened once the position has reached the end it saw (for
+        read_committed the LSO it saw, so a marker written since is found by the fresh one)."""
         held = self._open.get(p)
         if held is not None and self.positions[p] < held[1]:
             return held
         if held is not None:
             held[0].close()
         snap = self._snapshot(p)
-        self._open[p] = (snap, snap.log_end_offset)
+        self._open[p] = (snap, self._end_of(snap))
         return self._open[p]
 
     def close(self) -> None:
@@ -120,7 +134,8 @@ class SnapshotConsumer:
         pos = self.positions[p]
         if not self.read_compacted:
             pos = max(pos, snap.log_start_offset)
-        batches = read_batches(snap, pos, end, view=self.view, check_crcs=self.check_crcs)
+        batches = read_batches(snap, pos, end, isolation=self.isolation_level, view=self.view,
+                               check_crcs=self.check_crcs)
         # The reader checks each batch's CRC: one the owner is still writing fails it rather than
         # decoding as garbage, and is read again on a later poll.
         for batch in batches:
@@ -132,3 +147,7 @@ class SnapshotConsumer:
                 yield rec
             pos = self.positions[p] = max(pos, self.positions[p], batch.last_offset + 1)
         self.positions[p] = max(self.positions[p], pos)
+        if self.isolation_level == READ_COMMITTED:
+            # all of [pos, end) was read: an aborted transaction's batches at its end, which the rule drops,
+            # are passed too (as a Kafka consumer's position passes them), so the next poll looks anew
+            self.positions[p] = max(self.positions[p], end)

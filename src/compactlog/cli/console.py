@@ -238,6 +238,10 @@ class RecordFormatter:
                    "(-1: never). Without it, stop at the current end of the log.")
 @click.option("--read-compacted", is_flag=True,
               help="Read the compacted view (compact-topic): latest record per key below its horizon, then the live log.")
+@click.option("--isolation-level", type=click.Choice(["read_committed", "read_uncommitted"]), default="read_uncommitted",
+              show_default=True,
+              help="read_committed: only records of committed transactions, up to the last stable offset; "
+                   "read_uncommitted: every record (transaction markers are never printed).")
 @click.option("--group", help="With --bootstrap-server: read as a member of this consumer group, from its committed "
                               "offsets (else as --from-beginning says), and commit what was read.")
 @click.option("--property", "properties", multiple=True,
@@ -246,7 +250,7 @@ class RecordFormatter:
               help="check.crcs=true|false: verify every batch's CRC (the default, as Kafka's consumer does).")
 @kafka_errors
 def consume(data_dir, server_properties, bootstrap_server, topic, from_beginning, partition, offset, max_messages,
-            timeout_ms, read_compacted, group, properties, consumer_properties):
+            timeout_ms, read_compacted, isolation_level, group, properties, consumer_properties):
     """Print records up to the current end of the log, or follow it with --timeout-ms (kafka-console-consumer).
 
     Example: compactlog consume --data-dir data --topic prices --from-beginning --property print.key=true
@@ -258,7 +262,7 @@ def consume(data_dir, server_properties, bootstrap_server, topic, from_beginning
     out = CountingWriter(sys.stdout.buffer)
     with reporting_count(out):
         _consume(data_dir, server_properties, bootstrap_server, topic, from_beginning, partition, offset, max_messages,
-                 timeout_ms, read_compacted, group, check_crcs, fmt, out)
+                 timeout_ms, read_compacted, group, check_crcs, fmt, out, isolation_level)
 
 
 class CountingWriter:
@@ -290,7 +294,7 @@ def reporting_count(out: CountingWriter):
 
 
 def _consume(data_dir, server_properties, bootstrap_server, topic, from_beginning, partition, offset, max_messages,
-             timeout_ms, read_compacted, group, check_crcs, fmt, out) -> None:
+             timeout_ms, read_compacted, group, check_crcs, fmt, out, isolation_level="read_uncommitted") -> None:
     start = None
     if offset is not None:
         if partition is None:
@@ -312,19 +316,20 @@ def _consume(data_dir, server_properties, bootstrap_server, topic, from_beginnin
         with open_target(data_dir, server_properties, bootstrap_server) as cl:
             write_records(cl.consume(topic, partition, from_beginning=from_beginning, offset=start,
                                      max_records=max_messages, group=group, timeout_ms=timeout_ms,
-                                     check_crcs=check_crcs), fmt, out)
+                                     check_crcs=check_crcs, isolation_level=isolation_level), fmt, out)
         return
     if group is not None:
         raise click.UsageError("--group needs --bootstrap-server: consumer groups live in a running broker")
     if timeout_ms is not None:
         follow(data_dir, topic, partition, start if start is not None else "earliest" if from_beginning else "latest",
-               max_messages, timeout_ms, read_compacted, fmt, out, check_crcs)
+               max_messages, timeout_ms, read_compacted, fmt, out, check_crcs, isolation_level)
         return
     if max_messages == 0:  # nothing to print, as when following or via a broker (the API wants >= 1)
         return
     with open_data_dir(data_dir, server_properties) as cl:
         write_records(cl.consume(topic, partition, from_beginning=from_beginning, offset=start, max_records=max_messages,
-                                 read_compacted=read_compacted, check_crcs=check_crcs), fmt, out)
+                                 read_compacted=read_compacted, check_crcs=check_crcs, isolation_level=isolation_level),
+                      fmt, out)
 
 
 def write_records(records, fmt: RecordFormatter, out) -> None:
@@ -344,7 +349,7 @@ def consumer_settings(props: dict[str, str]) -> bool:
 
 
 def follow(data_dir, topic, partition, start, max_messages, timeout_ms, read_compacted, fmt, out,
-           check_crcs: bool = True) -> None:
+           check_crcs: bool = True, isolation_level: str = "read_uncommitted") -> None:
     """Poll read-only snapshots (no lock: the owner keeps appending) until ``timeout_ms`` without a
     record, ``max_messages`` records, or Ctrl-C (which exits 130, once what was read is printed)."""
     import time
@@ -352,7 +357,7 @@ def follow(data_dir, topic, partition, start, max_messages, timeout_ms, read_com
     from ..consumer import SnapshotConsumer
 
     consumer = SnapshotConsumer(data_dir, topic, partition, start=start, read_compacted=read_compacted,
-                                max_poll_records=5000, check_crcs=check_crcs)
+                                max_poll_records=5000, check_crcs=check_crcs, isolation_level=isolation_level)
     left = max_messages
     idle_since = time.monotonic()
     try:

@@ -395,8 +395,10 @@ class WireClient:
 
     def consume(self, topic: str, partition: int | None = None, *, from_beginning: bool = False,
                 offset: int | None = None, max_records: int | None = None, group: str | None = None,
-                timeout_ms: int | None = None, check_crcs: bool = True) -> Iterator[Record]:
-        """Records of ``topic``, as ``CompactLog.consume`` yields them.
+                timeout_ms: int | None = None, check_crcs: bool = True,
+                isolation_level: str = "read_uncommitted") -> Iterator[Record]:
+        """Records of ``topic``, as ``CompactLog.consume`` yields them, at Kafka's ``isolation_level``
+        (read_committed: committed transactions only, each partition ending at its last stable offset).
 
         Without ``group`` the partitions are read directly (no group, nothing committed), from
         ``offset`` (one partition), the beginning, or the end. With ``group`` the consumer joins it,
@@ -421,7 +423,8 @@ class WireClient:
         reset = "error" if offset is not None else "earliest" if from_beginning else "latest"
         consumer = Consumer(client_config(self.bootstrap, **{
             "group.id": group or f"compactlog-console-{uuid.uuid4().hex[:12]}", "enable.auto.commit": bool(group),
-            "enable.partition.eof": True, "auto.offset.reset": reset, "check.crcs": check_crcs}))
+            "enable.partition.eof": True, "auto.offset.reset": reset, "check.crcs": check_crcs,
+            "isolation.level": isolation_level}))  # librdkafka's default is read_committed; Kafka's tool's is not
         reading: set[int] = set()
         try:
             if group is not None:
