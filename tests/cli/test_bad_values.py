@@ -71,6 +71,8 @@ def required_args(cmd: click.Command, skip: click.Parameter, data_dir: str) -> l
             value = data_dir
         elif name == "--bootstrap-server":
             value = "127.0.0.1:9"
+        elif isinstance(p.type, Number):
+            value = str(max(p.type.low, 0))
         else:
             value = "x"
         args += [name, value]

@@ -40,6 +40,8 @@ def _module(name: str) -> ModuleType:
         from . import spark as module
     elif name == "topics":
         from . import topics as module
+    elif name == "transactions":
+        from . import transactions as module
     elif name == "verify":
         from . import verify as module
     else:
@@ -67,6 +69,7 @@ COMMANDS = {
     "serve": _command("serve", "serve"),
     "spark": _command("spark", "spark"),
     "topics": _command("topics", "topics"),
+    "transactions": _command("transactions", "transactions"),
     "verify": _command("verify", "verify"),
 }
 

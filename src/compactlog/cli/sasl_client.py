@@ -1,5 +1,6 @@
 """A connection to a broker for the requests the command line writes by hand (OffsetDelete, DescribeLogDirs,
-DescribeAcls):
+DescribeAcls, and ``transactions``' ListTransactions, DescribeTransactions, DescribeProducers and
+WriteTxnMarkers):
 librdkafka has no call for them, so they go over a socket of ours, which must log in as librdkafka does
 on the listener ``--command-config`` names (``client_properties.py``).
 
@@ -80,9 +81,11 @@ def ask(sock: socket.socket, body, response_cls, limit: int, where: str, correla
                                               correlation_id=correlation, client_id="compactlog-cli"))
     entity_writer(type(body))(out, body)
     payload = exchange(sock, out.getvalue(), limit, where)
-    if _I32.unpack_from(payload, 0)[0] != correlation:
+    # the header its schema names: a flexible answer's (v1) carries tagged fields after the correlation id
+    header, at = entity_reader(response_cls.__header_schema__)(memoryview(payload), 0)
+    if header.correlation_id != correlation:
         raise CompactLogError(f"the broker at {where} answered another request")
-    answer, _ = entity_reader(response_cls)(memoryview(payload), 4)
+    answer, _ = entity_reader(response_cls)(memoryview(payload), at)
     return answer
 
 
