@@ -2,7 +2,12 @@
 versions each, ~16 KB batches; uncompressed, lz4 and zstd. Each clean runs in a fresh process so its
 peak RSS is its own. Then the same log with a dedupe buffer that holds only 1/8 of the keys.
 
+With ``--transactions`` it compares instead the same uncompressed log written without transactions
+and by transactional producers (transactions of 10 batches, 10% of them aborted, a marker after each):
+both cleaning times and their ratio (issue 22's goal: within 1.2x).
+
 Usage: python bench/bench_cleaner.py [--records 10000000] [--keys 1000000] [--codecs none,lz4,zstd]
+       python bench/bench_cleaner.py --transactions [--records 10000000] [--keys 1000000]
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from rich.table import Table
 
 sys.path.insert(0, os.path.dirname(__file__))
 from children import run_child  # noqa: E402
-from cleaner_data import write_topic  # noqa: E402
+from cleaner_data import Transactions, write_topic  # noqa: E402
 
 from compactlog.records import Codec, kernels  # noqa: E402
 
@@ -51,14 +56,46 @@ def clean_in_child(path: str, broker: dict) -> dict:
     return run_child(CHILD, path, json.dumps(broker))
 
 
+def compare_transactions(console: Console, records: int, keys: int) -> None:
+    """The same log without and with transactions (10% aborted), each cleaned in a fresh process."""
+    root = tempfile.mkdtemp(prefix="compactlog-cleaner-txn-bench-")
+    table = Table(title="one cleaning round, one core: the same records without and with transactions")
+    for col in ("log", "log MB", "records read", "total s", "map build s", "records/s", "records after"):
+        table.add_column(col, justify="right")
+    try:
+        seconds = {}
+        for name in ("plain", "transactions"):
+            path = os.path.join(root, name)
+            txns = Transactions() if name == "transactions" else None
+            size = write_topic(path, records, keys, Codec.NONE, transactions=txns)
+            if txns is not None:
+                console.print(f"  {txns.count:,} transactions, {txns.aborted_count:,} aborted")
+            r = clean_in_child(path, {})
+            console.print(f"  cleaned {name}: {json.dumps(r)}")
+            seconds[name] = r["seconds"]
+            table.add_row(name, f"{size / 1e6:,.0f}", f"{r['records']:,}", f"{r['seconds']:.2f}", f"{r['map_seconds']:.2f}",
+                          f"{r['records'] / r['seconds']:,.0f}", f"{r['kept']:,}")
+            shutil.rmtree(path, ignore_errors=True)
+        console.print(table)
+        ratio = seconds["transactions"] / seconds["plain"]
+        console.print(f"with transactions / without: {ratio:.2f}x (goal: within 1.2x)")
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--records", type=int, default=10_000_000)
     ap.add_argument("--keys", type=int, default=1_000_000)
     ap.add_argument("--codecs", default="none,lz4,zstd")
+    ap.add_argument("--transactions", action="store_true",
+                    help="compare the log without and with transactions (10%% aborted) instead")
     args = ap.parse_args()
     console = Console()
     console.print(f"kernels: {'compiled' if kernels.NATIVE else 'python twin'}; {args.records:,} records, {args.keys:,} keys")
+    if args.transactions:
+        compare_transactions(console, args.records, args.keys)
+        return
     root = tempfile.mkdtemp(prefix="compactlog-cleaner-bench-")
     table = Table(title="one cleaning round, one core (default dedupe buffer 128 MiB)")
     for col in ("codec", "log MB", "records/s", "MB/s", "map build s", "total s", "records after", "peak RSS MB"):
