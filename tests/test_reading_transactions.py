@@ -115,3 +115,26 @@ def test_a_snapshot_sees_the_lso_it_was_opened_with(tmp_path):
         assert snap.last_stable_offset == 2
         assert [r.key for r in read_records(snap, "t", 0, 0, isolation=READ_COMMITTED)] == [b"a"]
     lg.close()
+
+
+def test_a_later_snapshot_carries_on_from_the_state_an_earlier_one_loaded(tmp_path):
+    lg = Log(tmp_path / "t-0", make_config(segment_bytes=100_000), time=MockTime())
+    for i in range(50):
+        lg.append(tx(1, 2 * i, ["a", "b"]))
+    with PartitionSnapshot.of_directory(lg.dir) as snap:
+        assert snap.last_stable_offset == 0
+        assert snap._producers[0].batches_replayed == 50  # no producer snapshot yet: the log's batches
+    lg.write_txn_marker(1, 0, True, 0)
+    lg.append(tx(2, 0, ["c"]))
+    with PartitionSnapshot.of_directory(lg.dir) as snap:
+        assert snap.last_stable_offset == 101
+        assert snap._producers[0].batches_replayed == 2  # only what was appended since
+    # the owner cuts the log and writes other batches: the remembered state no longer applies
+    lg.truncate_to(100)
+    lg.write_txn_marker(1, 0, False, 0)
+    lg.append(batch(["d"]))
+    with PartitionSnapshot.of_directory(lg.dir) as snap:
+        assert snap.last_stable_offset == 102 == lg.last_stable_offset
+        assert snap.aborted_transactions(0, 102) == [(1, 0)]
+        assert [r.key for r in read_records(snap, "t", 0, 0, isolation=READ_COMMITTED)] == [b"d"]
+    lg.close()

@@ -141,6 +141,11 @@ def _replay(state: ProducerStateManager, listing: Listing, start: int, end: int,
                     seg.txn_index.append(entry)
 
 
+def replay(state: ProducerStateManager, listing: Listing, start: int, end: int) -> None:
+    """Bring ``state``, the producers' state at ``start``, to ``end``: the batches in between recorded."""
+    _replay(state, listing, start, end)
+
+
 def load_state(directory: Path, segments: Sequence[LogSegment] | Listing, log_end: int,
                expiration_ms: int = EXPIRATION_MS, now: int | None = None, tail: int | None = 2) -> ProducerStateManager:
     """The producer state at ``log_end``: the newest good snapshot at or below it and the batches after

@@ -12,7 +12,10 @@ Transactions, for read_committed readers: the last stable offset and the open tr
 the owner's producer state loaded read-only, once per snapshot (its newest ``.snapshot`` file at or
 below the end seen, and the batches after it, as the owner loads it: ``producer_recovery.load_state``);
 the aborted transactions from the segments' ``.txnindex`` files, opened read-only. A reader wanting a
-newer LSO opens a new snapshot, as it does for a newer end.
+newer LSO opens a new snapshot, as it does for a newer end. The state a snapshot loaded is remembered
+per directory (a few hundred directories), with the header of the batch it ended at: a later snapshot
+of the same directory whose log still holds that batch replays only what was appended since, so a
+follower reopening at each end does not replay the active segment since its last roll every time.
 """
 
 from __future__ import annotations
@@ -20,7 +23,9 @@ from __future__ import annotations
 import bisect
 import functools
 import os
+import threading
 import time
+from collections import OrderedDict
 from pathlib import Path
 from typing import Iterator
 
@@ -35,6 +40,10 @@ from .segment import LogSegment
 from .transaction_index import AbortedTxn
 from .transactions import collect_aborted
 
+KNOWN_STATES = 256  # directories whose last loaded producer state is remembered (``_producers``)
+# by directory: (the state as snapshot entries, the end it was loaded at, the mark of the batch ending there)
+_KNOWN: OrderedDict[Path, tuple[list, int, tuple[int, int, int, int]]] = OrderedDict()
+_KNOWN_LOCK = threading.Lock()
 SWAP_WAIT_S = 1.0  # how long a listing waits for a swap in flight to finish before reading around it
 MAX_OPEN_SEGMENTS = 32  # a read moving forward closes the segments it has left behind beyond these
 
@@ -66,6 +75,22 @@ def list_segments(d: Path) -> list[tuple[int, str]]:
             seg.close_handlers()
         replaced |= {b for b in live if lo <= b < hi}
     return sorted([(b, "") for b in live if b not in replaced] + [(b, files.SWAP_SUFFIX) for b in swaps])
+
+
+def _mark(listing: Listing, end: int) -> tuple[int, int, int, int] | None:
+    """(segment base, position, base offset, CRC) of the batch ending at ``end`` (a log end), which a
+    later listing must still hold for a state loaded at ``end`` to be carried on; None if there is none."""
+    bases, segment_at = listing
+    k = bisect.bisect_right(bases, end - 1) - 1
+    if end <= 0 or k < 0:
+        return None
+    try:
+        found = segment_at(k).translate_offset(end - 1)
+    except CompactLogError:
+        return None
+    if found is None or found[1].last_offset != end - 1:
+        return None
+    return bases[k], found[0], found[1].base_offset, found[1].crc
 
 
 class PartitionSnapshot:
@@ -234,10 +259,29 @@ class PartitionSnapshot:
     @functools.cached_property
     def _producers(self) -> tuple[ProducerStateManager, int]:
         """The owner's producer state at the end seen now, loaded read-only, and that end."""
-        from .producer_recovery import load_state
-
         end = self.log_end_offset
-        return self._retrying(lambda listing: load_state(self.directory, listing, end)), end
+        return self._retrying(lambda listing: self._load_producers(listing, end)), end
+
+    def _load_producers(self, listing: Listing, end: int) -> ProducerStateManager:
+        from .producer_recovery import load_state, replay
+        from .producer_snapshot import entries_from_state, state_from_entries
+
+        with _KNOWN_LOCK:
+            known = _KNOWN.get(self.directory)
+        if known is not None and known[1] <= end and _mark(listing, known[1]) == known[2]:
+            state = state_from_entries(known[0])
+            replay(state, listing, known[1], end)
+            state.loaded = True
+        else:
+            state = load_state(self.directory, listing, end)
+        mark = _mark(listing, end)
+        if mark is not None:
+            with _KNOWN_LOCK:
+                _KNOWN[self.directory] = (entries_from_state(state), end, mark)
+                _KNOWN.move_to_end(self.directory)
+                while len(_KNOWN) > KNOWN_STATES:
+                    _KNOWN.popitem(last=False)
+        return state
 
     @property
     def last_stable_offset(self) -> int:
