@@ -267,3 +267,20 @@ def test_requests_while_transaction_state_loads_are_told_to_wait(tmp_path):
             await broker.stop()
             broker.close()
     asyncio.run(asyncio.wait_for(main(), 30))
+
+
+def test_write_txn_markers_writes_a_marker_per_partition(tmp_path):
+    async def body(broker, call):
+        def marker(pid, commit, *partitions, topic="t"):
+            return nested(27, 1, "WritableTxnMarker", producer_id=pid, producer_epoch=0, transaction_result=commit,
+                          coordinator_epoch=0, topics=(nested(27, 1, "WritableTxnMarkerTopic", name=topic,
+                                                              partition_indexes=partitions),))
+        w = await call(27, 1, markers=(marker(5, False, 0, 7), marker(-1, True, 1), marker(6, True, 0, topic="nope")))
+        assert [(m.producer_id, [(t.name, p.partition_index, p.error_code.value) for t in m.topics
+                                 for p in t.partitions]) for m in w.markers] == [
+            (5, [("t", 0, 0), ("t", 7, 3)]), (-1, [("t", 1, 42)]), (6, [("nope", 0, 3)])]
+        (only,) = list(broker.cl.partition("t", 0).batches())
+        assert only.is_control and only.producer_id == 5  # the ABORT marker, nothing else written
+        assert list(broker.cl.partition("t", 1).batches()) == []
+
+    scenario(tmp_path, body)

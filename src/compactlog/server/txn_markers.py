@@ -14,7 +14,8 @@ them itself, through the same code the WriteTxnMarkers API (27) uses, which is h
 Each write answers Kafka's code for that partition. A partition that no longer exists answers
 UNKNOWN_TOPIC_OR_PARTITION (the coordinator then forgets it, as Kafka's skips a partition without a
 leader, which was deleted); INVALID_PRODUCER_EPOCH means the partition already holds a newer epoch of
-the producer; anything else (a failing disk) is worth another try later.
+the producer; INVALID_REQUEST a marker that cannot be built (producer id -1, from WriteTxnMarkers);
+anything else (a failing disk) is worth another try later.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from .protocol import Request
 
 log = logging.getLogger(__name__)
 
-NONE, UNKNOWN_TOPIC_OR_PARTITION, CLUSTER_AUTHORIZATION_FAILED = 0, 3, 31
+NONE, UNKNOWN_TOPIC_OR_PARTITION, CLUSTER_AUTHORIZATION_FAILED, INVALID_REQUEST = 0, 3, 31, 42
 UNKNOWN_SERVER_ERROR = -1
 GROUP_COORDINATOR = "group_coordinator"  # where server/coordinator/handlers.py keeps the group coordinator
 
@@ -69,6 +70,9 @@ async def write_marker(broker: Broker, topic: str, partition: int, producer_id: 
         log.warning("the %s marker of producer %d epoch %d in %s-%d was not written: %s",
                     "COMMIT" if commit else "ABORT", producer_id, producer_epoch, topic, partition, exc)
         return exc.code
+    except ValueError as exc:  # a marker that cannot be built (WriteTxnMarkers naming producer id -1)
+        log.warning("refused a marker for producer %d in %s-%d: %s", producer_id, topic, partition, exc)
+        return INVALID_REQUEST
     except Exception:  # noqa: BLE001 - a bug must not stop the other partitions' markers
         log.exception("the marker of producer %d in %s-%d was not written", producer_id, topic, partition)
         return UNKNOWN_SERVER_ERROR
