@@ -38,6 +38,7 @@ class PartitionFacts:
     cleaner_state: str  # none, in-progress, paused, aborted, uncleanable
     uncleanable_reason: str | None
     segments: list[SegmentSummary] = field(default_factory=list)
+    last_stable_offset: int = -1  # below it every transaction is decided; the high watermark when none is open
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,7 @@ class TopicFacts:
 def partition_facts(cl, topic: str, partition: int, with_segments: bool = True) -> PartitionFacts:
     """The figures of one partition: offsets, size, records, the cleaner's view and, optionally, its segments."""
     part = cl.partition(topic, partition)
+    lso = part.last_stable_offset  # first: never above the end read after it
     start, end = part.log_start_offset, part.log_end_offset
     cleaning = partition_cleaning(cl, topic, partition)
     summaries = [SegmentSummary(**vars(s), kind=segment_kind(s, cleaning)) for s in part.segment_summaries()]
@@ -79,7 +81,7 @@ def partition_facts(cl, topic: str, partition: int, with_segments: bool = True) 
     return PartitionFacts(
         topic, partition, start, end, sum(s.size for s in summaries), readable,
         cleaning.checkpoint, cleaning.first_dirty_offset, cleaning.first_uncleanable_offset, cleaning.dirty_ratio,
-        cleaning.state, cleaning.uncleanable_reason, summaries if with_segments else [],
+        cleaning.state, cleaning.uncleanable_reason, summaries if with_segments else [], lso,
     )
 
 

@@ -1,7 +1,9 @@
 """Messages: browse a partition from an offset or a timestamp, and look up the latest value of a key.
 
 Browsing reads with ``CompactLog.consume`` (the embedded consumer: CRC-checked batches, control
-batches skipped) on the console's threads, at most ``MAX_LIMIT`` records and ``READ_BYTES`` of keys and
+batches skipped) at the isolation level the form picks (read_uncommitted, Kafka's default, or
+read_committed: committed transactions only, up to the last stable offset; ``compactlog.reading``'s
+rule) on the console's threads, at most ``MAX_LIMIT`` records and ``READ_BYTES`` of keys and
 values a page; each record is turned into bounded text as it is read (``formats``), so a page of large
 values holds only their beginnings. The key lookup reads the compacted view newest first (``compactlog.key_lookup``).
 Kafka's errors (an offset out of range, an unknown partition) are shown in the page beside the form.
@@ -19,6 +21,7 @@ from ... import cleaning
 from ...cleaning import CompactionStatus
 from ...errors import CompactLogError, UnknownTopicOrPartitionError
 from ...key_lookup import SCAN_BYTES, Lookup, find_latest
+from ...reading import ISOLATION_LEVELS, READ_COMMITTED, READ_UNCOMMITTED
 from .. import formats
 from ..fields import INT_MAX, LONG_MAX, FieldError, optional_whole_number, shown
 from ..formats import FORMATS, TEXT, Shown
@@ -47,6 +50,7 @@ class BrowseQuery:
     timestamp_text: str = ""
     limit: int = DEFAULT_LIMIT
     fmt: str = TEXT
+    isolation: str = READ_UNCOMMITTED
 
 
 def _int(params: Mapping[str, str], name: str, what: str, errors: list[str], low: int = 0,
@@ -100,7 +104,11 @@ def parse_browse(params: Mapping[str, str]) -> tuple[BrowseQuery, list[str], lis
         notes.append(f"A page shows at most {MAX_LIMIT} records.")
         limit = MAX_LIMIT
     fmt = parse_format(params, errors)
-    q = BrowseQuery(partition or 0, start, offset, timestamp, offset_text, timestamp_text, limit, fmt)
+    isolation = params.get("isolation", "") or READ_UNCOMMITTED
+    if isolation not in ISOLATION_LEVELS:
+        errors.append(f"Unknown isolation level {shown(isolation)}: choose {' or '.join(ISOLATION_LEVELS)}.")
+        isolation = READ_UNCOMMITTED
+    q = BrowseQuery(partition or 0, start, offset, timestamp, offset_text, timestamp_text, limit, fmt, isolation)
     return q, errors, notes
 
 
@@ -138,13 +146,19 @@ class Browse:
     partitions: int
     log_start: int | None = None
     log_end: int | None = None
+    last_stable: int | None = None  # the last stable offset: read_committed reads stop there
     rows: list[Row] = field(default_factory=list)
     stopped_early: bool = False  # READ_BYTES reached before ``limit`` records
+    reached_end: bool = False  # fewer than ``limit`` records: the read ran to the end (the LSO for read_committed)
     error: str | None = None
 
     @property
     def next_offset(self) -> int | None:
         return self.rows[-1].offset + 1 if self.rows else None
+
+    def end_for(self, isolation: str) -> int | None:
+        """Where a reader of ``isolation`` stops: the last stable offset for read_committed, else the end."""
+        return self.last_stable if isolation == READ_COMMITTED else self.log_end
 
 
 def read_page(cl, topic: str, q: BrowseQuery | None) -> Browse:
@@ -157,10 +171,11 @@ def read_page(cl, topic: str, q: BrowseQuery | None) -> Browse:
         out.error = f"Partition {q.partition} of topic {shown(topic)} does not exist (the topic has {out.partitions})."
         return out
     part = cl.partition(topic, q.partition)
+    out.last_stable = part.last_stable_offset  # first: never above the end read after it
     out.log_start, out.log_end = part.log_start_offset, part.log_end_offset
     read = 0
     records = cl.consume(topic, q.partition, offset=q.offset, timestamp=q.timestamp, max_records=q.limit,
-                         from_beginning=q.offset is None and q.timestamp is None)
+                         from_beginning=q.offset is None and q.timestamp is None, isolation_level=q.isolation)
     try:
         for rec in records:
             out.rows.append(row_of(rec, q.fmt))
@@ -172,6 +187,8 @@ def read_page(cl, topic: str, q: BrowseQuery | None) -> Browse:
         out.error = str(exc)
     finally:
         records.close()
+    # what lies between the last record and the end is markers or aborted records: no page to offer there
+    out.reached_end = out.error is None and not out.stopped_early and len(out.rows) < q.limit
     return out
 
 
@@ -214,18 +231,20 @@ async def browse(request: web.Request) -> web.Response:
     except UnknownTopicOrPartitionError as exc:
         return _unknown_topic(request, exc)
     urls = _urls(topic)
-    nav = {"partition": q.partition, "limit": q.limit, "format": q.fmt}
+    nav = {"partition": q.partition, "limit": q.limit, "format": q.fmt, "isolation": q.isolation}
     next_href = last_href = None
-    if result.next_offset is not None and result.log_end is not None and result.next_offset < result.log_end:
+    end = result.end_for(q.isolation)
+    if result.next_offset is not None and end is not None and result.next_offset < end and not result.reached_end:
         next_href = urls["browse_href"] + "?" + urlencode({**nav, "offset": result.next_offset})
-    if result.log_end is not None and result.log_start is not None:
-        last = max(result.log_start, result.log_end - q.limit)
+    if end is not None and result.log_start is not None:
+        last = max(result.log_start, end - q.limit)
         last_href = urls["browse_href"] + "?" + urlencode({**nav, "offset": last})
     first_href = urls["browse_href"] + "?" + urlencode({**nav, "offset": result.log_start}) \
         if result.log_start is not None else None
     status = 400 if errors or result.error else 200  # a value that cannot be read, or that Kafka refuses
     return page(request, "messages.html", status=status, topic=topic, q=q, errors=errors, notes=notes, result=result,
-                formats=FORMATS, max_limit=MAX_LIMIT, next_href=next_href, last_href=last_href,
+                formats=FORMATS, isolation_levels=ISOLATION_LEVELS, max_limit=MAX_LIMIT, next_href=next_href,
+                last_href=last_href,
                 first_href=first_href, read_bytes=READ_BYTES, **urls)
 
 
