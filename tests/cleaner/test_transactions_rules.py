@@ -294,3 +294,17 @@ def test_a_chunk_without_transactions_or_producers_is_left_to_the_plain_rules():
     log.append([1, 2])
     log.append([3])
     assert CleanedTransactions([], {}).fates(log.batches, 0) is None
+
+
+def test_the_round_stops_at_the_segment_holding_the_last_stable_offset():
+    from compactlog.cleaner.selection import SegmentFacts, log_to_clean
+
+    segs = [SegmentFacts(b, 100, 1, 1) for b in (0, 10, 20, 30)]
+    args = dict(log_start_offset=0, log_end_offset=35, checkpoint=None, min_compaction_lag_ms=0,
+                max_compaction_lag_ms=2**63 - 1, now=10_000)
+    assert log_to_clean("t", segs, **args).first_uncleanable_offset == 30
+    assert log_to_clean("t", segs, **args, last_stable_offset=35).first_uncleanable_offset == 30
+    assert log_to_clean("t", segs, **args, last_stable_offset=25).first_uncleanable_offset == 20
+    assert log_to_clean("t", segs, **args, last_stable_offset=20).first_uncleanable_offset == 20
+    c = log_to_clean("t", segs, **args, last_stable_offset=5)
+    assert c.first_uncleanable_offset == 0 and c.cleanable_bytes == 0
