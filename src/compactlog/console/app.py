@@ -20,14 +20,14 @@ from . import auth
 from .fields import FieldError
 from .handlers import VIEWER, Refused, console, page
 from .listeners import HttpListener
-from .pages import cleaner, compression, groups, jobs, login, messages, overview, topics
+from .pages import cleaner, compression, groups, jobs, login, messages, overview, topics, transactions
 from .protocol import SECURITY_HEADERS
 from .render import render
 from .runtime import FAVICON, MAX_FORM_BYTES, Console
 
 log = logging.getLogger(__name__)
 OPEN_PATHS = ("/login", "/static/", FAVICON)  # reachable before a login
-PAGES = [login, overview, topics, messages, groups, cleaner, compression, jobs]
+PAGES = [login, overview, topics, messages, groups, transactions, cleaner, compression, jobs]
 
 
 def build(broker, server=None, listeners: Sequence[HttpListener] = (),

@@ -14,16 +14,18 @@ rect's ``x`` and ``width`` are presentation attributes, so widths in percent dra
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from aiohttp import web
 
 from ...errors import CompactLogError, UnknownTopicOrPartitionError
+from ...server import state_views
 from ...server.admin import delete_one
 from ...storage.log_config import DescribeRow, LogConfig
 from ...storage.topic_config import TOPIC_CONFIGS
 from ...topics import is_internal
 from .. import inventory
+from ..open_transactions import OpenTxnRow, partition_rows
 from ..fields import INT_MAX, FieldError, optional_whole_number, shown
 from ..handlers import console, page, path_name, require, see_other, topic_url, viewer
 from .groups import coordinator
@@ -160,6 +162,7 @@ class TopicView:
     config: list[ConfigRow]
     partitions: list[PartitionView]
     kinds: list[str]  # the segment kinds present, for the legend
+    open_transactions: list[OpenTxnRow] = field(default_factory=list)  # every partition's, hanging ones flagged
 
     def value(self, config: str) -> str | None:
         return next((r.value for r in self.config if r.name == config), None)
@@ -175,13 +178,17 @@ class TopicView:
 
 # reading the disk (on the console's threads) -----------------------------------------------------------
 
-def read_topic(cl, name: str) -> TopicView:
-    """Everything the topic page shows; raises UnknownTopicOrPartitionError for a topic that is gone."""
+def read_topic(cl, name: str, transactions=None, now_ms: int = 0) -> TopicView:
+    """Everything the topic page shows; raises UnknownTopicOrPartitionError for a topic that is gone.
+    ``transactions``: the coordinator's ids (``server.state_views``), read on the event loop, against which
+    the partitions' open transactions are judged hanging or not."""
     d = cl.describe_topic(name)
     parts = [partition_view(inventory.partition_facts(cl, name, p.partition)) for p in d.partitions]
     present = {b.kind for p in parts for b in p.blocks}
     kinds = [k for k in ("clean", "dirty", "uncleanable", "active", "closed") if k in present]
-    return TopicView(name, str(d.topic_id), config_rows(d.config), parts, kinds)
+    txns = [r for p in d.partitions
+            for r in partition_rows(cl.partition(name, p.partition), name, p.partition, transactions, now_ms)]
+    return TopicView(name, str(d.topic_id), config_rows(d.config), parts, kinds, txns)
 
 
 # handlers ------------------------------------------------------------------------------------------
@@ -224,8 +231,9 @@ async def topic_page(request: web.Request, name: str, status: int = 200, **conte
     """The topic page (also after a refused form, with its message and what was typed)."""
     require(request, "DESCRIBE", "TOPIC", name)
     c = console(request)
+    txns = state_views.transactions(c.broker)  # here, on the event loop that owns the coordinator's state
     try:
-        view = await c.run(read_topic, c.cl, name)
+        view = await c.run(read_topic, c.cl, name, txns, c.cl.time.milliseconds())
     except UnknownTopicOrPartitionError as exc:
         return page(request, "error.html", status=404, title="Unknown topic", message=str(exc))
     v = viewer(request)
@@ -238,6 +246,7 @@ async def topic_page(request: web.Request, name: str, status: int = 200, **conte
     context.setdefault("partitions_ok", False)
     context.setdefault("new_count", "")
     return page(request, "topic.html", status=status, topic=view, url=topic_url(name), config_name=picked,
+                topic_url=topic_url,
                 internal=is_internal(name),
                 can_describe_configs=v.can("DESCRIBE_CONFIGS", "TOPIC", name),
                 can_alter_configs=v.can("ALTER_CONFIGS", "TOPIC", name),
