@@ -255,3 +255,13 @@ def test_a_transactional_batch_refused_by_the_log_opens_nothing(tmp_path, clock)
     lg.append(batch(["x"]))
     assert lg.last_stable_offset == 1
     lg.close()
+
+
+def test_asking_for_the_lso_of_a_log_without_producers_writes_no_producer_snapshot(tmp_path, clock):
+    lg = open_log(tmp_path, clock)
+    lg.append(batch(["a"]))
+    assert lg.last_stable_offset == 1 and lg.producer_state.loaded  # (the cleaner and read_committed ask)
+    lg.roll()
+    lg.append(batch(["b"]))
+    lg.close()
+    assert not list(lg.dir.glob("*.snapshot"))

@@ -121,8 +121,9 @@ class ProducerStateLog:
 
     def _snapshot_producer_state(self, offset: int, sync_dir: bool = True) -> None:
         """Write ``<offset>.snapshot`` (Kafka's, at a roll and a clean close) once producers were seen:
-        the state is loaded, or snapshots exist that a later load would otherwise replay further from."""
-        if not self.producer_state.loaded and not self._has_snapshots:
+        the state holds some, or snapshots exist that a later load would otherwise replay further from.
+        (A state loaded to answer a reader or the cleaner, holding no producer, writes none.)"""
+        if not self._has_snapshots and not (self.producer_state.loaded and self.producer_state.producers):
             return
         try:
             if not self.producer_state.loaded:
