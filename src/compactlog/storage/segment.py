@@ -1,4 +1,5 @@
-"""LogSegment: one ``.log`` file of whole batches plus its offset and time indexes.
+"""LogSegment: one ``.log`` file of whole batches plus its offset and time indexes, and the
+``.txnindex`` of the aborted transactions whose markers it holds (``txn_index``, opened when first used).
 
 A segment with base offset B holds batches whose offsets satisfy ``0 <= offset - B <= 2^31 - 1``.
 Appends add whole batches at the end of the file and, every ``index.interval.bytes``, one entry to each
