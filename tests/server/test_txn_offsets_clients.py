@@ -20,6 +20,7 @@ from wire import RawClient, module_of, serving
 OVERRIDES = {"listeners": "PLAINTEXT://127.0.0.1:0", "group.initial.rebalance.delay.ms": "0",
              "offsets.topic.num.partitions": "3", "transaction.state.log.num.partitions": "3"}
 TIMEOUT = 30.0
+COORDINATOR_LOAD_IN_PROGRESS = 14
 
 
 @pytest.fixture(scope="module")
@@ -36,8 +37,12 @@ def stored(server, group: str, partition: int = 0, require_stable: bool = False,
     req = module_of("offset_fetch", 7, "request")
     body = req.OffsetFetchRequest(group_id=group, require_stable=require_stable, topics=(
         req.OffsetFetchRequestTopic(name=topic, partition_indexes=(partition,)),))
+    deadline = time.monotonic() + TIMEOUT
     with RawClient.to(server) as c:
-        answer = c.call(body)
+        while (answer := c.call(body)).error_code == COORDINATOR_LOAD_IN_PROGRESS:  # just restarted
+            assert time.monotonic() < deadline, "__consumer_offsets was not loaded in time"
+            time.sleep(0.05)
+    assert answer.error_code == 0, answer
     p = answer.topics[0].partitions[0]
     return p.committed_offset, p.error_code
 
@@ -133,6 +138,35 @@ def test_kafka_python_and_aiokafka_send_offsets_to_transaction(server):
     asyncio.run(asyncio.wait_for(aio(), TIMEOUT))
     assert stored(server, "ai", 1, require_stable=True) == (9, 0)
 
+
+def test_kafkajs_send_offsets(server):
+    """kafkajs's ``sendOffsets``: its admin client (OffsetFetch without require_stable) sees nothing while
+    the transaction is open, the offset once it commits, and the committed one after an abort."""
+    from kafkajs_support import run_node
+
+    seen = run_node("""
+        const kafka = new kafkajs.Kafka({ brokers: [ARGS.bootstrap], logLevel: kafkajs.logLevel.NOTHING });
+        const admin = kafka.admin();
+        await admin.connect();
+        const fetched = async () => (await admin.fetchOffsets({ groupId: 'js', topics: ['in'] }))[0]
+          .partitions.find((p) => p.partition === 0).offset;
+        const producer = kafka.producer({ transactionalId: 'tx-kafkajs', idempotent: true, maxInFlightRequests: 1 });
+        await producer.connect();
+        const seen = [];
+        for (const [offset, end] of [['12', 'commit'], ['15', 'abort']]) {
+          const t = await producer.transaction();
+          await t.send({ topic: 'out', messages: [{ value: end }] });
+          await t.sendOffsets({ consumerGroupId: 'js', topics: [{ topic: 'in', partitions: [{ partition: 0, offset }] }] });
+          seen.push(await fetched());
+          await (end === 'commit' ? t.commit() : t.abort());
+          seen.push(await fetched());
+        }
+        await producer.disconnect();
+        await admin.disconnect();
+        return seen;
+    """, {"bootstrap": server.bootstrap})
+    assert seen == ["-1", "12", "12", "12"]
+    assert stored(server, "js", require_stable=True) == (12, 0)
 
 def test_a_producer_with_a_stale_generation_is_fenced(server):
     """KIP-447: the offsets of a consumer that has since lost a rebalance are refused (ILLEGAL_GENERATION),
