@@ -9,7 +9,7 @@ import pyarrow as pa
 
 from ..records import kernels
 from ..records.columns import Chunk, chunks
-from ..reading import COMPACTED, LIVE, open_snapshot, read_batches
+from ..reading import COMPACTED, LIVE, READ_UNCOMMITTED, open_snapshot, read_batches
 
 KAFKA_SCHEMA_DDL = (
     "key binary, value binary, topic string, partition int, offset long, timestamp timestamp, timestampType int"
@@ -57,14 +57,17 @@ def chunk_to_arrow(chunk: Chunk, topic: str, partition: int, start: int, end: in
 
 def read_partition(path: str, topic: str, partition: int, start: int, end: int, include_headers: bool,
                    chunk_bytes: int = 4 << 20, read_compacted: bool = False,
-                   check_crcs: bool = True) -> Iterator[pa.RecordBatch]:
+                   check_crcs: bool = True, isolation: str = READ_UNCOMMITTED) -> Iterator[pa.RecordBatch]:
     """Arrow batches of one partition's records in [start, end), read from a read-only snapshot;
     ``read_compacted``: of its compacted view (side log below the horizon, live log after);
-    ``check_crcs``: Kafka's consumer setting (every batch's CRC verified, the default)."""
+    ``check_crcs``: Kafka's consumer setting (every batch's CRC verified, the default); ``isolation``:
+    Kafka's isolation level (read_committed: aborted transactions' records left out, nothing at or above
+    the last stable offset), by ``compactlog.reading``'s rule."""
     if start >= end:
         return
     with open_snapshot(path, topic, partition) as snap:
-        batches = read_batches(snap, start, end, view=COMPACTED if read_compacted else LIVE, check_crcs=check_crcs)
+        batches = read_batches(snap, start, end, isolation=isolation, view=COMPACTED if read_compacted else LIVE,
+                               check_crcs=check_crcs)
         for group in chunks(batches, chunk_bytes):
             rb = chunk_to_arrow(Chunk.scan(group), topic, partition, start, end, include_headers)
             if rb is not None:

@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from typing import Mapping
 
-from ..reading import COMPACTED, LIVE, earliest_offset, topic_metadata
+from ..reading import COMPACTED, ISOLATION_LEVELS, LIVE, READ_COMMITTED, READ_UNCOMMITTED, earliest_offset, topic_metadata
 from ..errors import InvalidConfigError, UnknownTopicOrPartitionError, shown
 
 EARLIEST, LATEST = -2, -1  # Spark's Kafka source uses these in per-partition offset JSON
@@ -51,6 +51,9 @@ class SourceOptions:
     partitions: dict[str, int]  # topic -> partition count
     read_compacted: bool = False  # the compacted view (compact-topic) instead of the whole log
     check_crcs: bool = True  # kafka.check.crcs: verify every batch read (Kafka's consumer default)
+    # kafka.isolation.level, as Spark's Kafka source passes it to its consumer: read_committed ends each
+    # partition at its last stable offset and leaves aborted transactions out
+    isolation: str = READ_UNCOMMITTED
 
     @classmethod
     def parse(cls, options: Mapping[str, str], streaming: bool = False) -> "SourceOptions":
@@ -85,7 +88,13 @@ class SourceOptions:
             partitions={t: topics[t]["partitions"] for t in wanted},
             read_compacted=_bool_option(opts, "readcompacted", "readCompacted", False),
             check_crcs=_bool_option(opts, "kafka.check.crcs", "kafka.check.crcs", True),
+            isolation=_isolation_option(opts),
         )
+
+    def end_of(self, snap) -> int:
+        """Where "latest" is in a partition's snapshot for this reader: the last stable offset for
+        read_committed (Kafka's endOffsets for such a consumer), else the log end offset."""
+        return snap.last_stable_offset if self.isolation == READ_COMMITTED else snap.log_end_offset
 
     def start_for(self, topic: str, partition: int, log_start: int, log_end: int) -> int:
         return _resolve(self.starting, topic, partition, earliest_offset(log_start, COMPACTED if self.read_compacted else LIVE), log_end)
@@ -93,6 +102,15 @@ class SourceOptions:
     def end_for(self, topic: str, partition: int, log_start: int, log_end: int) -> int:
         # the compacted view begins before the live log once retention has trimmed it
         return _resolve(self.ending, topic, partition, earliest_offset(log_start, COMPACTED if self.read_compacted else LIVE), log_end)
+
+
+def _isolation_option(opts: Mapping[str, str]) -> str:
+    raw = opts.get("kafka.isolation.level")
+    if raw is None:
+        return READ_UNCOMMITTED
+    if raw.strip() not in ISOLATION_LEVELS:
+        raise OptionError(f'option "kafka.isolation.level" must be one of {", ".join(ISOLATION_LEVELS)}, got {raw!r}')
+    return raw.strip()
 
 
 def _offsets(value: str, name: str) -> dict[tuple[str, int], int] | int:

@@ -24,7 +24,7 @@ from pyspark.sql.datasource import (
 from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 from pyspark.sql.types import StructType
 
-from ..reading import open_snapshot
+from ..reading import READ_UNCOMMITTED, open_snapshot
 from .arrow import HEADERS_DDL, KAFKA_SCHEMA_DDL, read_partition
 from .options import SourceOptions
 
@@ -41,13 +41,14 @@ class PartitionRange(InputPartition):
     include_headers: bool
     read_compacted: bool
     check_crcs: bool
+    isolation: str
 
     def __init__(self, path, topic, partition, start, end, include_headers, read_compacted=False,  # InputPartition takes a value
-                 check_crcs=True):
+                 check_crcs=True, isolation=READ_UNCOMMITTED):
         super().__init__((topic, partition, start, end))
         self.path, self.topic, self.partition = path, topic, partition
         self.start, self.end, self.include_headers = start, end, include_headers
-        self.read_compacted, self.check_crcs = read_compacted, check_crcs
+        self.read_compacted, self.check_crcs, self.isolation = read_compacted, check_crcs, isolation
 
 
 def plan_ranges(opts: SourceOptions, ends: dict[tuple[str, int], int] | None = None,
@@ -57,7 +58,7 @@ def plan_ranges(opts: SourceOptions, ends: dict[tuple[str, int], int] | None = N
     for topic in opts.topics:
         for p in range(opts.partitions[topic]):
             with open_snapshot(opts.path, topic, p) as snap:
-                lo, hi = snap.log_start_offset, snap.log_end_offset
+                lo, hi = snap.log_start_offset, opts.end_of(snap)
                 start = starts[(topic, p)] if starts else opts.start_for(topic, p, lo, hi)
                 end = ends[(topic, p)] if ends else opts.end_for(topic, p, lo, hi)
                 if start >= end:
@@ -69,7 +70,8 @@ def plan_ranges(opts: SourceOptions, ends: dict[tuple[str, int], int] | None = N
                         acc = 0
                     acc += size
                 cuts.append(end)
-                out += [PartitionRange(opts.path, topic, p, a, b, opts.include_headers, opts.read_compacted, opts.check_crcs)
+                out += [PartitionRange(opts.path, topic, p, a, b, opts.include_headers, opts.read_compacted, opts.check_crcs,
+                                       opts.isolation)
                         for a, b in zip(cuts, cuts[1:]) if a < b]
     return out
 
@@ -84,7 +86,7 @@ class CompactLogReader(DataSourceReader):
     def read(self, partition: PartitionRange) -> Iterator[pa.RecordBatch]:
         yield from read_partition(partition.path, partition.topic, partition.partition, partition.start,
                                   partition.end, partition.include_headers, read_compacted=partition.read_compacted,
-                                  check_crcs=partition.check_crcs)
+                                  check_crcs=partition.check_crcs, isolation=partition.isolation)
 
 
 class CompactLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -105,7 +107,7 @@ class CompactLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         for t in self.opts.topics:
             for p in range(self.opts.partitions[t]):
                 with open_snapshot(self.opts.path, t, p) as snap:
-                    out[(t, p)] = snap.log_end_offset
+                    out[(t, p)] = self.opts.end_of(snap)  # the LSO for read_committed
         return out
 
     def initialOffset(self) -> dict:
@@ -113,7 +115,7 @@ class CompactLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         for t in self.opts.topics:
             for p in range(self.opts.partitions[t]):
                 with open_snapshot(self.opts.path, t, p) as snap:
-                    out.setdefault(t, {})[str(p)] = self.opts.start_for(t, p, snap.log_start_offset, snap.log_end_offset)
+                    out.setdefault(t, {})[str(p)] = self.opts.start_for(t, p, snap.log_start_offset, self.opts.end_of(snap))
         return out
 
     def getDefaultReadLimit(self):
@@ -147,7 +149,7 @@ class CompactLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
     def read(self, partition: PartitionRange) -> Iterator[pa.RecordBatch]:
         yield from read_partition(partition.path, partition.topic, partition.partition, partition.start,
                                   partition.end, partition.include_headers, read_compacted=partition.read_compacted,
-                                  check_crcs=partition.check_crcs)
+                                  check_crcs=partition.check_crcs, isolation=partition.isolation)
 
     def commit(self, end: dict) -> None:
         pass
