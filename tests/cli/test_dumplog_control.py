@@ -6,8 +6,9 @@ The expected lines follow ``printBatchLevel`` and ``dumpLog`` in Kafka 4.0's
 marker or ``controlType: <name>(<id>)`` for any other type, with no key or payload even with
 ``--print-data-log``; and ``dumpTxnIndex``'s line per aborted transaction of a ``.txnindex``.
 
-The storage refuses transactional and control batches from clients today, so the segment is written
-here, batch by batch, as a partition holding two transactions would hold them.
+The segment is written here batch by batch, as a partition holding two transactions holds them, so
+that every byte the tool reads is one this test chose (clients never write control batches; the
+storage writes markers itself).
 """
 
 from __future__ import annotations
