@@ -162,7 +162,13 @@ class TransactionCoordinatorService:
         before = old if old is not None else TransactionMetadata(tid, new.producer_id, timeout_ms=new.timeout_ms,
                                                                  last_update_timestamp=self.now())
         self.transactions[tid] = replace(before, pending=new.state)
+        # The write runs to its end even when the asking client goes away (its connection's task, awaiting
+        # here, is cancelled): dropped half way, the id would keep ``pending`` and answer
+        # CONCURRENT_TRANSACTIONS to every later request, the next instance's InitProducerId included.
+        return await asyncio.shield(self.spawn(self._write(tid, old, new)))
 
+    async def _write(self, tid: str, old: TransactionMetadata | None, new: TransactionMetadata) -> int:
+        """``_store``'s append and adoption (or the old state put back when the append fails)."""
         def adopt() -> None:
             if new.state is DEAD:
                 self.transactions.pop(tid, None)
