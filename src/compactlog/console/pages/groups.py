@@ -3,9 +3,10 @@ its offsets as ``kafka-consumer-groups --reset-offsets`` does.
 
 The group coordinator's state belongs to the broker's event loop, so every view of a group is built in
 the handler coroutine, from memory (groups, members, committed offsets and high watermarks are all
-attributes). Only resolving new offsets (log start, log end, the offset for a timestamp) reads the disk,
+attributes), through ``server.state_views``: plain copies, the console never touching the coordinator's
+objects. Only resolving new offsets (log start, log end, the offset for a timestamp) reads the disk,
 on the console's threads. A reset commits through the coordinator's own OffsetCommit path
-(``commit_offsets`` with generation -1 and no member, which is what an admin client's
+(``state_views.reset_group_offsets``: generation -1 and no member, which is what an admin client's
 AlterConsumerGroupOffsets sends), so the offsets land in ``__consumer_offsets`` exactly as a client's do.
 
 The partition table means what ``kafka-consumer-groups --describe`` prints (``cli/groups.py``): the
@@ -23,17 +24,15 @@ from aiohttp import web
 
 from ...errors import CompactLogError, InvalidRequestError, error_for
 from ...offset_reset import RESET_TARGETS, new_offset, parse_datetime  # the reset rule, shared with the CLI
-from ...server.coordinator.group import CONSUMER_PROTOCOL_TYPE, GroupMetadata
-from ...group_records import OffsetCommitValue
-from ...server.coordinator.state import DEAD, EMPTY, STABLE
+from ...server import state_views
+from ...server.state_views import CONSUMER_PROTOCOL_TYPE, DEAD, EMPTY, STABLE, GroupStateView
 from ...topics import is_internal
 from ..fields import INT_MAX, FieldError, read_integer, shown, whole_number
 from ..handlers import console, group_url, page, path_name, require, see_other, topic_url, viewer
 
 routes = web.RouteTableDef()
-COORDINATOR = "group_coordinator"  # the broker's extras key of the group coordinator
 TopicPartition = tuple[str, int]
-INACTIVE = (EMPTY.value, DEAD.value)  # states whose offsets may be reset: no member would overwrite them
+INACTIVE = (EMPTY, DEAD)  # states whose offsets may be reset: no member would overwrite them
 FORM_FIELDS = ("topic", "to", "offset", "datetime")  # the reset form's fields
 NOT_CONSUMER = "not a consumer assignment"
 MAX_DATETIME_CHARS = 64  # longer than any date-time the reset reads (its message quotes what was typed)
@@ -48,10 +47,6 @@ class GroupSummary:
     partitions: int  # partitions with a committed offset
     lag: int  # sum over those partitions of (high watermark - committed offset), never below 0
     protocol_name: str = ""  # the chosen assignor, shown while Stable (as DescribeGroups shows it)
-
-
-def coordinator(broker):
-    return broker.extras.get(COORDINATOR)
 
 
 def log_end(broker, tp: TopicPartition) -> int | None:
@@ -69,18 +64,13 @@ def summaries(broker, visible: Callable[[str], bool] = lambda topic: True) -> li
     """Every group the coordinator holds, with its total lag over the topics ``visible`` lets the viewer
     describe (as OffsetFetch leaves out the others). Runs on the event loop, which owns the
     coordinator's state; reads only in-memory figures (the log end offsets are attributes)."""
-    coord = coordinator(broker)
-    if coord is None:
-        return []
     out = []
-    for g in sorted(coord.groups.values(), key=lambda g: g.group_id):
-        if g.is_(DEAD):
-            continue
+    for g in state_views.groups(broker):
         offsets = [(tp, v) for tp, v in g.offsets.items() if visible(tp[0])]
         lags = (partition_lag(v.offset, log_end(broker, tp)) for tp, v in offsets)
         lag = sum(max(0, x) for x in lags if x is not None)
-        out.append(GroupSummary(g.group_id, g.state.value, g.protocol_type or "", len(g.members), len(offsets), lag,
-                                g.described_protocol()))
+        out.append(GroupSummary(g.group_id, g.state, g.protocol_type, len(g.members), len(offsets), lag,
+                                g.protocol_name))
     return out
 
 
@@ -195,11 +185,11 @@ class GroupView:
         return sorted({r.topic for r in self.rows if r.committed is not None})
 
 
-def _member_view(group: GroupMetadata, m) -> MemberView:
+def _member_view(group: GroupStateView, m: state_views.MemberStateView) -> MemberView:
     partitions: tuple[TopicPartition, ...] = ()
     note = ""
-    if not group.is_(STABLE):
-        note = f"({group.state.value}: the assignment is being made)"
+    if group.state != STABLE:
+        note = f"({group.state}: the assignment is being made)"
     elif group.protocol_type != CONSUMER_PROTOCOL_TYPE:
         note = NOT_CONSUMER
     else:
@@ -212,12 +202,12 @@ def _member_view(group: GroupMetadata, m) -> MemberView:
                       partitions, note)
 
 
-def group_view(broker, group: GroupMetadata, visible: Callable[[str], bool] = lambda topic: True) -> GroupView:
+def group_view(broker, group: GroupStateView, visible: Callable[[str], bool] = lambda topic: True) -> GroupView:
     """The group as ``kafka-consumer-groups --describe`` shows it, from memory (call on the event loop).
 
     Partition rows only for topics ``visible`` lets the viewer describe: OffsetFetch and ListOffsets
     ask DESCRIBE on each topic. Members' assignments are shown whole, as DescribeGroups returns them."""
-    members = tuple(_member_view(group, m) for m in group.members.values())
+    members = tuple(_member_view(group, m) for m in group.members)
     owners = {tp: m for m in members for tp in m.partitions}
     rows = []
     for tp in sorted(tp for tp in set(group.offsets) | set(owners) if visible(tp[0])):
@@ -227,18 +217,13 @@ def group_view(broker, group: GroupMetadata, visible: Callable[[str], bool] = la
         rows.append(PartitionRow(tp[0], tp[1], committed, end, partition_lag(committed, end), owners.get(tp),
                                  None if value is None else value.commit_timestamp,
                                  "" if value is None else value.metadata))
-    return GroupView(group.group_id, group.state.value, group.generation_id, group.protocol_type or "",
-                     group.described_protocol(), group.leader_id or "", members, tuple(rows))
+    return GroupView(group.group_id, group.state, group.generation_id, group.protocol_type,
+                     group.protocol_name, group.leader_id, members, tuple(rows))
 
 
-def find_group(broker, group_id: str) -> GroupMetadata | None:
+def find_group(broker, group_id: str) -> GroupStateView | None:
     """The live group, after Kafka's checks (an empty id, a coordinator still loading raise their errors)."""
-    coord = coordinator(broker)
-    if coord is None:
-        return None
-    coord.check(group_id)
-    group = coord.groups.get(group_id)
-    return None if group is None or group.is_(DEAD) else group
+    return state_views.group(broker, group_id)
 
 
 # resetting offsets -----------------------------------------------------------------------------------
@@ -311,10 +296,9 @@ def plan_reset(cl, spec: ResetSpec, committed: dict[TopicPartition, int]) -> lis
 async def list_groups(request: web.Request) -> web.Response:
     c = console(request)
     v = viewer(request)
-    coord = coordinator(c.broker)
     groups = [g for g in summaries(c.broker, v.describes_topic) if v.can("DESCRIBE", "GROUP", g.group_id)]
     return page(request, "groups.html", groups=groups, group_url=group_url,
-                loading=coord is not None and coord.loading)
+                loading=state_views.groups_loading(c.broker))
 
 
 def _not_found(request: web.Request, group_id: str) -> web.Response:
@@ -393,10 +377,7 @@ async def _commit(c, group_id: str, plan: list[PlannedOffset]) -> None:
     call it with no await since the last state check, so no member can have joined in between."""
     if not plan:
         return
-    coord = coordinator(c.broker)
-    now = coord.now()
-    offsets = {(p.topic, p.partition): OffsetCommitValue(p.new, -1, "", now, -1) for p in plan}
-    results = await coord.commit_offsets(group_id, -1, "", None, offsets)
+    results = await state_views.reset_group_offsets(c.broker, group_id, {(p.topic, p.partition): p.new for p in plan})
     failed = sorted((tp, code) for tp, code in results.items() if code)
     if failed:
         (topic, partition), code = failed[0]
@@ -407,7 +388,7 @@ async def _plan(request: web.Request, group_id: str, spec: ResetSpec) -> tuple[l
     """The planned offsets, or Kafka's refusal when the group is not inactive (checked again after the
     disk reads, which let the event loop run: a consumer may have joined meanwhile)."""
     c = console(request)
-    if coordinator(c.broker) is None:
+    if not state_views.has_group_coordinator(c.broker):
         raise InvalidRequestError("This broker has no group coordinator.")
     group = find_group(c.broker, group_id)
     refusal = inactive_error(group_id, _state(group))
@@ -421,8 +402,8 @@ async def _plan(request: web.Request, group_id: str, spec: ResetSpec) -> tuple[l
     return plan, inactive_error(group_id, _state(find_group(c.broker, group_id)))
 
 
-def _state(group: GroupMetadata | None) -> str:
-    return DEAD.value if group is None else group.state.value
+def _state(group: GroupStateView | None) -> str:
+    return DEAD if group is None else group.state
 
 
 async def _reset_page(request: web.Request, group_id: str, form: dict[str, str], plan: Sequence[PlannedOffset] = (),

@@ -28,7 +28,6 @@ from .. import inventory
 from ..open_transactions import OpenTxnRow, partition_rows
 from ..fields import INT_MAX, FieldError, optional_whole_number, shown
 from ..handlers import console, page, path_name, require, see_other, topic_url, viewer
-from .groups import coordinator
 
 routes = web.RouteTableDef()
 
@@ -332,8 +331,6 @@ async def delete_topic(request: web.Request) -> web.Response:
         await c.run(delete_one, c.broker, name)
     except CompactLogError as exc:
         return _delete_page(request, name, 400, str(exc), typed)
-    coord = coordinator(c.broker)
-    if coord is not None:
-        await coord.offsets.delete_topic_offsets(name)
+    await state_views.forget_topic_offsets(c.broker, name)
     c.broker.data_arrived()
     raise see_other("/")
