@@ -229,12 +229,17 @@ class Partition:
         the range and is not the whole log's."""
         seg, end = found._segment, found.position + found.size
         entries = seg.offset_index.view()
-        if len(entries):
-            import numpy as np
-
-            slot = int(np.searchsorted(entries["position"], end, side="left"))  # positions grow with offsets
-            if slot < len(entries):
-                return seg.base_offset + int(entries[slot]["offset"])
+        # the first entry at or past ``end`` (positions grow with offsets), by bisection over the big-endian
+        # column as it is: numpy's search would convert the whole column on every fetch
+        positions, lo, hi = entries["position"], 0, len(entries)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if int(positions[mid]) < end:
+                lo = mid + 1
+            else:
+                hi = mid
+        if lo < len(entries):
+            return seg.base_offset + int(entries[lo]["offset"])
         segs = list(self._log.segments)
         for i, s in enumerate(segs):
             if s is seg and i + 1 < len(segs):
