@@ -121,12 +121,11 @@ def map_keys(m: OffsetMap, batches: Iterable[RecordBatch], start: int, strategy:
     for group in (run for g in chunks(batches, MAP_CHUNK_BYTES) for run in by_buffer(g)):
         chunk = Chunk.scan(group, verify=True)  # a run of one read buffer: scanned where it lies
         account(group, chunk)
-        cols = chunk.cols
+        versions = chunk_versions(strategy, chunk)
         gone = aborted.aborted(group) if aborted else None
-        if gone:  # their rows read as keyless, which the map skips (a copy: the chunk stays as read)
-            cols = cols.copy()
-            cols[without_batches(chunk, gone), kernels.C_KEY_LEN] = -1
-        if not m.put_batch(chunk.data, cols, 0, start, chunk_versions(strategy, chunk)):
+        if gone:  # their rows read as keyless, which the map skips (the chunk serves nothing else after)
+            chunk.cols[without_batches(chunk, gone), kernels.C_KEY_LEN] = -1
+        if not m.put_batch(chunk.data, chunk.cols, 0, start, versions):
             stop = int(np.searchsorted(chunk.rows, m.stopped_row, side="right")) - 1
             done = [b.last_offset for b in group[:stop] if b.last_offset >= start]
             m.latest_offset = max([m.latest_offset, *done[-1:]])
