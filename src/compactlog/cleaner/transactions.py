@@ -133,7 +133,6 @@ class CleanedTransactions:
         self.index_entries: list[AbortedTxn] = []
         self.last_records: dict[int, LastRecord] = dict(last_records or {})
         self._last_data = sorted(r.last_data_offset for r in self.last_records.values() if r.last_data_offset >= 0)
-        self._marker_producers = {pid for pid, r in self.last_records.items() if r.last_data_offset < 0}
 
     # Kafka's two callbacks ------------------------------------------------------------------------
     def _meet_aborted_up_to(self, offset: int) -> None:
