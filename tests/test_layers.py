@@ -283,6 +283,18 @@ def test_the_server_never_imports_the_console():
     assert not found, "the server imports the console (serve composes them):\n" + "\n".join(map(str, found))
 
 
+# The coordinators' objects belong to the broker's event loop: the console reads them only through the
+# plain values of server/state_views.py, never by importing their modules.
+COORDINATOR_MODULES = (f"{PACKAGE}.server.coordinator", f"{PACKAGE}.server.txn_coordinator", f"{PACKAGE}.transactions")
+
+
+def test_the_console_reads_the_coordinators_through_state_views():
+    found = [a for arrows in PACKAGE_ARROWS.values() for a in arrows
+             if within(a.source, f"{PACKAGE}.console") and any(within(a.target, m) for m in COORDINATOR_MODULES)]
+    assert not found, "the console imports a coordinator's modules (use server.state_views):\n" + "\n".join(
+        map(str, found))
+
+
 def test_adapters_reach_below_the_api_only_for_config_definitions():
     new, gone = reaches_below_the_api(PACKAGE_ARROWS)
     assert not new, ("adapters import under the storage, cleaner or compaction (call the embedded API instead; "
