@@ -395,3 +395,43 @@ def test_recompressing_keeps_the_segments_aborted_transactions_indexed(cl, tmp_p
     with compactlog.open(tmp_path / "d", time=clock) as again:
         assert aborted(again) == before
         assert [r.key for r in again.consume("t", 0, from_beginning=True, isolation_level="read_committed")] == [b"3"]
+
+
+@pytest.mark.parametrize("seed", [11, 12])
+def test_rounds_over_random_transactions_keep_what_they_must(tmp_path, seed):
+    """Round after round on a random log (tests/txn_logs.py), the horizons passing between them: the
+    committed data read read_committed stays the same, no aborted record is left, every ABORT marker
+    whose transaction still has a batch keeps its index entry, every producer's last batch stays, and
+    markers go in the end."""
+    from txn_logs import START_MS, build, committed_latest
+
+    from compactlog.cleaner.transactions import AbortedRanges
+
+    build(tmp_path / "d", seed)
+    clock = MockTime(START_MS + 10**6)
+    with compactlog.open(tmp_path / "d", time=clock) as cl:
+        lg, part = cl.log("t"), cl.partition("t", 0)
+        model = committed_latest(cl)
+        entries = lg.aborted_txns(0, lg.log_end_offset)
+        ever_aborted = AbortedRanges(entries)
+        lasts = lg.last_records_of_active_producers()
+        markers_before = sum(b.is_control for b in lg.batches(0))
+        bound = max(s.base_offset for s in lg.segments if s.base_offset <= part.last_stable_offset)
+        for _ in range(4):
+            Cleaner(OffsetMap(1 << 20), clock).clean(lg, 0, bound)
+            clock.sleep(2001)  # past delete.retention.ms: horizons stamped by this round pass
+            assert committed_latest(cl) == model
+            batches = list(lg.batches(0))
+            assert not any(b.record_count and ever_aborted.is_aborted(b) for b in batches if b.last_offset < bound)
+            indexed = set(lg.aborted_txns(0, lg.log_end_offset))
+            for t in entries:  # an aborted transaction with a batch left keeps its marker and its entry
+                left = any(b.producer_id == t.producer_id and b.is_transactional and not b.is_control
+                           and t.first_offset <= b.base_offset < t.last_offset for b in batches)
+                if left:
+                    assert t in indexed and t.last_offset in {b.base_offset for b in batches if b.is_control}
+            by_last = {b.last_offset: b for b in batches}
+            for pid, (last, epoch) in lasts.items():
+                if last >= 0:
+                    assert by_last[last].producer_id == pid, f"producer {pid}'s last batch stays"
+        markers_after = sum(b.is_control for b in lg.batches(0) if b.last_offset < bound)
+        assert markers_after < markers_before
