@@ -108,6 +108,10 @@ def test_every_wire_command_logs_in(run, tmp_path, mechanism, user):
     out = run("log-dirs", *cc, "--describe", "--topic-list", topic).stdout.splitlines()
     dirs = json.loads(out[-1])["brokers"][0]["logDirs"]
     assert sorted(p["partition"] for d in dirs for p in d["partitions"]) == [f"{topic}-0", f"{topic}-1"]
+    assert run("transactions", *cc, "list").stdout.split() == ["TransactionalId", "Coordinator", "ProducerId",
+                                                                "TransactionState"]
+    out = run("transactions", *cc, "describe-producers", "--topic", topic, "--partition", "0").stdout
+    assert out.split()[:2] == ["ProducerId", "ProducerEpoch"]
 
 
 @pytest.mark.parametrize("mechanism, command", [
