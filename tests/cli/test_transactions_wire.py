@@ -253,3 +253,24 @@ def test_command_config_is_read(broker, tmp_path):
     res = CliRunner().invoke(main, ["transactions", "--bootstrap-server", broker.bootstrap, "--command-config",
                                     str(conf), "list"])
     assert res.exit_code == 2 and "security.protocol" in res.output
+
+
+@pytest.mark.parametrize("args", [
+    ["abort", "--topic", "t", "--partition", "\u0663", "--start-offset", "1"],
+    ["abort", "--topic", "t", "--partition", "0", "--producer-id", "1", "--producer-epoch", "9" * 5000],
+    ["find-hanging", "--topic", "t", "--max-transaction-timeout", "-3"],
+    ["list", "--duration-filter", "soon"],
+    ["describe"],
+], ids=["arabic-digit", "5000-digits", "negative-timeout", "word", "missing-id"])
+def test_a_bad_flag_is_one_line_from_a_real_process(args):
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "compactlog", "transactions", "--bootstrap-server", "127.0.0.1:9",
+                           *args], capture_output=True, timeout=60)
+    err = proc.stderr.decode()
+    assert proc.returncode == 2, err
+    assert "Traceback" not in err and "int_max_str_digits" not in err
+    errors = [line for line in err.splitlines() if line.startswith("Error:")]
+    assert len(errors) == 1 and len(errors[0]) < 400, err
+    assert "--" in errors[0], err  # names the flag

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import datetime
 import logging
+import time
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
@@ -29,7 +30,8 @@ log = logging.getLogger("compactlog.wire")
 MAX_ANSWER = 64 << 20  # every transactional id or producer of a broker, in one answer
 TXN_KEY_TYPE = 1  # FindCoordinator's key type for a transactional id
 LIST_TRANSACTIONS, API_VERSIONS = 66, 18
-NOT_COORDINATOR_CODES = {14: "COORDINATOR_LOAD_IN_PROGRESS", 15: "COORDINATOR_NOT_AVAILABLE", 16: "NOT_COORDINATOR"}
+COORDINATOR_LOAD_IN_PROGRESS = 14  # asked again until TIMEOUT_S, as Kafka's admin client retries it
+RETRY_S = 0.2
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED, TRANSACTIONAL_ID_NOT_FOUND = 53, 105
 TOPIC_AUTHORIZATION_FAILED, INVALID_TOPIC = 29, 17
 CLUSTER_AUTHORIZATION_FAILED, INVALID_PRODUCER_EPOCH, TRANSACTION_COORDINATOR_FENCED = 31, 47, 52
@@ -151,10 +153,11 @@ class WireTransactions:
                                           "filter or set duration filter to -1.")
                 body = v1.ListTransactionsRequest(state_filters=tuple(states), producer_id_filters=tuple(producer_ids),
                                                   duration_filter=duration_ms)
-                answer = self.ask(broker_id, body, r1.ListTransactionsResponse)
+                response_cls = r1.ListTransactionsResponse
             else:
                 body = v0.ListTransactionsRequest(state_filters=tuple(states), producer_id_filters=tuple(producer_ids))
-                answer = self.ask(broker_id, body, r0.ListTransactionsResponse)
+                response_cls = r0.ListTransactionsResponse
+            answer = self._until_loaded(lambda: self.ask(broker_id, body, response_cls), lambda a: a.error_code)
             if answer.error_code != 0:
                 raise error_for(int(answer.error_code), f"ListTransactions request sent to broker {broker_id} failed "
                                                         "with an unexpected exception")
@@ -192,8 +195,10 @@ class WireTransactions:
         from kio.schema.describe_transactions.v0 import request, response
 
         coordinator = self.coordinator(tid)
-        answer = self.ask(coordinator, request.DescribeTransactionsRequest(transactional_ids=(tid,)),
-                          response.DescribeTransactionsResponse)
+        answer = self._until_loaded(
+            lambda: self.ask(coordinator, request.DescribeTransactionsRequest(transactional_ids=(tid,)),
+                             response.DescribeTransactionsResponse),
+            lambda a: a.transaction_states[0].error_code if a.transaction_states else 0)
         (state,) = answer.transaction_states
         code = int(state.error_code)
         about = f"DescribeTransactions request for transactionalId `{tid}` "
@@ -262,6 +267,17 @@ class WireTransactions:
         if code != 0:
             message = str(error_for(code))
             raise error_for(code, f"WriteTxnMarkers request with {spec} failed due to unexpected error: {message}")
+
+    @staticmethod
+    def _until_loaded(send, code_of):
+        """An answer other than COORDINATOR_LOAD_IN_PROGRESS (a coordinator replaying its topic after a
+        start), asked again for up to TIMEOUT_S; the last answer after that."""
+        deadline = time.monotonic() + TIMEOUT_S
+        while True:
+            answer = send()
+            if int(code_of(answer)) != COORDINATOR_LOAD_IN_PROGRESS or time.monotonic() >= deadline:
+                return answer
+            time.sleep(RETRY_S)
 
     def _any_broker(self) -> int:
         node = self.client.node_id
