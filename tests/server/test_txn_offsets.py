@@ -410,3 +410,23 @@ def test_a_marker_asked_for_before_the_replay_waits_for_it(tmp_path):
 
     run(data, first)
     asyncio.run(asyncio.wait_for(early_marker(), 30))
+
+
+def test_a_group_deleted_under_an_open_transaction_comes_back_at_the_replay_once_it_commits(tmp_path):
+    """Kafka's behaviour, kept: the deletion drops the pending offsets in memory, but the transaction's
+    record and its COMMIT marker stay in the log, after the deletion's tombstones, so a restart
+    applies them (the replay cannot tell a deletion's tombstone from expiry's)."""
+    data = tmp_path / "d"
+
+    async def first(broker, c, call, txns):
+        await c.commit_offsets("d", -1, "", None, {T0: offset(1)})
+        await txn_commit(c, "d", 3, {T0: offset(9)})
+        assert await c.delete_groups(["d"]) == {"d": 0}
+        await marker(c, "d", 3, True)
+        assert "d" not in c.groups and fetch(c, "d", T0) == {T0: None}
+
+    async def second(broker, c, call, txns):
+        assert fetch(c, "d", T0) == {T0: offset(9)}
+
+    run(data, first)
+    run(data, second)
