@@ -234,3 +234,23 @@ def test_damage_kept_in_a_segment_does_not_stop_the_rebuild_of_its_index(tmp_pat
     assert lg.damage_on_load and stored_index(lg) == index
     assert lg.last_stable_offset == lg.log_end_offset and lg.open_transactions() == []
     lg.close()
+
+
+def test_an_open_transaction_outlives_the_retention_of_its_first_batches_across_a_restart(tmp_path, clock):
+    lg = Log(tmp_path / "t-0", make_config(segment_bytes=700, file_delete_delay_ms=0), time=clock)
+    lg.append(tx(1, 0, 2, 0))  # opens at 0
+    seq = 2
+    while len(lg.segments) < 4:
+        lg.append(tx(1, seq, 2, 1))
+        seq += 2
+    lg.increment_log_start_offset(lg.segments[2].base_offset)
+    assert lg.delete_old_segments() == 2
+    start = lg.log_start_offset
+    assert lg.last_stable_offset == start and lg.open_transactions()[0].first_offset == 0
+    lg.close()
+    lg = Log(tmp_path / "t-0", make_config(segment_bytes=700), time=clock, clean_shutdown=True,
+             recovery_point=lg.log_end_offset, log_start_offset=start)
+    assert lg.last_stable_offset == start and [t.first_offset for t in lg.open_transactions()] == [0]
+    marker = lg.write_txn_marker(1, 0, False, 0)
+    assert lg.aborted_transactions(start, marker + 1) == [(1, 0)] and lg.last_stable_offset == marker + 1
+    lg.close()
