@@ -274,3 +274,10 @@ def test_a_bad_flag_is_one_line_from_a_real_process(args):
     errors = [line for line in err.splitlines() if line.startswith("Error:")]
     assert len(errors) == 1 and len(errors[0]) < 400, err
     assert "--" in errors[0], err  # names the flag
+
+
+def test_the_bootstrap_server_is_required_but_help_is_not():
+    res = CliRunner().invoke(main, ["transactions", "list"])
+    assert res.exit_code == 2 and error_line(res.output) == "Error: Missing option '--bootstrap-server'."
+    res = CliRunner().invoke(main, ["transactions", "abort", "--help"])
+    assert res.exit_code == 0 and "--start-offset" in res.output

@@ -53,19 +53,27 @@ def failed(message: str, cause: BaseException | None = None) -> CompactLogError:
     return CompactLogError(f"{message}: {cause}. Enable debug logging for additional detail.")
 
 
+def _bootstrap(ctx: click.Context) -> str:
+    """``--bootstrap-server``, required (asked here, not by click, so that ``transactions list --help`` works
+    without it)."""
+    if ctx.obj["bootstrap"] is None:
+        raise click.UsageError("Missing option '--bootstrap-server'.", ctx=ctx.parent or ctx)
+    return ctx.obj["bootstrap"]
+
+
 def _connect(ctx: click.Context):
     from .wire_transactions import WireTransactions
 
-    return WireTransactions(ctx.obj["bootstrap"])
+    return WireTransactions(_bootstrap(ctx))
 
 
 @click.group("transactions", context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--bootstrap-server", "bootstrap_server", required=True, metavar="HOST:PORT", callback=host_ports,
+@click.option("--bootstrap-server", "bootstrap_server", metavar="HOST:PORT", callback=host_ports,
               help="The broker to connect to (a running compactlog serve, or any Kafka broker); several "
-                   "comma-separated entries may be given.")
+                   "comma-separated entries may be given. Required.")
 @command_config_option
 @click.pass_context
-def transactions(ctx: click.Context, bootstrap_server: str) -> None:
+def transactions(ctx: click.Context, bootstrap_server: str | None) -> None:
     """Analyse producers' transactional state; detect hanging transactions and abort them (as
     kafka-transactions.sh)."""
     ctx.obj = {"bootstrap": bootstrap_server}
@@ -139,6 +147,7 @@ def describe_producers(ctx: click.Context, broker_id: int | None, topic: str, pa
 def find_hanging(ctx: click.Context, broker_id: int | None, max_timeout: int, topic: str | None,
                  partition: int | None) -> None:
     """Find hanging transactions."""
+    _bootstrap(ctx)
     if topic is None and broker_id is None:
         raise failed("The `find-hanging` command requires either --topic or --broker-id to limit the scope of the "
                      "search")
@@ -213,6 +222,7 @@ def abort(ctx: click.Context, topic: str, partition: int, start_offset: int | No
     """Abort a hanging transaction (requires administrative privileges: ClusterAction on the cluster)."""
     from .wire_transactions import partition_name
 
+    _bootstrap(ctx)
     if start_offset is None and producer_id is None:
         raise failed("The transaction to abort must be identified either with --start-offset (for brokers on 3.0 "
                      "or above) or with --producer-id, --producer-epoch, and --coordinator-epoch (for older brokers)")
