@@ -240,10 +240,11 @@ class Partition:
                 hi = mid
         if lo < len(entries):
             return seg.base_offset + int(entries[lo]["offset"])
-        segs = list(self._log.segments)
-        for i, s in enumerate(segs):
-            if s is seg and i + 1 < len(segs):
-                return segs[i + 1].base_offset
+        segs = self._log.segments
+        if segs[-1] is not seg:  # (a tailing reader's range ends in the active segment: no walk)
+            for i, s in enumerate(segs[:-1]):
+                if s is seg:
+                    return segs[i + 1].base_offset
         return self._log.log_end_offset
 
     def batches(self, start: int | None = None, end: int | None = None, *, isolation: str = READ_UNCOMMITTED,
