@@ -2,8 +2,9 @@
 
 Starts ``compactlog serve --http`` on a new data directory on 127.0.0.1, fills it the way a user would
 (three topics through librdkafka, a consumer group that stays, one that left, the cleaner and a
-Pulsar-style compaction run from the console's buttons, the advisor), and saves one picture per page
-with headless chromium (Debian's, as the tests use). Run it again after a page changes.
+Pulsar-style compaction run from the console's buttons, the advisor, a committed and an open transaction,
+and a hanging one written before the server starts), and saves one picture per page with headless
+chromium (Debian's, as the tests use). Run it again after a page changes.
 """
 
 from __future__ import annotations
@@ -57,6 +58,39 @@ def prices(bootstrap: str, first: int, n: int) -> Producer:
             assert p.flush(30) == 0
     assert p.flush(30) == 0
     return p
+
+
+def hanging(data: Path) -> None:
+    """Topic ``payments`` with a transaction left open an hour ago by a producer no coordinator knows: the
+    Transactions page flags it hanging."""
+    import time
+
+    import compactlog
+    from compactlog.records.batch import BatchInfo, build_batch
+
+    ts = int(time.time() * 1000) - 3_600_000
+    with compactlog.open(data) as cl:
+        cl.create_topic("payments", partitions=1)
+        part = cl.partition("payments", 0)
+        part.append(build_batch([b"pay-1"], [b'{"amount": 12}'], [ts]))
+        info = BatchInfo(producer_id=4711, producer_epoch=0, base_sequence=0, is_transactional=True)
+        part.append(build_batch([b"pay-2"], [b'{"amount": 40}'], [ts], info=info))
+
+
+def transactions(bootstrap: str) -> Producer:
+    """A committed transaction of ``checkout-1`` and an open one of ``checkout-2`` (returned: kept open)."""
+    done = Producer({"bootstrap.servers": bootstrap, "transactional.id": "checkout-1"})
+    done.init_transactions(30)
+    done.begin_transaction()
+    done.produce("orders", key=b"order-tx-1", value=b'{"order": "tx-1"}', partition=0)
+    done.commit_transaction(30)
+    open_ = Producer({"bootstrap.servers": bootstrap, "transactional.id": "checkout-2",
+                      "transaction.timeout.ms": 600_000})
+    open_.init_transactions(30)
+    open_.begin_transaction()
+    open_.produce("orders", key=b"order-tx-2", value=b'{"order": "tx-2"}', partition=1)
+    assert open_.flush(30) == 0
+    return open_
 
 
 def fill(bootstrap: str) -> threading.Event:
@@ -153,6 +187,8 @@ def shoot(console: str, bootstrap: str, out: Path) -> None:
         save("group")
         pg.goto("/groups/audit/reset?topic=&to=earliest")
         save("group-reset")
+        pg.goto("/transactions")
+        save("transactions")
         pg.goto("/topics/latest-product-price/compression")
         pg.locator("input[name=sample_mb]").fill("1")
         pg.click("#run-advisor")
@@ -171,9 +207,11 @@ def main() -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
+        hanging(Path(tmp) / "data")
         proc, bootstrap, console = start(Path(tmp) / "data")
         try:
             stop = fill(bootstrap)
+            stop.open_transaction = transactions(bootstrap)
             shoot(console, bootstrap, out)
             stop.set()
             stop.thread.join(30)
