@@ -212,36 +212,33 @@ def test_confluent_read_uncommitted_sees_all_data_and_no_control_record(server, 
     assert high == b.end
 
 
-def test_kafka_python_read_committed_stops_at_the_lso(server, built):
+def kafka_python_read(server, isolation: str, end: int) -> tuple[list[bytes], int, int]:
+    """(values, position, end offset) of a kafka-python consumer reading from 0 until its position is ``end``."""
     from kafka import KafkaConsumer, TopicPartition
 
-    _, b = built
     tp = TopicPartition(tx.TOPIC, 0)
-    for isolation, want, end in (("read_committed", tx.COMMITTED_BEFORE, b.lso), ("read_uncommitted", tx.ALL, b.end)):
-        c = KafkaConsumer(bootstrap_servers=server.bootstrap, isolation_level=isolation, enable_auto_commit=False,
-                          fetch_max_wait_ms=50, request_timeout_ms=20_000)
-        try:
-            c.assign([tp])
-            c.seek(tp, 0)
-            assert c.end_offsets([tp])[tp] == end
-            got, deadline = [], time.monotonic() + T
-            while c.position(tp) < end and time.monotonic() < deadline:
-                for recs in c.poll(timeout_ms=500).values():
-                    got += [r.value for r in recs]
-            assert got == want
-            assert c.position(tp) == end
-            assert all(r == [] for r in c.poll(timeout_ms=300).values())  # nothing beyond
-        finally:
-            c.close()
+    c = KafkaConsumer(bootstrap_servers=server.bootstrap, isolation_level=isolation, enable_auto_commit=False,
+                      fetch_max_wait_ms=50, request_timeout_ms=20_000)
+    try:
+        c.assign([tp])
+        c.seek(tp, 0)
+        got, deadline = [], time.monotonic() + T
+        while c.position(tp) < end and time.monotonic() < deadline:
+            for recs in c.poll(timeout_ms=500).values():
+                got += [r.value for r in recs]
+        assert all(r == [] for r in c.poll(timeout_ms=300).values())  # nothing beyond
+        return got, c.position(tp), c.end_offsets([tp])[tp]
+    finally:
+        c.close()
 
 
-def test_aiokafka_read_committed_stops_at_the_lso(server, built):
+def aiokafka_read(server, isolation: str, end: int) -> tuple[list[bytes], int, int]:
+    """The same with aiokafka."""
     from aiokafka import AIOKafkaConsumer, TopicPartition
 
-    _, b = built
     tp = TopicPartition(tx.TOPIC, 0)
 
-    async def read(isolation: str, end: int) -> tuple[list[bytes], int, int]:
+    async def read() -> tuple[list[bytes], int, int]:
         c = AIOKafkaConsumer(bootstrap_servers=server.bootstrap, isolation_level=isolation,
                              enable_auto_commit=False, fetch_max_wait_ms=50)
         await c.start()
@@ -256,8 +253,15 @@ def test_aiokafka_read_committed_stops_at_the_lso(server, built):
         finally:
             await c.stop()
 
-    assert asyncio.run(read("read_committed", b.lso)) == (tx.COMMITTED_BEFORE, b.lso, b.lso)
-    assert asyncio.run(read("read_uncommitted", b.end)) == (tx.ALL, b.end, b.end)
+    return asyncio.run(read())
+
+
+@pytest.mark.parametrize("read", [kafka_python_read, aiokafka_read], ids=["kafka-python", "aiokafka"])
+def test_kafka_python_and_aiokafka_read_committed_stop_at_the_lso(server, built, read):
+    """Both move their position past the aborted batch just below the LSO, to the LSO."""
+    _, b = built
+    assert read(server, "read_committed", b.lso) == (tx.COMMITTED_BEFORE, b.lso, b.lso)
+    assert read(server, "read_uncommitted", b.end) == (tx.ALL, b.end, b.end)
 
 
 # the console consumer ------------------------------------------------------------------------------
@@ -348,19 +352,6 @@ def test_a_parked_read_committed_fetch_and_a_waiting_consumer_wake_when_the_comm
 def test_after_the_commit_every_client_reads_the_rest_in_order(server, built):
     _, b = built
     got, position, high = confluent_read(server, "read_committed", expect=len(tx.COMMITTED_AFTER))
-    assert got == tx.COMMITTED_AFTER and position == b.end + 1
-    from kafka import KafkaConsumer, TopicPartition
-
-    tp = TopicPartition(tx.TOPIC, 0)
-    c = KafkaConsumer(bootstrap_servers=server.bootstrap, isolation_level="read_committed", enable_auto_commit=False,
-                      fetch_max_wait_ms=50)
-    try:
-        c.assign([tp])
-        c.seek(tp, 0)
-        got, deadline = [], time.monotonic() + T
-        while c.position(tp) < b.end + 1 and time.monotonic() < deadline:
-            for recs in c.poll(timeout_ms=500).values():
-                got += [r.value for r in recs]
-        assert got == tx.COMMITTED_AFTER
-    finally:
-        c.close()
+    assert got == tx.COMMITTED_AFTER and position == high == b.end + 1
+    for read in (kafka_python_read, aiokafka_read):
+        assert read(server, "read_committed", b.end + 1) == (tx.COMMITTED_AFTER, b.end + 1, b.end + 1)
