@@ -267,12 +267,6 @@ def test_the_embedded_api_reads_the_matrix_committed(server, expected):
     assert stored_values(server, TOPIC, "read_committed") == expected
 
 
-# Fetch hands out read_committed data (LSO, aborted transactions) in a change of its own; until it lands
-# these fail, and must pass once it has
-FETCH_READ_COMMITTED = pytest.mark.xfail(reason="Fetch does not serve read_committed yet", strict=False)
-
-
-@FETCH_READ_COMMITTED
 @pytest.mark.parametrize("reader", READERS)
 def test_read_committed_consumers_see_each_commit_once_and_no_abort(server, expected, reader):
     assert READERS[reader](server, TOPIC, "read_committed") == expected
