@@ -20,15 +20,31 @@ import txn_support as tx
 import wire
 from kio.schema.errors import ErrorCode
 
-from compactlog.records.batch import iter_batches
+import compactlog
+from compactlog.records.batch import BatchInfo, build_batch, iter_batches
 
 T = 30.0
+
+
+BIG = "txn-big"  # large batches: answers past the zero-copy threshold, sent from the files with sendfile
+BIG_BATCH = 200 * 1024
 
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     d = tmp_path_factory.mktemp("rc") / "data"
-    return d, tx.build(d)
+    b = tx.build(d)
+    with compactlog.open(d) as cl:  # 6 committed batches of 200 KB, then one open transaction of 2 more
+        cl.create_topic(BIG, 1)
+        part = cl.partition(BIG, 0)
+        for i in range(8):
+            pid = tx.C if i < 6 else tx.O
+            info = BatchInfo(producer_id=pid, producer_epoch=0, base_sequence=i * 10 if i < 6 else (i - 6) * 10,
+                             is_transactional=True)
+            part.append(build_batch([None] * 10, [bytes([65 + i]) * (BIG_BATCH // 10)] * 10, info=info))
+            if i == 5:
+                part.write_txn_marker(tx.C, 0, True, 0)
+    return d, b
 
 
 @pytest.fixture(scope="module")
@@ -136,6 +152,22 @@ def test_read_uncommitted_fetch_reads_to_the_high_watermark_with_the_lso_and_a_n
         got += [r.value for x in batches if not x.is_control for r in x.records()]
         offset = batches[-1].last_offset + 1
     assert got == tx.ALL
+
+
+def test_a_large_read_committed_answer_sent_from_the_file_ends_at_the_lso(server):
+    """Past 1 MB a fetch is read in a worker thread and its ranges sent with sendfile: the LSO cuts them too."""
+    for isolation, batches in ((1, 7), (0, 9)):  # 6 data batches and the COMMIT marker below the LSO, 2 above
+        part = fetch_one_of(server, BIG, 0, isolation, max_bytes=8 << 20)
+        got = batches_of(part.records)
+        assert len(got) == batches
+        assert part.last_stable_offset == 61  # 6 batches of 10, the COMMIT marker, then the open transaction
+        assert all(x.last_offset < 61 for x in got) == (isolation == 1)
+
+
+def fetch_one_of(server, topic: str, offset: int, isolation: int, max_bytes: int):
+    req = wire.fetch(topic, 0, offset, version=12, max_bytes=max_bytes)
+    with wire.RawClient.to(server, timeout=T) as c:
+        return c.call(dataclasses.replace(req, isolation_level=isolation)).responses[0].partitions[0]
 
 
 # ListOffsets --------------------------------------------------------------------------------------
