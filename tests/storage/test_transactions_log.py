@@ -4,6 +4,8 @@ ProducerStateManager, UnifiedLog)."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from storage_helpers import batch, make_config
 
@@ -265,3 +267,41 @@ def test_asking_for_the_lso_of_a_log_without_producers_writes_no_producer_snapsh
     lg.append(batch(["b"]))
     lg.close()
     assert not list(lg.dir.glob("*.snapshot"))
+
+
+def test_searching_the_txnindex_files_keeps_no_descriptor_open(tmp_path, clock):
+    lg = open_log(tmp_path, clock, segment_bytes=300)
+    seq = 0
+    while len(lg.segments) < 12:
+        lg.append(tx(1, seq))
+        seq += 2
+        lg.write_txn_marker(1, 0, False, 0)
+    assert open_txnindexes() == [files.filename_prefix(lg.active_segment.base_offset) + files.TXN_INDEX_SUFFIX]
+    end = lg.log_end_offset
+    lg.close()
+    for clean in (True, False):  # a clean open checks them, an unclean one rebuilds them: neither keeps one open
+        lg = Log(tmp_path / "t-0", make_config(segment_bytes=300), time=clock, clean_shutdown=clean,
+                 recovery_point=end if clean else 0)
+        with_entries = [s for s in lg.segments if files.segment_file(lg.dir, s.base_offset, files.TXN_INDEX_SUFFIX).exists()]
+        assert len(with_entries) > 8
+        found = lg.aborted_transactions(0, lg.log_end_offset)
+        assert len(found) == seq // 2 and open_txnindexes() in ([], [with_entries[-1].txn_index.path.name])
+        lg.close()
+    lg = open_log(tmp_path, clock, segment_bytes=300)
+    lg.append(tx(2, 0))
+    lg.write_txn_marker(2, 0, False, 0)  # the writer keeps the active segment's
+    assert [name.split(".")[0] for name in open_txnindexes()] == [files.filename_prefix(lg.active_segment.base_offset)]
+    lg.close()
+    assert open_txnindexes() == []
+
+
+def open_txnindexes() -> list[str]:
+    names = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue
+        if target.endswith(files.TXN_INDEX_SUFFIX):
+            names.append(os.path.basename(target))
+    return names

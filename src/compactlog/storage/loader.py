@@ -232,5 +232,7 @@ def load_log(
         next_offset = log_start_offset
     start = max(log_start_offset, segments[0].base_offset)
     rp = next_offset if clean_shutdown else min(recovery_point, next_offset)
+    for seg in segments[:-1]:  # recovery emptied some .txnindex files: what was written is made durable
+        seg.release_txn_index()
     live = {seg.base_offset for seg in segments}
     return LoadedLog(segments, next_offset, rp, start, truncated, damage, gaps_allowed_below, sorted(rebuild & live))

@@ -194,8 +194,10 @@ def rebuild_txn_indexes(directory: Path, segments: Sequence[LogSegment], bases: 
     state.loaded = False
     _replay(state, listing, first, log_end, set(bases))
     for seg in segments:
-        if seg.base_offset in bases:
+        if seg.base_offset in bases or seg is segments[-1]:
             seg.txn_index.flush()
+        if seg is not segments[-1]:  # (recovery opened them all; reads open them as needed)
+            seg.release_txn_index()
     expired = state.remove_expired(now) if now is not None else 0
     log.info("rebuilt the transaction indexes of %d segments of %s from offset %d (%d producers, %d expired)",
              len(bases), directory.name, first, len(state.producers), expired)

@@ -748,8 +748,16 @@ class LogSegment:
         return removed
 
     def on_become_inactive(self) -> None:
-        """Write the final time-index entry Kafka writes when a segment stops being active."""
+        """Write the final time-index entry Kafka writes when a segment stops being active; its
+        ``.txnindex``, complete now, is made durable and its descriptor let go (reads open it as needed)."""
         self.time_index.maybe_append(self.max_timestamp_so_far, self.offset_of_max_timestamp, skip_full_check=True)
+        self.release_txn_index()
+
+    def release_txn_index(self) -> None:
+        """fsync the ``.txnindex`` this process wrote to and close its descriptor."""
+        if self._txn_index is not None:
+            self._txn_index.flush()
+            self._txn_index.close()
 
     # facts used by rolling, retention and cleaning -----------------------------------------------
     @property
@@ -826,8 +834,7 @@ class LogSegment:
         POOL.detach(self)
         self.offset_index.close()
         self.time_index.close()
-        if self._txn_path().exists():  # readers holding the segment may still search it: open, kept open
-            self.txn_index._open(create=False)
+        self.txn_index.hold()  # readers holding the segment may still search it: a descriptor kept open
 
     def close(self) -> None:
         if not self._closed:

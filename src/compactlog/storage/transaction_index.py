@@ -81,8 +81,10 @@ class TransactionIndex:
     """The ``.txnindex`` of one segment (``start_offset`` is the segment's base offset).
 
     The file is created by the first :meth:`append`, not before (as Kafka's). Each entry is written at
-    once with one ``pwrite``; :meth:`flush` makes it durable. Not thread-safe: the log's lock guards it,
-    as it guards the segment's other files.
+    once with one ``pwrite``; :meth:`flush` makes it durable. Writes are not thread-safe: the log's lock
+    guards them, as it guards the segment's other files. A descriptor is kept only once the index is
+    written to (or :meth:`hold` is asked for one): a read opens the file for its walk and closes it, so
+    that a log with many segments holding entries keeps no descriptor per segment (Kafka keeps one).
     """
 
     def __init__(self, path: Path, start_offset: int, read_only: bool = False) -> None:
@@ -92,11 +94,8 @@ class TransactionIndex:
         self._fd = -1
         self._size = 0  # bytes in the file: whole entries, plus a torn tail if the file has one
         self._last_offset: int | None = None  # of the last entry appended or found on disk
-        self._last_known = True  # False until the last entry of a file found on disk has been read
+        self._last_known = False  # until the file's last entry (or its absence) has been seen
         self._created = False  # this object created the file: the next flush also syncs the directory
-        if not read_only and self.path.exists():  # opening reads nothing: a damaged file is found by the first read
-            self._open(create=False)
-            self._last_known = self._size < ENTRY_SIZE
 
     # the file ----------------------------------------------------------------------------------
     def _open(self, create: bool) -> int:
@@ -110,6 +109,14 @@ class TransactionIndex:
             self._size = os.fstat(self._fd).st_size
             self._created = self._created or not existed
         return self._fd
+
+    def hold(self) -> None:
+        """Keep a descriptor of the file (if there is one) from now on: readers holding a segment that
+        is renamed away and unlinked read on through it. It closes with :meth:`close` or the object."""
+        try:
+            self._open(create=False)
+        except FileNotFoundError:
+            pass
 
     def close(self) -> None:
         if self._fd >= 0:
@@ -160,8 +167,10 @@ class TransactionIndex:
         """Add an aborted transaction. Its last offset (its ABORT marker's) must be above the last
         entry's: markers are appended in offset order, so a smaller one means a caller's mistake."""
         self._writable()
+        fd = self._open(create=True)
         if not self._last_known:
-            self._last_offset = self._entry_at(self._size - self._size % ENTRY_SIZE - ENTRY_SIZE).last_offset
+            last = self._size - self._size % ENTRY_SIZE - ENTRY_SIZE
+            self._last_offset = self._entry_at(last).last_offset if last >= 0 else None
             self._last_known = True
         if self._last_offset is not None and self._last_offset >= txn.last_offset:
             raise ValueError(
@@ -169,7 +178,6 @@ class TransactionIndex:
                 f"is not greater than current last offset {self._last_offset} of index {self.path.absolute()}"
             )
         data = txn.to_bytes()
-        fd = self._open(create=True)
         end = self._size - self._size % ENTRY_SIZE  # a torn tail left by a crash is written over
         files.write_fully(fd, [data], end)
         if end + ENTRY_SIZE < self._size:
@@ -184,8 +192,8 @@ class TransactionIndex:
     def reset(self) -> None:
         """Remove every entry (the file stays, empty)."""
         self._writable()
-        if self._fd >= 0:
-            os.ftruncate(self._fd, 0)
+        if self._fd >= 0 or self.path.exists():
+            os.ftruncate(self._open(create=False), 0)
         self._size = 0
         self._last_offset = None
         self._last_known = True
@@ -193,6 +201,9 @@ class TransactionIndex:
     def truncate_to(self, offset: int) -> None:
         """Drop the entries whose ABORT marker is at ``offset`` or later (the log is cut at ``offset``)."""
         self._writable()
+        if self._fd < 0 and not self.path.exists():
+            return
+        self._open(create=False)
         kept_last: int | None = None
         for position, txn in self._entries():
             if txn.last_offset >= offset:
@@ -218,21 +229,26 @@ class TransactionIndex:
 
     def _entries(self) -> Iterator[tuple[int, AbortedTxn]]:
         """(position, entry) of each whole entry, read a bounded chunk at a time; a torn tail is skipped.
-        Read-only, the file is looked at again first: the owner may have created or grown it since."""
-        if self.read_only:
+        Without a descriptor kept, the file is opened for the walk (it may have been created or grown by
+        its owner since) and closed after it."""
+        fd, own = self._fd, False
+        if fd < 0:
             try:
-                if self._fd < 0:
-                    self._open(create=False)
-                else:
-                    self._size = os.fstat(self._fd).st_size
+                fd, own = os.open(self.path, os.O_RDONLY), True
             except FileNotFoundError:
                 return
-        if self._fd < 0:
-            return
-        whole = self._size - self._size % ENTRY_SIZE
+        try:
+            size = self._size if self._fd >= 0 and not self.read_only else os.fstat(fd).st_size
+            yield from self._walk(fd, size)
+        finally:
+            if own:
+                os.close(fd)
+
+    def _walk(self, fd: int, size: int) -> Iterator[tuple[int, AbortedTxn]]:
+        whole = size - size % ENTRY_SIZE
         position = 0
         while position < whole:
-            raw = os.pread(self._fd, min(whole - position, _READ_ENTRIES * ENTRY_SIZE), position)
+            raw = os.pread(fd, min(whole - position, _READ_ENTRIES * ENTRY_SIZE), position)
             if not raw:  # the file shrank under us: what is gone is not there to read
                 return
             view = memoryview(raw)
@@ -261,6 +277,11 @@ class TransactionIndex:
         offset (Kafka's check); the caller rebuilds the index from the log."""
         if self._fd >= 0:
             self._size = os.fstat(self._fd).st_size
+        else:
+            try:
+                self._size = self.path.stat().st_size
+            except FileNotFoundError:
+                self._size = 0
         torn = self._size % ENTRY_SIZE
         if torn:
             raise CorruptIndexError(
