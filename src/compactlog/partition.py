@@ -194,8 +194,9 @@ class Partition:
 
     @property
     def producer_state_loaded(self) -> bool:
-        """Whether idempotent producers' state is in memory (else the first idempotent append loads it: a
-        snapshot and the log after it, or the log's last two segments, which is not cheap)."""
+        """Whether the producers' state is in memory (else the first idempotent or transactional append,
+        marker, ``last_stable_offset``, ``open_transactions`` or ``producers`` loads it: a snapshot and
+        the log after it, or the log's last two segments, which is not cheap)."""
         return self._log.producer_state.loaded
 
     # reading ------------------------------------------------------------------------------------
