@@ -21,6 +21,13 @@ from quixstreams import Application
 def main() -> None:
     broker, source, sink, group, state_dir, guarantee, delay, every = sys.argv[1:9]
     pause = float(delay)
+    producer_settings = {"linger.ms": 5}
+    if guarantee == "exactly-once":
+        # quixstreams gives each run a new random transactional id unless told one: then the transaction a
+        # killed run left open would stay open until it timed out, and the next run would wait for it
+        # (its offsets unstable). With the same id each run fences the last one at its start, and the
+        # coordinator aborts what that one left open.
+        producer_settings["transactional.id"] = f"{group}-1"
     app = Application(
         broker_address=broker,
         consumer_group=group,
@@ -31,7 +38,11 @@ def main() -> None:
         commit_every=int(every),
         loglevel=logging.INFO,
         request_timeout=10,
-        producer_extra_config={"linger.ms": 5},
+        producer_extra_config=producer_settings,
+        # a static member (KIP-345): the next run takes over the killed run's place in the group at once,
+        # instead of waiting for its session to end; the session outlasts a restart of the broker
+        consumer_extra_config={"group.instance.id": f"{group}-1", "session.timeout.ms": 30000,
+                               "heartbeat.interval.ms": 1000},
     )
     inputs = app.topic(source, key_deserializer="str", value_deserializer="json")
     outputs = app.topic(sink, key_serializer="str", value_serializer="json")

@@ -2,8 +2,12 @@
 store, backed by a changelog topic the broker compacts) against a real ``compactlog serve``.
 
 At-least-once: the app counts every input, is stopped, loses its local state, restores it from the
-compacted changelog and goes on counting where it was. quixstreams runs in its own venv under build/
-(apps_support.py): it pins a confluent-kafka older than the one the project tests with.
+compacted changelog and goes on counting where it was. Exactly-once (each checkpoint one transaction:
+output, changelog and consumed offsets): the app is SIGKILLed midway and restarted, the server is
+SIGKILLed and restarted under it, the app loses its local state and restores from the changelog; a
+read_committed reader then sees each input's effect in the output exactly once, with the right count,
+and the changelog's exact counts. quixstreams runs in its own venv under build/ (apps_support.py): it
+pins a confluent-kafka older than the one the project tests with.
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from apps_support import AppProcess, app_python, latest_by_key, restore_after_wiping_state
+from apps_support import AppProcess, app_python, exactly_once_through_kills, latest_by_key, restore_after_wiping_state
 from groups_support import create_topic
 
 pytest.importorskip("confluent_kafka")
@@ -55,4 +59,13 @@ def test_at_least_once_counts_and_restores_from_the_compacted_changelog(quix, ap
     create_topic(app_server.bootstrap, sink, 2)
     app = counter(quix, app_server, tmp_path, group, source, sink, "at-least-once")
     restore_after_wiping_state(app_server, app, tmp_path / "state", source, sink, changelog_name(group, source),
+                               changelog_counts)
+
+
+def test_exactly_once_through_kills_of_the_app_and_the_server(quix, app_server, tmp_path):
+    source, sink, group = "eos-words", "eos-counts", "eos-counter"
+    create_topic(app_server.bootstrap, source, 2)
+    create_topic(app_server.bootstrap, sink, 2)
+    app = counter(quix, app_server, tmp_path, group, source, sink, "exactly-once", delay=0.02)
+    exactly_once_through_kills(app_server, app, tmp_path / "state", source, sink, changelog_name(group, source),
                                changelog_counts)
