@@ -13,10 +13,11 @@ read_uncommitted it may hold more (the aborted attempts), which is the point.
 from __future__ import annotations
 
 import json
+import queue
 import random
-import select
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -61,7 +62,8 @@ def write_input(server, topic: str) -> dict[int, list[bytes]]:
 
 
 class Worker:
-    """One worker process and the lines it has printed."""
+    """One worker process and the lines it prints (read by a thread into a queue: a ``select`` on the pipe
+    would not see lines already taken into the reader's buffer)."""
 
     def __init__(self, client: str, server, source: str, sink: str, log: Path) -> None:
         self.log = log
@@ -69,22 +71,29 @@ class Worker:
             self.proc = subprocess.Popen([sys.executable, str(WORKER), client, server.bootstrap, source, sink,
                                           f"group-{client}", f"tid-{client}", str(EVERY)],
                                          stdout=subprocess.PIPE, stderr=err)
+        self.lines: queue.Queue[str | None] = queue.Queue()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            self.lines.put(line.decode().strip())
+        self.lines.put(None)
 
     def next_line(self, deadline: float) -> str:
         """The worker's next line; fails when it exits or says nothing before ``deadline``."""
-        while True:
-            remaining = deadline - time.monotonic()
-            assert remaining > 0, f"the worker said nothing in time; its log: {self.log.read_text()[-3000:]}"
-            ready, _, _ = select.select([self.proc.stdout], [], [], remaining)
-            if ready:
-                line = self.proc.stdout.readline().decode().strip()
-                assert line, f"the worker exited with {self.proc.wait()}; its log: {self.log.read_text()[-3000:]}"
-                return line
+        try:
+            line = self.lines.get(timeout=max(deadline - time.monotonic(), 0))
+        except queue.Empty:
+            raise AssertionError(f"the worker said nothing in time; its log: {self.log.read_text()[-3000:]}") from None
+        assert line is not None, f"the worker exited with {self.proc.wait()}; its log: {self.log.read_text()[-3000:]}"
+        return line
 
     def kill(self) -> None:
         if self.proc.poll() is None:
             self.proc.kill()
         self.proc.wait()
+        self.reader.join(T)
         self.proc.stdout.close()
 
 
