@@ -387,3 +387,17 @@ def test_after_the_commit_every_client_reads_the_rest_in_order(server, built):
     assert got == tx.COMMITTED_AFTER and position == high == b.end + 1
     for read in (kafka_python_read, aiokafka_read):
         assert read(server, "read_committed", b.end + 1) == (tx.COMMITTED_AFTER, b.end + 1, b.end + 1)
+
+
+@pytest.mark.parametrize("isolation", [2, -1, 127])
+def test_an_isolation_level_neither_0_nor_1_is_refused_by_name_for_each_partition(server, isolation):
+    """Kafka fails such a request whole (an unknown server error); here each partition gets
+    INVALID_REQUEST and nothing is read, and the connection stays usable."""
+    part = fetch_one(server, 0, 12, isolation)
+    assert part.error_code == ErrorCode.invalid_request and not part.records
+    with wire.RawClient.to(server, timeout=T) as c:
+        req = wire.list_offsets(tx.TOPIC, 0, -1, version=5)
+        (p,) = c.call(dataclasses.replace(req, isolation_level=isolation)).topics[0].partitions
+        assert p.error_code == ErrorCode.invalid_request and p.offset == -1
+        (p,) = c.call(wire.list_offsets(tx.TOPIC, 0, -1, version=5)).topics[0].partitions
+        assert p.error_code == ErrorCode.none

@@ -289,6 +289,9 @@ async def fetch(broker: Broker, req: Request, session: Session):
     deadline = loop.time() + max(body.max_wait.total_seconds(), 0)
     size = sum(p.partition_max_bytes for _n, _k, parts in wanted for p in parts)
     inline = min(size, body.max_bytes) <= INLINE_BYTES  # a small read costs less than the hop to a thread
+    if body.isolation_level not in (0, 1):  # Kafka fails such a request whole; we name the field instead
+        return encode_fetch_response(req.correlation_id, req.api_version, [
+            (key, [error_row(p.partition, 42, aborted=[]) for p in parts]) for _n, key, parts in asked])
     committed = body.isolation_level == 1
     while True:
         if inline:

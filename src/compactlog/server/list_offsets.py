@@ -66,7 +66,14 @@ def _lookup(broker: Broker, topics, read_committed: bool = False) -> list[list[t
 
 async def list_offsets(broker: Broker, req: Request, session: Session):
     s = schema(req)
-    read_committed = getattr(req.body, "isolation_level", 0) == 1  # the field is v2+; v1 reads uncommitted
+    isolation = getattr(req.body, "isolation_level", 0)  # the field is v2+; v1 reads uncommitted
+    if isolation not in (0, 1):  # neither read_uncommitted nor read_committed: INVALID_REQUEST for each partition
+        return response(req, throttle_time=NO_THROTTLE, topics=tuple(
+            make(s.ListOffsetsTopicResponse, name=t.name, partitions=tuple(
+                make(s.ListOffsetsPartitionResponse, partition_index=p.partition_index, error_code=error_code(42),
+                     timestamp=-1, offset=-1, leader_epoch=-1) for p in t.partitions))
+            for t in req.body.topics))
+    read_committed = isolation == 1
     results = await broker.blocking(_lookup, broker, req.body.topics, read_committed)
     results = [rows if broker.authorize(session, "DESCRIBE", "TOPIC", t.name) else  # else 29, TOPIC_AUTHORIZATION_FAILED
                [(p.partition_index, 29, -1, -1) for p in t.partitions] for t, rows in zip(req.body.topics, results)]
