@@ -180,13 +180,14 @@ class CleanedTransactions:
         return out
 
     # the chunk's fates ------------------------------------------------------------------------------
-    def _is_last_of_producer(self, batch: RecordBatch, lasts: set[int]) -> bool:
-        """Kafka's ``isBatchLastRecordOfProducer`` (for a batch with a producer id)."""
+    def is_last_of_producer(self, batch: RecordBatch) -> bool:
+        """Kafka's ``isBatchLastRecordOfProducer``: the batch holds its active producer's last data
+        offset, or, for a producer whose last entry is a marker, it is a marker of the producer's epoch."""
         rec = self.last_records.get(batch.producer_id)
         if rec is None:
             return False
         if rec.last_data_offset >= 0:
-            return batch.last_offset in lasts and batch.last_offset == rec.last_data_offset
+            return batch.base_offset + batch.last_offset_delta == rec.last_data_offset
         return bool(batch.attributes & CONTROL_BIT) and batch.producer_epoch == rec.producer_epoch
 
     def fates(self, batches: Sequence[RecordBatch], now: int) -> BatchFates | None:
@@ -197,12 +198,13 @@ class CleanedTransactions:
         special = [i for i, b in enumerate(batches) if b.attributes & TXN_OR_CONTROL]
         lo = bisect_left(self._last_data, batches[0].base_offset)
         hi = bisect_right(self._last_data, batches[-1].last_offset)
-        lasts = set(self._last_data[lo:hi])
-        if lasts:
+        if lo < hi:  # some producer's last data batch is here (a producer's batch or not, it is met)
+            lasts = set(self._last_data[lo:hi])
             special = sorted({*special, *(i for i, b in enumerate(batches) if b.last_offset in lasts)})
         if not special:
             return None
         out = BatchFates()
+        records = self.last_records
         for i in special:
             b = batches[i]
             if b.attributes & CONTROL_BIT:
@@ -215,7 +217,7 @@ class CleanedTransactions:
                 discard = self.on_batch(b)
             if discard:
                 out.discard.add(i)
-            if b.producer_id >= 0 and self._is_last_of_producer(b, lasts):
+            if b.producer_id in records and self.is_last_of_producer(b):
                 out.retain_empty.add(i)
         return out
 
