@@ -4,7 +4,7 @@ The compacted view of a partition (docs/compaction.md) is the side log below the
 plus the live log from H on. Which record of a key is "the latest" is the topic's
 ``compaction.strategy`` (docs/cleaner.md), decided as compaction decides it: the cleaner's versions
 (``cleaner.survival.chunk_versions``) ranked by its own offset map, so the lookup cannot name a record
-compaction would drop. With ``offset`` (Kafka's rule) it is the last record in the live tail
+compaction would drop (a record of an aborted transaction is no candidate either). With ``offset`` (Kafka's rule) it is the last record in the live tail
 ``[H, end)`` if there is one, else the one record the side log keeps for the key (a side log holds each
 key once and never a tombstone). With ``timestamp`` or ``header:<name>`` every record of the key in the
 tail competes, and the side log's with them. Without a published compaction the view is the whole live log.
@@ -32,7 +32,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from .cleaner.offset_map import OffsetMap
-from .cleaner.survival import chunk_versions
+from .cleaner.survival import chunk_versions, without_batches
+from .cleaner.transactions import AbortedRanges
 from .compaction.reader import pinned_view
 from .compaction.state import CompactionState
 from .records import kernels
@@ -134,9 +135,10 @@ def best_of(key: bytes, hits: list[Hit]) -> Hit:
 
 
 def hits_in(batches: Iterable[RecordBatch], lo: int, hi: int, key: bytes, strategy: str,
-            budget: Budget) -> tuple[list[Hit], bool, int]:
+            budget: Budget, aborted: AbortedRanges | None = None) -> tuple[list[Hit], bool, int]:
     """The winning record with ``key`` and an offset in [lo, hi) of each chunk of ``batches``: (those
-    hits, whether the whole range was read, bytes read)."""
+    hits, whether the whole range was read, bytes read). Records of the ``aborted`` transactions are
+    not candidates: compaction drops them."""
     hits = []
     read = 0
     for group in chunks(batches, CHUNK_BYTES):
@@ -146,6 +148,9 @@ def hits_in(batches: Iterable[RecordBatch], lo: int, hi: int, key: bytes, strate
         read += size
         chunk = Chunk.scan(group)
         rows = rows_with_key(chunk.data, chunk.cols, key)
+        gone = aborted.aborted(group) if aborted and rows.size else None
+        if gone:
+            rows = rows[~np.isin(rows, without_batches(chunk, gone))]
         if rows.size:
             offsets = chunk.offsets[rows]
             rows = rows[(offsets >= lo) & (offsets < hi)]  # a batch may straddle the window's edges
@@ -160,7 +165,7 @@ def hits_in(batches: Iterable[RecordBatch], lo: int, hi: int, key: bytes, strate
 
 
 def newest(view: PartitionView, lo: int, hi: int, key: bytes, budget: Budget, strategy: str = "offset",
-           once: bool = False) -> tuple[Hit | None, int, bool]:
+           once: bool = False, aborted: AbortedRanges | None = None) -> tuple[Hit | None, int, bool]:
     """The record compaction keeps of ``key`` in [lo, hi) of ``view``, searched from ``hi`` backwards:
     (the hit or None, the lowest offset searched, whether the search reached ``lo``).
 
@@ -172,7 +177,7 @@ def newest(view: PartitionView, lo: int, hi: int, key: bytes, budget: Budget, st
     best: Hit | None = None
     while b > lo:
         a = max(lo, b - window)
-        hits, whole, read = hits_in(view.batches(a, b), a, b, key, strategy, budget)
+        hits, whole, read = hits_in(view.batches(a, b), a, b, key, strategy, budget, aborted)
         if not whole:
             return best, b, False
         if hits:
@@ -200,7 +205,8 @@ def search_partition(cl, topic: str, partition: int, key: bytes, scan_bytes: int
     budget = Budget(scan_bytes)
     try:
         live_lo = start if state is None else min(max(state.horizon, start), end)
-        live, low, complete = newest(lg, live_lo, end, key, budget, strategy)
+        aborted = AbortedRanges(lg.aborted_txns(live_lo, end))  # (a side log holds no aborted record)
+        live, low, complete = newest(lg, live_lo, end, key, budget, strategy, aborted=aborted)
         compacted = None
         if complete and side is not None and (live is None or strategy != "offset"):
             hi = min(state.horizon, side.log_end_offset)

@@ -59,3 +59,18 @@ def test_an_open_transaction_waits_for_its_end(tmp_path):
         assert state.horizon == 14
         view = [(r.key, r.value) for r in cl.consume("t", 0, from_beginning=True, read_compacted=True)]
         assert view == [(b"k", b"v9"), (b"a", b"after")]  # the aborted records are gone, k keeps v9
+
+
+def test_the_latest_value_of_a_key_is_never_an_aborted_one(tmp_path):
+    from compactlog.key_lookup import find_latest
+
+    with compactlog.open(tmp_path / "d", time=MockTime()) as cl:
+        cl.create_topic("t", 1, {"segment.bytes": "1500"})
+        part = cl.partition("t", 0)
+        cl.produce("t", b"committed", key=b"k", partition=0)
+        txn = BatchInfo(producer_id=5, producer_epoch=0, base_sequence=0, is_transactional=True)
+        part.append(build_batch([b"k"], [b"aborted"], [cl.time.milliseconds()], info=txn))
+        part.write_txn_marker(5, 0, False, 0)
+        assert find_latest(cl, "t", b"k").record.value == b"committed"
+        cl.compact_topic("t")
+        assert find_latest(cl, "t", b"k").record.value == b"committed"
