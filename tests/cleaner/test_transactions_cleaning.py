@@ -7,6 +7,8 @@ through ``Partition.write_txn_marker``; a round is the cleaner's own, over [firs
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 import compactlog
@@ -435,3 +437,60 @@ def test_rounds_over_random_transactions_keep_what_they_must(tmp_path, seed):
                     assert by_last[last].producer_id == pid, f"producer {pid}'s last batch stays"
         markers_after = sum(b.is_control for b in lg.batches(0) if b.last_offset < bound)
         assert markers_after < markers_before
+
+
+CRASHING_CLEAN = """
+import os, sys
+import compactlog
+from compactlog.storage import files
+from compactlog.storage.log import Log
+from compactlog.storage.segment import LogSegment
+stage = sys.argv[2]
+if stage == "cleaned":  # the .cleaned files written, nothing renamed yet
+    Log.replace_segments = lambda self, new, old: os._exit(0)
+else:  # the new segment's files renamed to .swap, the old ones not yet to .deleted
+    rename = LogSegment.change_suffix
+    def change_suffix(self, old, new):
+        rename(self, old, new)
+        if new == files.SWAP_SUFFIX:
+            os._exit(0)
+    LogSegment.change_suffix = change_suffix
+cl = compactlog.open(sys.argv[1])
+cl.clean("t")
+raise SystemExit("the round ended without reaching the crash")
+"""
+
+
+@pytest.mark.parametrize("stage", ["cleaned", "swap"])
+def test_a_crash_during_the_swap_keeps_the_index_of_the_old_or_the_new_segment(tmp_path, stage):
+    import subprocess
+    import sys
+
+    with compactlog.open(tmp_path / "d") as cl:
+        cl.create_topic("t", 1, CONFIG)
+        p1, p2 = Producer(cl, 1), Producer(cl, 2)
+        p1(1, 2)
+        p2(1, 3)
+        p1.abort()
+        p2.commit()
+        plain(cl, 3, 4)
+        cl.log("t").roll()
+        before = aborted(cl)
+        committed = [(r.offset, r.key, r.value) for r in cl.consume("t", 0, from_beginning=True,
+                                                                     isolation_level="read_committed")]
+    done = subprocess.run([sys.executable, "-c", CRASHING_CLEAN, str(tmp_path / "d"), stage], capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    names = os.listdir(tmp_path / "d" / "t-0")
+    assert any(n.endswith(".txnindex." + stage) for n in names), names
+    with compactlog.open(tmp_path / "d") as cl:
+        assert aborted(cl) == before  # the old segment's entry, or the same entry rewritten into the new one
+        names = os.listdir(tmp_path / "d" / "t-0")
+        assert not any(n.endswith((".cleaned", ".swap", ".deleted")) for n in names), names
+        latest = {k: (o, v) for o, k, v in committed}
+        rows = [(r.offset, r.key, r.value) for r in cl.consume("t", 0, from_beginning=True, isolation_level="read_committed")]
+        assert {k: (o, v) for o, k, v in rows} == latest
+        if stage == "swap":  # the swap was finished at open: the cleaned records are what is left
+            assert len(rows) < len(committed)
+        else:
+            assert rows == committed
