@@ -6,8 +6,8 @@ record of an aborted transaction. A read_uncommitted consumer sees the aborted r
 the log, so the consumers above had something to leave out).
 
 Fencing of a zombie by a newer instance of its transactional id, and a transaction left open past its
-timeout aborted by the coordinator, for the clients whose librdkafka versions are in
-test_transactions_clients.py: kafka-python, aiokafka and kafkajs, each meeting its own fenced error.
+timeout aborted by the coordinator, for kafka-python, aiokafka and kafkajs, each meeting its own fenced
+error (librdkafka's are in test_transactions_clients.py).
 
 Record values name their producer, transaction and fate (``<client>-t<n>-commit-<i>``); a plain
 (non-transactional) ``end`` record in each partition, written last, tells a reader it has read it all.
@@ -26,7 +26,7 @@ from compactlog import reading
 confluent_kafka = pytest.importorskip("confluent_kafka")
 kafka = pytest.importorskip("kafka")
 aiokafka = pytest.importorskip("aiokafka")
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition  # noqa: E402
+from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
 OVERRIDES = {"transaction.abort.timed.out.transaction.cleanup.interval.ms": "200",
