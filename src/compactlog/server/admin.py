@@ -37,6 +37,7 @@ from ..storage.log_config import LogConfig
 from ..topics import check_deletable, replication_refusal
 from .broker import NO_THROTTLE, Broker, Session, error_code
 from .configs import SOURCE_NUMBERS
+from .coordinator import running_group_coordinator
 from .entities import make, response, schema
 from .protocol import Request
 from .metadata import topic_uuid as id_of_topic
@@ -261,7 +262,7 @@ async def delete_topics(broker: Broker, req: Request, session: Session):
     ids = {n: id_of_topic(broker, n) for n in names}  # before they go
     done = iter(await broker.blocking(_delete_all, broker, names, _refused(broker, session, "DELETE", names)))
     outcomes = [refused or next(done) for _n, _i, refused in resolved]
-    coordinator = broker.extras.get("group_coordinator")
+    coordinator = running_group_coordinator(broker)
     if coordinator is not None:
         for (name, _i, _refused_), (code, _message) in zip(resolved, outcomes):
             if code == 0:

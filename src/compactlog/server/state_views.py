@@ -16,6 +16,7 @@ from types import MappingProxyType
 from typing import Mapping
 
 from ..group_records import OffsetCommitValue
+from .coordinator import GROUP_COORDINATOR
 
 TRANSACTIONS = "transactions"  # the broker's extras key of the transaction coordinator
 # the states in which the coordinator will still write markers to the transaction's partitions
@@ -75,7 +76,6 @@ def transactions(broker) -> TransactionsView | None:
 
 # groups ----------------------------------------------------------------------------------------------
 
-GROUP_COORDINATOR = "group_coordinator"  # the broker's extras key of the group coordinator
 STABLE, EMPTY, DEAD = "Stable", "Empty", "Dead"  # Kafka's names of the group states the console tells apart
 CONSUMER_PROTOCOL_TYPE = "consumer"  # members of such a group carry ConsumerProtocol assignments
 TopicPartition = tuple[str, int]

@@ -45,6 +45,7 @@ from ..transactions.coordinator import (
 from ..transactions.metadata import TopicPartition, TransactionMetadata, log_record
 from ..transactions.state import COMPLETING, DEAD, PREPARE_COMMIT, IllegalTransactionTransition
 from ..java_hash import coordinator_partition
+from .coordinator import running_group_coordinator
 from .txn_log import TransactionStateLog, write_error
 from .txn_markers import UNKNOWN_TOPIC_OR_PARTITION, write_marker
 
@@ -232,7 +233,7 @@ class TransactionCoordinatorService:
 
     def offsets_partitions(self) -> int:
         """The partition count of ``__consumer_offsets``, as the group coordinator places groups."""
-        group = self.broker.extras.get("group_coordinator")
+        group = running_group_coordinator(self.broker)
         store = getattr(group, "store", None)
         if store is not None and hasattr(store, "partitions"):
             return store.partitions()

@@ -24,6 +24,7 @@ import logging
 
 from ..errors import CompactLogError
 from ..transactions.coordinator import OFFSETS_TOPIC
+from .coordinator import running_group_coordinator
 from .broker import Broker, Session, error_code
 from .entities import make, response, schema
 from .protocol import Request
@@ -32,17 +33,6 @@ log = logging.getLogger(__name__)
 
 NONE, UNKNOWN_TOPIC_OR_PARTITION, CLUSTER_AUTHORIZATION_FAILED, INVALID_REQUEST = 0, 3, 31, 42
 UNKNOWN_SERVER_ERROR = -1
-GROUP_COORDINATOR = "group_coordinator"  # where server/coordinator/handlers.py keeps the group coordinator
-
-
-def _group_marker_writer(broker: Broker):
-    """The group coordinator's ``write_txn_marker`` (or None while it has none), wherever it put it."""
-    group = broker.extras.get(GROUP_COORDINATOR)
-    for holder in (group, getattr(group, "offsets", None), getattr(group, "store", None)):
-        method = getattr(holder, "write_txn_marker", None)
-        if method is not None:
-            return method
-    return None
 
 
 def _write_to_partition(broker: Broker, topic: str, partition: int, producer_id: int, producer_epoch: int,
@@ -58,11 +48,11 @@ async def write_marker(broker: Broker, topic: str, partition: int, producer_id: 
                        commit: bool, coordinator_epoch: int) -> int:
     """Write one marker; Kafka's code for the partition (0 when written)."""
     try:
-        group_writer = _group_marker_writer(broker) if topic == OFFSETS_TOPIC else None
-        if group_writer is not None:
+        group = running_group_coordinator(broker) if topic == OFFSETS_TOPIC else None
+        if group is not None:  # it writes the marker and applies or drops the offsets pending on it
             if broker.cl.find_partition(topic, partition) is None:
                 return UNKNOWN_TOPIC_OR_PARTITION
-            await group_writer(partition, producer_id, producer_epoch, commit, coordinator_epoch)
+            await group.write_txn_marker(partition, producer_id, producer_epoch, commit, coordinator_epoch)
             return NONE
         return await broker.blocking(_write_to_partition, broker, topic, partition, producer_id, producer_epoch,
                                      commit, coordinator_epoch)

@@ -32,11 +32,12 @@ from .codes import (
     UNKNOWN_TOPIC_OR_PARTITION,
     UNSTABLE_OFFSET_COMMIT,
 )
+from . import GROUP_COORDINATOR
 from .coordinator import GroupCoordinator
 from ...group_records import OffsetCommitValue
 from .state import DEAD
 
-EXTRA = "group_coordinator"
+EXTRA = GROUP_COORDINATOR
 DEFAULT_RETENTION = -1  # OffsetCommit v2-v4 retention_time: the broker's offsets.retention.minutes
 CLASSIC_GROUP = "classic"  # ListGroups v5's type of every group here (no KIP-848 consumer groups)
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
