@@ -329,6 +329,18 @@ def restore_after_wiping_state(server, app: AppProcess, state_dir: Path, source:
         app.kill()
 
 
+def transaction_open(data_dir: Path, *topics: str) -> bool:
+    """Whether some partition of ``topics`` holds a transaction not yet committed or aborted (its last
+    stable offset short of its end)."""
+    for topic in topics:
+        meta = topic_metadata(data_dir).get(topic)
+        for p in range(meta["partitions"] if meta else 0):
+            with open_snapshot(data_dir, topic, p) as snap:
+                if snap.last_stable_offset < snap.log_end_offset:
+                    return True
+    return False
+
+
 def committed_seqs(data_dir: Path, sink: str) -> set[int]:
     """The inputs whose effect a read_committed consumer of the output sees now."""
     return {json.loads(r.value)["seq"] for r in read_topic(data_dir, sink, READ_COMMITTED)}
@@ -353,13 +365,18 @@ def exactly_once_through_kills(server, app: AppProcess, state_dir: Path, source:
     produce_inputs(server.bootstrap, source, first)
     app.start()
     try:
+        # each kill lands while the app has a transaction open: the coordinator then aborts it when the
+        # next run fences this one (or completes it, had the commit reached it), or carries it across
+        # the server's restart
         if kill_app:
-            wait_until(lambda: output_count(server.data_dir, sink, READ_UNCOMMITTED) >= 30, RUN_TIMEOUT,
-                       "the first run wrote some output", app)
+            wait_until(lambda: output_count(server.data_dir, sink, READ_UNCOMMITTED) >= 30
+                       and transaction_open(server.data_dir, sink, changelog), RUN_TIMEOUT,
+                       "the first run wrote some output and has a transaction open", app, interval=0.01)
             app.kill()
             app.start()
-        wait_until(lambda: len(committed_seqs(server.data_dir, sink)) >= 100, RUN_TIMEOUT,
-                   "the second run committed output for half the inputs", app)
+        wait_until(lambda: len(committed_seqs(server.data_dir, sink)) >= 100
+                   and transaction_open(server.data_dir, sink, changelog), RUN_TIMEOUT,
+                   "the app committed output for half the inputs and has a transaction open", app, interval=0.01)
         server.restart(kill=True)
         wait_until(lambda: committed_seqs(server.data_dir, sink) >= set(first), RUN_TIMEOUT,
                    f"the second run committed output for all {len(first)} inputs across the server's restart", app)
