@@ -48,12 +48,15 @@ def _venv(requirements: tuple[str, ...]) -> str:
     home = BUILD / f"venv-{name}"
     python = home / "bin" / "python"
     stamp = home / "installed"  # written last, naming what was installed: a venv made for other pins is remade
-    if stamp.exists() and stamp.read_text() == "\n".join(requirements) + "\n" and python.exists():
+
+    def made() -> bool:
+        return stamp.exists() and stamp.read_text() == "\n".join(requirements) + "\n" and python.exists()
+
+    if made():
         INSTALL_SECONDS[requirement] = 0.0
         return str(python)
     started = time.monotonic()
-    partial = BUILD / f"venv-{name}.partial"
-    shutil.rmtree(partial, ignore_errors=True)
+    partial = BUILD / f"venv-{name}.partial-{os.getpid()}"  # another test process may be making it too
     shutil.rmtree(home, ignore_errors=True)
     BUILD.mkdir(parents=True, exist_ok=True)
     try:
@@ -75,7 +78,12 @@ def _venv(requirements: tuple[str, ...]) -> str:
         errors = "\n".join(line for line in done.stderr.splitlines() if not line.startswith("WARNING: Location"))
         return f"skip: pip install {requirement} failed (package index not reachable?): {errors.strip()[-400:]}"
     (partial / "installed").write_text("\n".join(requirements) + "\n")
-    partial.rename(home)
+    try:
+        partial.rename(home)
+    except OSError:  # another process finished first: use its venv
+        shutil.rmtree(partial, ignore_errors=True)
+        if not made():
+            return f"skip: the venv {home} could not be put in place"
     INSTALL_SECONDS[requirement] = time.monotonic() - started
     return str(python)
 
