@@ -238,7 +238,7 @@ class RecordFormatter:
                    "(-1: never). Without it, stop at the current end of the log.")
 @click.option("--read-compacted", is_flag=True,
               help="Read the compacted view (compact-topic): latest record per key below its horizon, then the live log.")
-@click.option("--isolation-level", type=click.Choice(["read_committed", "read_uncommitted"]), default="read_uncommitted",
+@click.option("--isolation-level", type=OneOf(["read_committed", "read_uncommitted"]), default="read_uncommitted",
               show_default=True,
               help="read_committed: only records of committed transactions, up to the last stable offset; "
                    "read_uncommitted: every record (transaction markers are never printed).")
