@@ -7,7 +7,8 @@ time a transactional producer looks for its coordinator, with Kafka's settings f
 ``transaction.state.log.segment.bytes`` and no compression (Kafka writes these records uncompressed).
 
 Every change of a transactional id is one record (``transactions.metadata.log_record``) in its own batch,
-appended through the embedded API's ``Partition.append`` in a worker thread. Appends to one partition are
+appended through the embedded API's ``Partition.append``, on the event loop once the topic exists (a
+small record costs less than the hop to a worker thread; the first append, which may create it, runs in one). Appends to one partition are
 serialised, and the coordinator adopts the new state (``apply``) under the same lock right after the
 append returns, so memory and log see the changes in the same order; only then is the client answered.
 """
@@ -42,6 +43,7 @@ class TransactionStateLog:
         self.config = config
         self._locks: dict[int, asyncio.Lock] = {}
         self._creating = threading.Lock()
+        self._exists = False  # the topic was there at an append (clients cannot delete an internal topic)
 
     # where ---------------------------------------------------------------------------------------
     def partitions(self) -> int:
@@ -86,6 +88,10 @@ class TransactionStateLog:
     # writing ------------------------------------------------------------------------------------
     def _append(self, partition: int, key: bytes, value: bytes | None) -> None:
         self.ensure_topic()
+        self._exists = True
+        self._write(partition, key, value)
+
+    def _write(self, partition: int, key: bytes, value: bytes | None) -> None:
         batch = build_batch([key], [value], [self.cl.time.milliseconds()])
         self.cl.partition(TOPIC, partition).append(batch)
 
@@ -96,7 +102,10 @@ class TransactionStateLog:
         partition = self.partition_for(transactional_id)
         lock = self._locks.setdefault(partition, asyncio.Lock())
         async with lock:
-            await asyncio.to_thread(self._append, partition, key, value)
+            if self._exists:  # one small uncompressed record, no fsync: cheaper than the hop to a worker thread
+                self._write(partition, key, value)
+            else:  # the first append may create the topic
+                await asyncio.to_thread(self._append, partition, key, value)
             apply()
 
     # loading ------------------------------------------------------------------------------------

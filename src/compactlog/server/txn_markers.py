@@ -54,6 +54,10 @@ async def write_marker(broker: Broker, topic: str, partition: int, producer_id: 
                 return UNKNOWN_TOPIC_OR_PARTITION
             await group.write_txn_marker(partition, producer_id, producer_epoch, commit, coordinator_epoch)
             return NONE
+        part = broker.cl.find_partition(topic, partition)
+        if part is not None and part.producer_state_loaded:  # one small batch: written from the loop
+            return _write_to_partition(broker, topic, partition, producer_id, producer_epoch, commit, coordinator_epoch)
+        # else the marker's first need of the producer state reads the log's tail: not on the loop
         return await broker.blocking(_write_to_partition, broker, topic, partition, producer_id, producer_epoch,
                                      commit, coordinator_epoch)
     except CompactLogError as exc:
