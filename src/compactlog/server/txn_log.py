@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import threading
 from collections.abc import Callable
 
-from ..errors import CompactLogError, TopicAlreadyExistsError, UnknownTopicOrPartitionError
+from ..errors import CompactLogError
 from ..records.batch import build_batch
 from ..transactions.coordinator import TRANSACTION_STATE_TOPIC, transaction_partition
 from ..transactions.load import LoadedTransactions, load_partition
+from .coordinator_topic import CoordinatorTopic
 from .server_config import ServerConfig
 
 log = logging.getLogger(__name__)
@@ -35,55 +35,22 @@ COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR, UNKNOWN_SERVER_ERROR = 15, 16, -1
 _UNKNOWN_TOPIC_OR_PARTITION, _NOT_ENOUGH_REPLICAS, _KAFKA_STORAGE_ERROR, _NOT_LEADER = 3, 19, 56, 6
 
 
-class TransactionStateLog:
-    """The coordinator's reads and writes of ``__transaction_state``."""
+class TransactionStateLog(CoordinatorTopic):
+    """The coordinator's reads and writes of ``__transaction_state`` (uncompressed, as Kafka writes it)."""
+
+    TOPIC = TOPIC
+    PARTITIONS_SETTING = "transaction.state.log.num.partitions"
+    SEGMENT_BYTES_SETTING = "transaction.state.log.segment.bytes"
+    COMPRESSION_TYPE = "uncompressed"
 
     def __init__(self, cl, config: ServerConfig) -> None:
-        self.cl = cl  # the broker's CompactLog: it holds the topic
-        self.config = config
+        super().__init__(cl, config)
         self._locks: dict[int, asyncio.Lock] = {}
-        self._creating = threading.Lock()
         self._exists = False  # the topic was there at an append (clients cannot delete an internal topic)
 
     # where ---------------------------------------------------------------------------------------
-    def partitions(self) -> int:
-        """The topic's partition count once it exists (it wins over a changed config: moving ids between
-        partitions would lose them), else ``transaction.state.log.num.partitions``."""
-        if self.cl.has_topic(TOPIC):
-            return self.cl.partitions_for(TOPIC)
-        return self.config.get("transaction.state.log.num.partitions")
-
     def partition_for(self, transactional_id: str) -> int:
         return transaction_partition(transactional_id, self.partitions())
-
-    def has_topic(self) -> bool:
-        """The topic exists with every partition (its creation registers it before making them)."""
-        cl = self.cl
-        if not cl.has_topic(TOPIC):
-            return False
-        try:
-            count = cl.partitions_for(TOPIC)
-        except UnknownTopicOrPartitionError:
-            return False
-        return all(cl.find_partition(TOPIC, p) is not None for p in range(count))
-
-    def ensure_topic(self) -> None:
-        """Create the topic unless it exists (blocking: run it in a thread)."""
-        if self.has_topic():
-            return
-        with self._creating:
-            if not self.cl.has_topic(TOPIC):
-                try:
-                    self.cl.create_topic(TOPIC, self.config.get("transaction.state.log.num.partitions"), {
-                        "cleanup.policy": "compact",
-                        "segment.bytes": str(self.config.get("transaction.state.log.segment.bytes")),
-                        "compression.type": "uncompressed",
-                    })
-                    log.info("created %s with %d partitions", TOPIC, self.cl.partitions_for(TOPIC))
-                except TopicAlreadyExistsError:
-                    pass
-        with self.cl.admin_lock:  # whoever else is creating it holds this until every partition exists
-            pass
 
     # writing ------------------------------------------------------------------------------------
     def _append(self, partition: int, key: bytes, value: bytes | None) -> None:

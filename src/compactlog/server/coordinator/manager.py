@@ -28,15 +28,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from ...errors import CompactLogError, OutOfOrderSequenceError, TopicAlreadyExistsError, UnknownTopicOrPartitionError
+from ...errors import CompactLogError, OutOfOrderSequenceError
 from ...partition import Partition
 from ...reading import READ_UNCOMMITTED
 from ...records.batch import BatchInfo, build_batch
 from ...records.control import read_control_record
+from ..coordinator_topic import CoordinatorTopic
 from ..server_config import ServerConfig
 from .codes import (
     COORDINATOR_NOT_AVAILABLE,
@@ -82,60 +82,26 @@ class LoadedGroup:
     pending: dict[int, dict[TopicPartition, PendingTxnOffset]] = field(default_factory=dict)  # by producer id
 
 
-class GroupMetadataManager:
+class GroupMetadataManager(CoordinatorTopic):
+    """The group coordinator's ``__consumer_offsets``: made at the first group's need (Kafka makes it at the
+    first FindCoordinator; the coordinator makes it in the background at a group's first JoinGroup or
+    OffsetCommit, so that the first SyncGroup does not wait for 50 partitions to be made)."""
+
+    TOPIC = TOPIC
+    PARTITIONS_SETTING = "offsets.topic.num.partitions"
+    SEGMENT_BYTES_SETTING = "offsets.topic.segment.bytes"
+    COMPRESSION_TYPE = "producer"
+
     def __init__(self, cl, config: ServerConfig, on_append: Callable[[], None] = lambda: None) -> None:
-        self.cl = cl  # the broker's CompactLog: it holds the topic
-        self.config = config
+        super().__init__(cl, config)
         self.on_append = on_append  # wakes parked fetches (someone may read the topic)
         self._locks: dict[int, asyncio.Lock] = {}
-        self._creating = threading.Lock()  # one creator; appenders wait until every partition exists
         # (partition, producer id) -> (epoch, next sequence) of the transactional batches written here
         self._sequences: dict[tuple[int, int], tuple[int, int]] = {}
 
     # where ---------------------------------------------------------------------------------------
-    def partitions(self) -> int:
-        """The topic's partition count once it exists (it wins over a changed config, as in Kafka, since
-        moving groups between partitions would lose them), else ``offsets.topic.num.partitions``."""
-        if self.cl.has_topic(TOPIC):
-            return self.cl.partitions_for(TOPIC)
-        return self.config.get("offsets.topic.num.partitions")
-
     def partition_for(self, group_id: str) -> int:
         return partition_for(group_id, self.partitions())
-
-    def has_topic(self) -> bool:
-        """The topic exists with every partition (its creation registers it before making them)."""
-        cl = self.cl
-        if not cl.has_topic(TOPIC):
-            return False
-        try:
-            count = cl.partitions_for(TOPIC)
-        except UnknownTopicOrPartitionError:  # deleted meanwhile
-            return False
-        return all(cl.find_partition(TOPIC, p) is not None for p in range(count))
-
-    def ensure_topic(self) -> None:
-        """Create the topic unless it exists (blocking). Kafka creates it at the first FindCoordinator;
-        the coordinator calls this in the background at a group's first JoinGroup or OffsetCommit, so
-        that the first SyncGroup does not wait for 50 partitions to be made."""
-        if self.has_topic():
-            return
-        with self._creating:
-            if not self.cl.has_topic(TOPIC):
-                self._create()
-        with self.cl.admin_lock:  # whoever else is creating it holds this until every partition exists
-            pass
-
-    def _create(self) -> None:
-        try:
-            self.cl.create_topic(TOPIC, self.config.get("offsets.topic.num.partitions"), {
-                "cleanup.policy": "compact",
-                "segment.bytes": str(self.config.get("offsets.topic.segment.bytes")),
-                "compression.type": "producer",
-            })
-            log.info("created %s with %d partitions", TOPIC, self.cl.partitions_for(TOPIC))
-        except TopicAlreadyExistsError:
-            pass
 
     # writing ------------------------------------------------------------------------------------
     def _append(self, partition: int, records: list[Record], producer: tuple[int, int] | None = None) -> int:
