@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 from ..errors import CompactLogError, UnknownTopicOrPartitionError, error_for, shown
+from ..partition import ProducerInfo  # what DescribeProducers answers per producer, as the partition keeps it
 from .wire import TIMEOUT_S, WireClient
 
 log = logging.getLogger("compactlog.wire")
@@ -58,18 +59,6 @@ class Description:
     timeout_ms: int
     start_time_ms: int | None
     partitions: tuple[tuple[str, int], ...]
-
-
-@dataclass(frozen=True)
-class Producer:
-    """One producer of a partition as DescribeProducers answers it (-1 where there is no value)."""
-
-    producer_id: int
-    producer_epoch: int
-    last_sequence: int
-    last_timestamp: int
-    coordinator_epoch: int
-    current_txn_start_offset: int
 
 
 def partition_name(topic: str, partition: int) -> str:
@@ -215,14 +204,14 @@ class WireTransactions:
 
     # DescribeProducers --------------------------------------------------------------------------
     def producers(self, partitions: Sequence[tuple[str, int]], broker_id: int | None = None
-                  ) -> dict[tuple[str, int], list[Producer]]:
+                  ) -> dict[tuple[str, int], list[ProducerInfo]]:
         """Each partition's producers, asked of its leader (or of ``broker_id``), one request per broker."""
         from kio.schema.describe_producers.v0 import request, response
 
         by_broker: dict[int, list[tuple[str, int]]] = {}
         for tp in partitions:
             by_broker.setdefault(self.leader(*tp) if broker_id is None else broker_id, []).append(tp)
-        out: dict[tuple[str, int], list[Producer]] = {}
+        out: dict[tuple[str, int], list[ProducerInfo]] = {}
         for target, tps in by_broker.items():
             topics: dict[str, list[int]] = {}
             for t, p in tps:
@@ -234,7 +223,7 @@ class WireTransactions:
                 for part in topic.partitions:
                     key = (topic.name, int(part.partition_index))
                     _check_producers(key, int(part.error_code), part.error_message)
-                    out[key] = [Producer(int(s.producer_id), int(s.producer_epoch), int(s.last_sequence),
+                    out[key] = [ProducerInfo(int(s.producer_id), int(s.producer_epoch), int(s.last_sequence),
                                          int(s.last_timestamp), int(s.coordinator_epoch),
                                          int(s.current_txn_start_offset)) for s in part.active_producers]
         return out
