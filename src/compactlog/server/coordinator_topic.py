@@ -9,8 +9,10 @@ config (as in Kafka: moving ids between partitions would lose them).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
+from collections.abc import Callable, Coroutine
 
 from ..errors import TopicAlreadyExistsError, UnknownTopicOrPartitionError
 
@@ -30,6 +32,7 @@ class CoordinatorTopic:
         self.cl = cl  # the broker's CompactLog: it holds the topic
         self.config = config
         self._creating = threading.Lock()  # one creator; appenders wait until every partition exists
+        self._preparing: asyncio.Task | None = None
 
     def partitions(self) -> int:
         """The topic's partition count once it exists, else the config's."""
@@ -65,3 +68,17 @@ class CoordinatorTopic:
                     pass
         with self.cl.admin_lock:  # whoever else is creating it holds this until every partition exists
             pass
+
+    def prepare(self, spawn: Callable[[Coroutine], asyncio.Task]) -> None:
+        """Start creating the topic in the background if it is missing (a client looked for its
+        coordinator: something will be stored soon); ``spawn`` runs the coroutine as the coordinator's
+        task. A failure is logged; the first write tries again and reports it."""
+        if self.has_topic() or (self._preparing is not None and not self._preparing.done()):
+            return
+
+        async def create() -> None:
+            try:
+                await asyncio.to_thread(self.ensure_topic)
+            except Exception as exc:  # noqa: BLE001 - the first write tries again and reports it
+                log.warning("cannot create %s yet: %s", self.TOPIC, exc)
+        self._preparing = spawn(create())

@@ -80,7 +80,6 @@ class TransactionCoordinatorService:
         self._tasks: set[asyncio.Task] = set()
         self._completing: dict[str, asyncio.Task] = {}
         self._timers: list[asyncio.Task] = []
-        self._creating: asyncio.Task | None = None
 
     def now(self) -> int:
         return self.time.milliseconds()
@@ -136,15 +135,7 @@ class TransactionCoordinatorService:
 
     def prepare_topic(self) -> None:
         """Start creating ``__transaction_state`` if it is missing (FindCoordinator: a producer comes)."""
-        if self.store.has_topic() or (self._creating is not None and not self._creating.done()):
-            return
-
-        async def create() -> None:
-            try:
-                await asyncio.to_thread(self.store.ensure_topic)
-            except Exception as exc:  # noqa: BLE001 - the first write tries again and reports it
-                log.warning("cannot create __transaction_state yet: %s", exc)
-        self._creating = self.spawn(create())
+        self.store.prepare(self.spawn)
 
     def unavailable(self) -> int:
         """Kafka's answer before any transactional request while this coordinator cannot serve: not

@@ -88,7 +88,6 @@ class GroupCoordinator:
         self._loaded = asyncio.Event()  # set when the replay is done, or when the coordinator stops
         self._tasks: set[asyncio.Task] = set()  # stores that must finish even if their client goes away
         self._loader: asyncio.Task | None = None
-        self._creating: asyncio.Task | None = None
         # OffsetCommit, OffsetFetch, OffsetDelete, DeleteGroups and expiry live in offsets.py.
         self.offsets = OffsetMetadataManager(self)
         self.commit_offsets = self.offsets.commit_offsets
@@ -166,15 +165,7 @@ class GroupCoordinator:
 
     def prepare_topic(self) -> None:
         """Start creating ``__consumer_offsets`` if it is missing: something will be stored soon."""
-        if self.store.has_topic() or (self._creating is not None and not self._creating.done()):
-            return
-
-        async def create() -> None:
-            try:
-                await asyncio.to_thread(self.store.ensure_topic)
-            except Exception as exc:  # noqa: BLE001 - the first store tries again and reports it
-                log.warning("cannot create __consumer_offsets yet: %s", exc)
-        self._creating = self.spawn(create())
+        self.store.prepare(self.spawn)
 
     def check(self, group_id: str) -> None:
         """Kafka's checks before any group operation, in its order."""
