@@ -307,7 +307,7 @@ def txn_index_entries(path: Path) -> tuple[list[AbortedTxnEntry], int]:
     version than 0 is refused (``CorruptRecordError`` naming the file and position)."""
     from .storage.transaction_index import CURRENT_VERSION, ENTRY_SIZE, TransactionIndex
 
-    with TransactionIndex(path, files.base_offset_of(path)) as index:
+    with TransactionIndex(path, files.base_offset_of(path), read_only=True) as index:
         txns = index.all_aborted_txns()
     entries = [AbortedTxnEntry(CURRENT_VERSION, t.producer_id, t.first_offset, t.last_offset, t.last_stable_offset)
                for t in txns]

@@ -157,12 +157,15 @@ def test_an_empty_or_torn_transaction_index(tmp_path):
     empty.write_bytes(b"")
     assert dump(empty) == [f"Dumping {empty}"]  # Kafka prints nothing more for an index without entries
     torn = part / ("0" * 20 + ".txnindex")
-    torn.write_bytes(aborted_txn(7, 10, 12, 13) + aborted_txn(7, 14, 15, 16)[:20])
+    torn_bytes = aborted_txn(7, 10, 12, 13) + aborted_txn(7, 14, 15, 16)[:20]
+    torn.write_bytes(torn_bytes)
+    torn.chmod(0o444)  # dump-log only reads: a file it may not write is no obstacle
     assert dump(torn) == [
         f"Dumping {torn}",
         "version: 0 producerId: 7 firstOffset: 10 lastOffset: 12 lastStableOffset: 13",
         f"Found 20 invalid bytes at the end of {torn.name}",
     ]
+    assert torn.read_bytes() == torn_bytes  # the torn tail is reported, not written over
 
 
 def test_an_entry_of_another_version_is_refused_naming_the_file(tmp_path):
