@@ -19,15 +19,14 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
 import time
 
-LISTENING = re.compile(r"listening on \w+://[^:]+:(\d+)")
+sys.path.insert(0, os.path.dirname(__file__))
+from bench_broker import Server  # noqa: E402
+
 TOPIC = "txns"
 
 
@@ -70,23 +69,6 @@ def write_topic(data_dir: str, megabytes: int, producers: int, batch: int, txn_b
                 committed += pending[p]
         assert part.last_stable_offset == part.log_end_offset
     return total, committed, aborted
-
-
-class Server:
-    def __init__(self, data_dir: str) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-m", "compactlog", "serve", "--data-dir", data_dir,
-                                      "--override", "listeners=PLAINTEXT://127.0.0.1:0"],
-                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-        for line in self.proc.stdout:
-            m = LISTENING.search(line.decode())
-            if m:
-                self.bootstrap = f"127.0.0.1:{m.group(1)}"
-                return
-        raise RuntimeError("server did not start")
-
-    def stop(self) -> None:
-        self.proc.send_signal(signal.SIGTERM)
-        self.proc.wait(120)
 
 
 def consume(bootstrap: str, isolation: str, expect: int, end: int) -> tuple[float, int]:
