@@ -23,7 +23,8 @@ from compactlog.storage import files
 from compactlog.storage.log import Log
 from compactlog.storage.producer_recovery import snapshot_offsets
 from compactlog.storage.producer_state import ProducerStateManager
-from compactlog.storage.transaction_index import AbortedTxn
+from compactlog.storage.index import CorruptIndexError
+from compactlog.storage.transaction_index import AbortedTxn, TransactionIndex
 from compactlog.storage.transactions import aborted_entry, apply_stored
 
 TS = 1_700_000_000_000
@@ -99,15 +100,24 @@ def test_a_clean_close_and_reopen_keeps_the_transactions(tmp_path, clock):
     lg.close()
 
 
-@pytest.mark.parametrize("damage", ["torn", "version", "deleted"])
+@pytest.mark.parametrize("damage", ["torn", "version", "deleted", "first above last", "lso above last", "out of order"])
 def test_recovery_rebuilds_a_damaged_or_missing_txnindex(tmp_path, clock, damage):
     lg = Log(tmp_path / "t-0", make_config(**CFG), time=clock)
     drive(lg, 2, 150)
     before, index = facts(lg), stored_index(lg)
     lg.close()
-    victim = next(b for b, entries in index.items() if entries)
+    victim = next(b for b, entries in index.items() if len(entries) > (damage == "out of order"))
     path = files.segment_file(tmp_path / "t-0", victim, files.TXN_INDEX_SUFFIX)
-    if damage == "torn":
+    first = index[victim][0]
+    flipped = {"first above last": AbortedTxn(first.producer_id, first.last_offset + 1, first.last_offset, first.last_stable_offset),
+               "lso above last": AbortedTxn(first.producer_id, first.first_offset, first.last_offset, first.last_offset + 2),
+               "out of order": index[victim][-1]}.get(damage)
+    if flipped is not None:  # offsets no marker can have written: a reader would drop committed records or keep aborted ones
+        with open(path, "r+b") as f:
+            f.write(flipped.to_bytes())
+        with pytest.raises(CorruptIndexError, match=str(path)):
+            TransactionIndex(path, victim).sanity_check()
+    elif damage == "torn":
         with open(path, "ab") as f:
             f.write(b"\x00" * 10)
     elif damage == "version":

@@ -273,8 +273,10 @@ class TransactionIndex:
 
     def sanity_check(self) -> None:
         """Raise CorruptIndexError, naming the file and the position, for a torn tail (a size that is
-        not a multiple of 34), an entry of another version, or an entry ending below the segment's base
-        offset (Kafka's check); the caller rebuilds the index from the log."""
+        not a multiple of 34), an entry of another version, an entry ending below the segment's base
+        offset (Kafka's check), or one no marker can have written: its first offset above its last, its
+        last stable offset above its last + 1, or its last offset not above the previous entry's. The
+        caller rebuilds the index from the log."""
         if self._fd >= 0:
             self._size = os.fstat(self._fd).st_size
         else:
@@ -288,9 +290,22 @@ class TransactionIndex:
                 f"transaction index {self.path} has size {self._size}, not a multiple of the entry size "
                 f"{ENTRY_SIZE}: {torn} bytes of a torn entry at position {self._size - torn}"
             )
+        previous: int | None = None
         for position, txn in self._entries():
             if txn.last_offset < self.start_offset:
                 raise CorruptIndexError(
                     f"Last offset of aborted transaction {txn} in index {self.path} at position {position} "
                     f"is less than start offset {self.start_offset}"
                 )
+            # beyond Kafka's check: what no marker can have written (a flipped offset), which a
+            # read_committed reader would otherwise follow, handing out aborted records or dropping others
+            problem = None
+            if txn.first_offset > txn.last_offset:
+                problem = "its first offset is above its last"
+            elif txn.last_stable_offset > txn.last_offset + 1:
+                problem = "its last stable offset is above its last offset + 1"
+            elif previous is not None and txn.last_offset <= previous:
+                problem = f"its last offset does not follow the previous entry's {previous}"
+            if problem is not None:
+                raise CorruptIndexError(f"Aborted transaction {txn} in index {self.path} at position {position}: {problem}")
+            previous = txn.last_offset
