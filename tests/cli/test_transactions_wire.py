@@ -54,26 +54,11 @@ def _prepare(data_dir: Path) -> None:
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory):
-    from confluent_kafka import Producer
-    from confluent_kafka.admin import AdminClient, NewTopic
-
     data = tmp_path_factory.mktemp("txn-cli") / "data"
     _prepare(data)
-    with _wire().serving(data, {"transaction.state.log.num.partitions": "2", "offsets.topic.num.partitions": "2"}) as s:
-        admin = AdminClient({"bootstrap.servers": s.bootstrap})
-        for f in admin.create_topics([NewTopic("live", 1, 1)]).values():
-            f.result(30)
-        done = Producer({"bootstrap.servers": s.bootstrap, "transactional.id": "done"})
-        done.init_transactions(30)
-        done.begin_transaction()
-        done.produce("live", b"committed", partition=0)
-        done.commit_transaction(30)
-        live = Producer({"bootstrap.servers": s.bootstrap, "transactional.id": "live",
-                         "transaction.timeout.ms": 600_000})
-        live.init_transactions(30)
-        live.begin_transaction()
-        live.produce("live", b"open", partition=0)
-        assert live.flush(30) == 0
+    wire = _wire()
+    with wire.serving(data, {"transaction.state.log.num.partitions": "2", "offsets.topic.num.partitions": "2"}) as s:
+        live = wire.committed_and_open_transaction(s.bootstrap)
         s.live_producer = live  # kept open (and referenced) for the module
         yield s
 

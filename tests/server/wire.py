@@ -53,6 +53,28 @@ def serving(data_dir: Path, overrides: dict[str, str] | None = None) -> Iterator
         s.kill()
 
 
+def committed_and_open_transaction(bootstrap: str) -> Any:
+    """Create topic ``live`` and leave in it one committed transaction (id ``done``) and one open one
+    (id ``live``, a long timeout); returns the open one's producer, which the caller keeps referenced."""
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for f in admin.create_topics([NewTopic("live", 1, 1)]).values():
+        f.result(30)
+    done = Producer({"bootstrap.servers": bootstrap, "transactional.id": "done"})
+    done.init_transactions(30)
+    done.begin_transaction()
+    done.produce("live", b"committed", partition=0)
+    done.commit_transaction(30)
+    live = Producer({"bootstrap.servers": bootstrap, "transactional.id": "live", "transaction.timeout.ms": 600_000})
+    live.init_transactions(30)
+    live.begin_transaction()
+    live.produce("live", b"open", partition=0)
+    assert live.flush(30) == 0
+    return live
+
+
 def header_bytes(body: Any, correlation_id: int, client_id: str | None) -> bytes:
     """The request header kio's schema pairs with ``body``'s class (v1, or v2 for flexible versions)."""
     cls = type(body)

@@ -12,10 +12,9 @@ import time
 
 import pytest
 from click.testing import CliRunner
-from confluent_kafka import Producer
-from confluent_kafka.admin import AdminClient, NewTopic
 from console_support import module_serve, shot
 from playwright.sync_api import expect
+import wire
 
 import compactlog
 from compactlog.cli import main
@@ -37,20 +36,7 @@ def served(tmp_path_factory):
         part.append(build_batch([b"k"], [b"plain-after"], [HOUR_AGO]))
     with module_serve(data, **{"http.listeners": "http://127.0.0.1:0", "transaction.state.log.num.partitions": "1",
                                "offsets.topic.num.partitions": "1"}) as s:
-        admin = AdminClient({"bootstrap.servers": s.bootstrap})
-        for f in admin.create_topics([NewTopic("live", 1, 1)]).values():
-            f.result(30)
-        done = Producer({"bootstrap.servers": s.bootstrap, "transactional.id": "done"})
-        done.init_transactions(30)
-        done.begin_transaction()
-        done.produce("live", b"committed", partition=0)
-        done.commit_transaction(30)
-        live = Producer({"bootstrap.servers": s.bootstrap, "transactional.id": "live",
-                         "transaction.timeout.ms": 600_000})
-        live.init_transactions(30)
-        live.begin_transaction()
-        live.produce("live", b"open", partition=0)
-        assert live.flush(30) == 0
+        live = wire.committed_and_open_transaction(s.bootstrap)
         s.live_producer = live  # open for the whole module
         yield s
 
