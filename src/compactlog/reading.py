@@ -23,14 +23,17 @@ The broker's Fetch forwards stored bytes without decoding (``Partition.locate``)
 
 from __future__ import annotations
 
+import logging
 from typing import Iterator
 
-from .errors import InvalidRequestError, shown
+from .errors import CompactLogError, InvalidRequestError, shown
 from .records.batch import Record, RecordBatch
 from .storage.transaction_index import AbortedTxn
 from .storage.reader import PartitionView
 from .storage.snapshot import PartitionSnapshot
 from .storage.topics import read_topics
+
+_log = logging.getLogger(__name__)
 
 READ_UNCOMMITTED = "read_uncommitted"
 READ_COMMITTED = "read_committed"
@@ -109,6 +112,32 @@ def committed(batches: Iterator[RecordBatch], aborted: list[AbortedTxn]) -> Iter
                 if batch.base_offset > span[1]:
                     del open_aborts[batch.producer_id]
         yield batch
+
+
+def loadable_batches(batches: Iterator[RecordBatch], topic: str, partition: int,
+                     lost: str) -> Iterator[tuple[RecordBatch, list[Record]]]:
+    """Each batch of ``batches`` (read with ``check_crcs=False``) with its records, less the batches
+    that fail their CRC or whose records do not decode, and up to any damage of the log's structure:
+    each logged as an error naming the partition and saying what is ``lost``.
+
+    The load rule of the coordinators' own topics (``__consumer_offsets``, ``__transaction_state``): each
+    record there holds a key's whole value, so a later record replaces a damaged one, and a coordinator
+    that refused to load over one flipped byte would answer every client COORDINATOR_LOAD_IN_PROGRESS
+    for ever. Kafka's coordinators likewise keep what they read before the damage, and serve."""
+    where = f"{topic}-{partition}"
+    try:
+        for batch in batches:
+            try:
+                if not batch.is_valid():
+                    raise CompactLogError("CRC mismatch")
+                records = list(batch.records(topic, partition))
+            except CompactLogError as exc:
+                _log.error("skipping the corrupt batch at offset %d of %s (%s): %s", batch.base_offset, where,
+                           exc, lost)
+                continue
+            yield batch, records
+    except CompactLogError as exc:
+        _log.error("%s is damaged; loaded from the records before the damage (%s): %s", where, lost, exc)
 
 
 def records_of(batches: Iterator[RecordBatch], topic: str, partition: int, start: int) -> Iterator[Record]:

@@ -3,14 +3,16 @@ then over a real topic written through the embedded API and read back from its f
 
 from __future__ import annotations
 
+import re
+from dataclasses import replace
+
 import pytest
 
 import compactlog
-from compactlog.errors import CorruptRecordError
 from compactlog.transactions.coordinator import TRANSACTION_STATE_TOPIC, transaction_partition
 from compactlog.transactions.load import LoadedTransactions, load_partition, replay
-from compactlog.transactions.log_records import encode_key
-from compactlog.transactions.metadata import NO_PRODUCER_EPOCH, TransactionMetadata, log_record
+from compactlog.transactions.log_records import encode_key, encode_value
+from compactlog.transactions.metadata import NO_PRODUCER_EPOCH, TransactionMetadata, log_record, to_log_value
 from compactlog.transactions.state import (
     COMPLETE_ABORT,
     COMPLETE_COMMIT,
@@ -18,6 +20,7 @@ from compactlog.transactions.state import (
     ONGOING,
     PREPARE_ABORT,
     PREPARE_COMMIT,
+    PREPARE_EPOCH_FENCE,
     TransactionState,
 )
 
@@ -74,17 +77,21 @@ def test_a_key_of_an_unknown_version_is_skipped_whatever_its_value():
     ((encode_key("a"), bytes.fromhex("0007") + b"\x00" * 40), "version"),  # a value version Kafka lacks
     ((encode_key("a")[:-1], None), "TransactionalId"),  # a truncated key
     ((None, b"\x00\x00"), "no key"),
+    ((encode_key("a"), encode_value(replace(to_log_value(meta("a", ONGOING)), state=PREPARE_EPOCH_FENCE))),
+     "never stored"),
 ])
-def test_a_record_that_does_not_parse_fails_the_load_naming_partition_and_offset(record, names):
-    records = stored(meta("a", EMPTY), meta("b", EMPTY), record)
-    with pytest.raises(CorruptRecordError, match=rf"^__transaction_state-4 offset 2: .*{names}"):
-        replay(records, 4, NOW)
+def test_a_record_that_does_not_parse_is_skipped_with_a_warning_naming_partition_and_offset(record, names, caplog):
+    records = stored(meta("a", EMPTY), meta("b", EMPTY), record, meta("c", EMPTY))
+    loaded = replay(records, 4, NOW)
+    assert (dict(loaded.transactions), loaded.unreadable) == (
+        {"a": meta("a", EMPTY), "b": meta("b", EMPTY), "c": meta("c", EMPTY)}, 1)
+    assert re.search(rf"__transaction_state-4 offset 2: .*{names}", caplog.text)
 
 
-def test_a_damaged_value_fails_the_load_even_when_a_later_one_replaces_it():
-    # Kafka decodes every value it reads; so does the replay: damage is never hidden by what follows
-    with pytest.raises(CorruptRecordError, match="offset 0"):
-        replay(stored((encode_key("a"), b"\x00\x00\x01"), meta("a", EMPTY)), 0, NOW)
+def test_a_damaged_value_is_replaced_by_the_later_one_of_its_id(caplog):
+    loaded = replay(stored((encode_key("a"), b"\x00\x00\x01"), meta("a", EMPTY)), 0, NOW)
+    assert (dict(loaded.transactions), loaded.unreadable) == ({"a": meta("a", EMPTY)}, 1)
+    assert "offset 0" in caplog.text
 
 
 def test_prepared_transactions_are_to_complete_and_timed_out_ones_to_abort():
@@ -148,13 +155,14 @@ def test_a_partition_written_through_the_api_loads_back_from_its_files(tmp_path)
     assert [m.transactional_id for loaded in loads for m in loaded.to_abort] == ["billing-2"]
 
 
-def test_a_damaged_record_in_a_real_partition_is_named_by_its_offset(tmp_path):
+def test_a_damaged_record_in_a_real_partition_is_skipped_naming_its_offset(tmp_path, caplog):
     with compactlog.open(tmp_path) as cl:
         cl.create_topic(TRANSACTION_STATE_TOPIC, PARTITIONS, {"cleanup.policy": "compact"})
         write(cl, meta("billing-1", EMPTY), meta("billing-1", ONGOING), ("billing-1", encode_key("billing-1"), b"\x00"))
         p = transaction_partition("billing-1", PARTITIONS)
-        with pytest.raises(CorruptRecordError, match=rf"^__transaction_state-{p} offset 2: "):
-            load_partition(cl, p, NOW)
+        loaded = load_partition(cl, p, NOW)
+    assert (dict(loaded.transactions), loaded.unreadable) == ({"billing-1": meta("billing-1", ONGOING)}, 1)
+    assert f"__transaction_state-{p} offset 2: " in caplog.text
 
 
 def test_no_topic_yet_loads_nothing(tmp_path):
@@ -162,7 +170,7 @@ def test_no_topic_yet_loads_nothing(tmp_path):
         assert load_partition(cl, 0, NOW) == LoadedTransactions(0, {}, (), ())
 
 
-def test_a_batch_that_fails_its_crc_fails_the_load(tmp_path):
+def test_a_batch_that_fails_its_crc_is_skipped_and_the_later_ones_load(tmp_path, caplog):
     with compactlog.open(tmp_path) as cl:
         cl.create_topic(TRANSACTION_STATE_TOPIC, PARTITIONS, {"cleanup.policy": "compact"})
         write(cl, meta("billing-1", EMPTY), meta("billing-1", ONGOING))
@@ -172,5 +180,7 @@ def test_a_batch_that_fails_its_crc_fails_the_load(tmp_path):
     data[-3] ^= 0x01  # a byte of the last record's value: the batch's CRC no longer matches
     segment.write_bytes(bytes(data))
     with compactlog.open(tmp_path) as cl:
-        with pytest.raises(CorruptRecordError, match=rf"__transaction_state-{p}: batch at offset 1 is corrupt"):
-            load_partition(cl, p, NOW)
+        assert dict(load_partition(cl, p, NOW).transactions) == {"billing-1": meta("billing-1", EMPTY)}
+        write(cl, meta("billing-1", COMPLETE_ABORT))  # a batch after the damaged one still loads
+        assert dict(load_partition(cl, p, NOW).transactions) == {"billing-1": meta("billing-1", COMPLETE_ABORT)}
+    assert f"skipping the corrupt batch at offset 1 of __transaction_state-{p}" in caplog.text

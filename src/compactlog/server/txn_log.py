@@ -77,8 +77,9 @@ class TransactionStateLog(CoordinatorTopic):
 
     # loading ------------------------------------------------------------------------------------
     def load(self, now: int) -> list[LoadedTransactions]:
-        """Replay every partition of the topic (blocking). A partition that does not load raises
-        ``CorruptRecordError`` naming it and the offset (see ``transactions/load.py``)."""
+        """Replay every partition of the topic (blocking). Damaged records and batches are skipped with
+        a warning naming the partition and the offset (``transactions/load.py``); only a failure to read
+        the log at all raises."""
         if not self.cl.has_topic(TOPIC):
             return []
         return [load_partition(self.cl, p, now) for p in range(self.cl.partitions_for(TOPIC))]

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 from ...errors import CompactLogError, OutOfOrderSequenceError
 from ...partition import Partition
-from ...reading import READ_UNCOMMITTED
+from ...reading import READ_UNCOMMITTED, loadable_batches
 from ...records.batch import BatchInfo, build_batch
 from ...records.control import read_control_record
 from ..coordinator_topic import CoordinatorTopic
@@ -235,45 +235,39 @@ class GroupMetadataManager(CoordinatorTopic):
         key already is), an ABORT drops them; those without a marker are returned apart."""
         found = _Replayed()
         latest, offsets, pending = found.latest, found.offsets, found.pending
-        try:
-            # every batch up to the log end: open transactions' offsets and the markers that end them
-            for batch in part.batches(isolation=READ_UNCOMMITTED, check_crcs=False):
-                if not batch.is_valid():
-                    log.error("skipping the corrupt batch at offset %d of %s-%d (CRC mismatch): its commits are lost",
-                              batch.base_offset, TOPIC, p)
+        # every batch up to the log end: open transactions' offsets and the markers that end them
+        for batch, records in loadable_batches(part.batches(isolation=READ_UNCOMMITTED, check_crcs=False), TOPIC, p,
+                                               "its commits are lost"):
+            if batch.is_control:
+                try:
+                    marker = read_control_record(batch)
+                except CompactLogError as exc:
+                    log.warning("skipping the control batch at offset %d of %s-%d: %s", batch.base_offset, TOPIC, p, exc)
                     continue
-                if batch.is_control:
-                    try:
-                        marker = read_control_record(batch)
-                    except CompactLogError as exc:
-                        log.warning("skipping the control batch at offset %d of %s-%d: %s", batch.base_offset, TOPIC, p, exc)
-                        continue
-                    if marker is None or not marker.is_end_txn_marker:
-                        continue
-                    ended = pending.pop(batch.producer_id, {})
-                    if marker.is_commit:
-                        for key, (value, position) in ended.items():
-                            if latest.get(key) is None or offsets[key] < position:  # Kafka's olderThan
-                                latest.pop(key, None)
-                                latest[key] = value
-                                offsets[key] = position
+                if marker is None or not marker.is_end_txn_marker:
                     continue
-                transactional = batch.is_transactional
-                for rec in batch.records(TOPIC, p):
-                    if rec.key is None:
-                        continue
-                    if transactional and _is_offset_key(rec.key):
-                        mine = pending.setdefault(batch.producer_id, {})
-                        if rec.value is None:
-                            mine.pop(rec.key, None)
-                        else:
-                            mine[rec.key] = (rec.value, rec.offset)
-                        continue
-                    latest.pop(rec.key, None)  # keep the dict in the order of each key's last record
-                    latest[rec.key] = rec.value
-                    offsets[rec.key] = rec.offset
-        except CompactLogError as exc:
-            log.error("%s-%d is damaged; its groups are loaded from the records before the damage: %s", TOPIC, p, exc)
+                ended = pending.pop(batch.producer_id, {})
+                if marker.is_commit:
+                    for key, (value, position) in ended.items():
+                        if latest.get(key) is None or offsets[key] < position:  # Kafka's olderThan
+                            latest.pop(key, None)
+                            latest[key] = value
+                            offsets[key] = position
+                continue
+            transactional = batch.is_transactional
+            for rec in records:
+                if rec.key is None:
+                    continue
+                if transactional and _is_offset_key(rec.key):
+                    mine = pending.setdefault(batch.producer_id, {})
+                    if rec.value is None:
+                        mine.pop(rec.key, None)
+                    else:
+                        mine[rec.key] = (rec.value, rec.offset)
+                    continue
+                latest.pop(rec.key, None)  # keep the dict in the order of each key's last record
+                latest[rec.key] = rec.value
+                offsets[rec.key] = rec.offset
         return found
 
     @staticmethod
