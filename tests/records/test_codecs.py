@@ -16,6 +16,7 @@ import zstandard
 
 from compactlog.errors import CorruptRecordError, InvalidConfigError, UnsupportedCompressionTypeError
 from compactlog.records.codecs import (
+    decompressed_bound,
     DEFAULT_MAX_DECOMPRESSED_BYTES,
     LEVELS,
     Codec,
@@ -582,3 +583,65 @@ def test_a_gzip_member_stops_at_the_bound_and_truncation_is_still_seen():
         decompress(Codec.GZIP, member, LIMIT)
     with pytest.raises(CorruptRecordError, match="gzip stream is truncated"):
         decompress(Codec.GZIP, member[:-1], 1 << 20)
+
+
+@pytest.mark.parametrize("block_size", [lz4.frame.BLOCKSIZE_MAX64KB, lz4.frame.BLOCKSIZE_MAX256KB,
+                                        lz4.frame.BLOCKSIZE_MAX1MB, lz4.frame.BLOCKSIZE_MAX4MB])
+@pytest.mark.parametrize("checksums", [False, True])
+@pytest.mark.parametrize("content_size", [False, True])
+def test_lz4_frames_of_every_block_size_and_checksum_decode_whole(block_size, checksums, content_size):
+    # small records (compressible) and random bytes (stored blocks) across several blocks, then trailing bytes
+    rng = random.Random(block_size)
+    data = b"".join(b"price=12.50;" * 8 + rng.randbytes(rng.randrange(0, 300)) for _ in range(20_000))
+    frame = lz4.frame.compress(data, block_size=block_size, block_checksum=checksums, content_checksum=checksums,
+                               store_size=content_size, block_linked=False)
+    assert decompress(Codec.LZ4, frame + b"after the end mark") == data
+    # a limit below what its blocks could hold but above what it holds: still read whole (in steps)
+    assert decompress(Codec.LZ4, frame, len(data)) == data
+    with pytest.raises(CorruptRecordError, match=too_big(len(data) - 1)):
+        decompress(Codec.LZ4, frame, len(data) - 1)
+
+
+def test_an_lz4_block_larger_than_its_frame_allows_is_corrupt():
+    frame = bytearray(lz4.frame.compress(b"x" * 100, block_size=lz4.frame.BLOCKSIZE_MAX64KB, block_linked=False,
+                                         store_size=False, content_checksum=False))
+    head = 7
+    size = struct.unpack_from("<I", frame, head)[0] & 0x7FFFFFFF
+    struct.pack_into("<I", frame, head, size + 70_000)  # the block now claims to run past the frame
+    with pytest.raises(CorruptRecordError):
+        decompress(Codec.LZ4, bytes(frame))
+
+
+@pytest.mark.parametrize("codec", [Codec.NONE, Codec.SNAPPY, Codec.LZ4, Codec.ZSTD])
+@pytest.mark.parametrize("size", [0, 1, 65_535, 65_536, 300_000, 2_000_001])
+def test_the_decompressed_bound_read_from_the_framing_holds_what_decompresses(codec, size):
+    rng = random.Random(size)
+    data = b"".join(b"p3:%d;" % rng.randrange(1000) + rng.randbytes(rng.randrange(20)) for _ in range(size // 12 + 1))[:size]
+    packed = compress(codec, data)
+    bound = decompressed_bound(codec, packed)
+    assert len(decompress(codec, packed)) == size <= bound
+    if codec is not Codec.ZSTD:  # (zstd's counts each compressed block at its most, 128 KiB)
+        assert bound <= size + {Codec.NONE: 0, Codec.SNAPPY: 0, Codec.LZ4: 64 * 1024}[codec]
+
+
+def test_the_decompressed_bound_of_other_writers_frames():
+    data = b"price=12.50;" * 100_000
+    for block_size, most in ((lz4.frame.BLOCKSIZE_MAX64KB, 64 << 10), (lz4.frame.BLOCKSIZE_MAX4MB, 4 << 20)):
+        frame = lz4.frame.compress(data, block_size=block_size, block_linked=False, block_checksum=True,
+                                   content_checksum=True, store_size=True)
+        assert len(data) <= decompressed_bound(Codec.LZ4, frame) < len(data) + most
+    frames = zstandard.ZstdCompressor(write_content_size=True).compress(data) * 2  # two frames
+    assert 2 * len(data) <= decompressed_bound(Codec.ZSTD, frames)
+    assert decompressed_bound(Codec.SNAPPY, cramjam.snappy.compress_raw(data)) == len(data)  # a bare raw block
+
+
+@pytest.mark.parametrize("codec, data", [
+    (Codec.GZIP, gzip.compress(b"x" * 1000)),  # deflate says nothing of its output's size
+    (Codec.LZ4, b"\x00" * 40),  # no lz4 magic
+    (Codec.LZ4, bytes.fromhex("04224d18604082") + struct.pack("<I", 1000)),  # a block running past the end
+    (Codec.ZSTD, b"\x28\xb5\x2f\xfd\x00"),  # a truncated frame
+    (Codec.SNAPPY, b"\x82SNAPPY\x00\x00\x00\x00\x01\x00\x00\x00\x01" + struct.pack(">i", 500)),
+    (5, b"anything"),  # no such codec
+])
+def test_no_bound_where_the_framing_does_not_tell(codec, data):
+    assert decompressed_bound(codec, data) is None

@@ -167,14 +167,10 @@ def _snappy_raw(block: memoryview, room: int, limit: int) -> bytes:
     return bytes((cramjam or _cramjam()).snappy.decompress_raw(block))
 
 
-def _snappy_decompress(data: bytes, limit: int) -> bytes:
-    mv = memoryview(data)
-    if bytes(mv[:8]) != _SNAPPY_MAGIC:
-        return _snappy_raw(mv, limit, limit)
+def _snappy_blocks(mv: memoryview):
+    """The raw blocks of a snappy-java stream (or of concatenated streams), without decoding them."""
     if len(mv) < len(_SNAPPY_HEADER):
         raise CorruptRecordError("snappy stream ends inside its 16-byte header")
-    out = []
-    total = 0
     pos = len(_SNAPPY_HEADER)
     end = len(mv)
     while pos < end:
@@ -189,10 +185,20 @@ def _snappy_decompress(data: bytes, limit: int) -> bytes:
         pos += 4
         if n < 0 or pos + n > end:
             raise CorruptRecordError(f"snappy block of {n} bytes runs past the end of the batch")
-        block = _snappy_raw(mv[pos : pos + n], limit - total, limit)
+        yield mv[pos : pos + n]
+        pos += n
+
+
+def _snappy_decompress(data: bytes, limit: int) -> bytes:
+    mv = memoryview(data)
+    if bytes(mv[:8]) != _SNAPPY_MAGIC:
+        return _snappy_raw(mv, limit, limit)
+    out = []
+    total = 0
+    for raw in _snappy_blocks(mv):
+        block = _snappy_raw(raw, limit - total, limit)
         total += len(block)
         out.append(block)
-        pos += n
     return b"".join(out)
 
 
@@ -255,6 +261,30 @@ def _lz4_compress(data: bytes, level: int) -> bytes:
     return b"".join(out)
 
 
+def _lz4_frame(mv: memoryview) -> tuple[int, int] | None:
+    """(end, the most its blocks can decompress to) of the lz4 frame at the start of ``mv``, from its
+    header and block sizes without decoding it; None when the walk meets anything odd (another magic,
+    a truncated header or block), which the decoder then reports as it reads."""
+    n = len(mv)
+    if n < 7 or _UINT_LE.unpack_from(mv)[0] != _LZ4_MAGIC:
+        return None
+    flags, descriptor = mv[4], mv[5]
+    block_max = 1 << (8 + 2 * (descriptor >> 4 & 7))  # 4: 64 KiB, 5: 256 KiB, 6: 1 MiB, 7: 4 MiB
+    checksum = 4 if flags & 0x10 else 0
+    p = 7 + (8 if flags & 0x08 else 0) + (4 if flags & 0x01 else 0)
+    bound = 0
+    while p + 4 <= n:
+        (head,) = _UINT_LE.unpack_from(mv, p)
+        p += 4
+        if head == 0:  # the end mark, then the content checksum if the frame has one
+            p += 4 if flags & 0x04 else 0
+            return (p, bound) if p <= n else None
+        size = head & ~_LZ4_UNCOMPRESSED
+        bound += size if head & _LZ4_UNCOMPRESSED else block_max
+        p += size + checksum
+    return None
+
+
 def _lz4_decompress(data: bytes, limit: int) -> bytes:
     # One frame, as Kafka reads it: bytes after its end mark are not read.
     mv = memoryview(data)
@@ -265,6 +295,11 @@ def _lz4_decompress(data: bytes, limit: int) -> bytes:
         declared = int.from_bytes(mv[6:14], "little")
         if declared > limit:
             raise _too_big(limit)
+    frame_end_and_bound = _lz4_frame(mv)
+    if frame_end_and_bound is not None and frame_end_and_bound[1] <= limit:
+        # Its blocks cannot hold more than the limit (nor can its declared size, checked above): decoded
+        # in one call, in a sixteenth of the time the stepped reads below take for 1 MB of small records.
+        return (lz4 or _lz4()).frame.decompress(mv[: frame_end_and_bound[0]])
     # The decoder allocates max_length up front, so output is pulled in growing steps.
     frame = (lz4 or _lz4()).frame
     ctx = frame.create_decompression_context()
@@ -426,6 +461,36 @@ def compress(codec: Codec, data: bytes, level: int | None = None) -> bytes:
     if codec is Codec.LZ4:
         return _lz4_compress(data, lvl)
     return _zstd_compress(data, lvl)
+
+
+def decompressed_bound(codec_id: int, data: Any) -> int | None:
+    """The most ``data``, a records section compressed with codec ``codec_id``, can decompress to, read
+    from its framing without decoding it (lz4 and zstd block sizes, snappy's length preambles), or None
+    where the framing does not tell (gzip, an unknown codec, framing the decoder would refuse).
+
+    Lets a caller choose where to decompress: a few kilobytes can inflate to megabytes, and a server's
+    event loop must not be stopped for that, while a batch known to be small costs less than the hop
+    to a worker thread."""
+    mv = memoryview(data)
+    try:
+        if codec_id == Codec.NONE:
+            return len(mv)
+        if codec_id == Codec.LZ4:
+            found = _lz4_frame(mv)
+            return None if found is None else found[1]
+        if codec_id == Codec.ZSTD:
+            total = pos = 0
+            while pos < len(mv):
+                pos, _, bound = _zstd_frame(mv, pos)
+                total += bound or 0
+            return total
+        if codec_id == Codec.SNAPPY:
+            if bytes(mv[:8]) != _SNAPPY_MAGIC:
+                return _snappy_raw_length(mv)
+            return sum(_snappy_raw_length(block) for block in _snappy_blocks(mv))
+    except CorruptRecordError:
+        return None
+    return None
 
 
 def decompress(codec: Codec, data: bytes, max_size: int | None = None) -> bytes:
