@@ -38,6 +38,7 @@ from .cleaner.survival import chunk_versions, filter_batches, without_batches
 from .cleaner.transactions import AbortedRanges, CleanedTransactions, carried_states, last_records
 from .errors import CompactLogError
 from .records import kernels
+from .records.layout import SLOT
 from .records.columns import Chunk, chunks
 from .storage.segment import SegmentParams
 from .storage.staging import JobStaging
@@ -100,6 +101,8 @@ class PartitionPlan:
     strategy: str
     groups: list[GroupTask] = field(default_factory=list)
     aborted: tuple[AbortedTxn, ...] = ()  # the aborted transactions of the cleaned range
+    map_memory: int = 0  # the local cleaner's map budget (a thread's share of the dedupe buffer)
+    load_factor: float = 0.9
 
     def aborted_in(self, lo: int, hi: int) -> tuple[AbortedTxn, ...]:
         return tuple(t for t in self.aborted if t.last_offset >= lo and t.first_offset < hi)
@@ -134,20 +137,44 @@ def scan_keys(task: ScanTask, versioned: bool) -> Iterator[KeyedRows]:
             yield KeyedRows(chunk, rows, chunk_versions(task.strategy, chunk)[rows] if versioned else None)
 
 
-def rewrite_group(task: GroupTask, offsets: np.ndarray, mapped: np.ndarray, staging: JobStaging) -> dict:
+def map_dirty_keys(plan: PartitionPlan, path: str, staging: JobStaging) -> str | None:
+    """Task side: the offset map of the partition's dirty section, built as the local cleaner builds it
+    (``survival.map_keys``: the same budget, load factor and kernel, aborted transactions' records left
+    out) and stored in a file of the task's own for the rewrite tasks to look keys up in (mapped from
+    the page cache, not copied). The file's path, or None, with nothing stored, when the keys do not
+    fit the budget: the job then maps them with a shuffle instead, still in one pass."""
+    from .cleaner.offset_map import OffsetMap
+    from .cleaner.survival import map_keys
+    from .storage.snapshot import PartitionSnapshot
+
+    m = OffsetMap(plan.map_memory, plan.load_factor)
+    aborted = AbortedRanges(plan.aborted_in(plan.first_dirty, plan.first_uncleanable))
+    with PartitionSnapshot.open(path, plan.topic, plan.partition) as snap:
+        if not map_keys(m, snap.batches(plan.first_dirty, plan.first_uncleanable), plan.first_dirty, "offset",
+                        aborted=aborted):
+            return None
+    out = staging.new_file(".npy")
+    np.save(out, m.table[: m.active * SLOT])
+    return str(out)
+
+
+def rewrite_group(task: GroupTask, offsets: np.ndarray, mapped: np.ndarray, staging: JobStaging,
+                  offset_map: str | None = None) -> dict:
     """Task side: the group's segments filtered into one ``.cleaned`` segment, written in a
     directory of the task's own under the job's staging directory.
 
-    ``offsets``/``mapped`` (sorted by offset) answer the map lookup for the records they list. With a
-    versioned strategy they list every keyed record whose key is mapped, the rest being unmapped (-1);
-    with the offset strategy they list the latest records and the superseded clean ones, and a dirty
-    keyed record not listed is superseded.
+    ``offset_map``, a file ``map_dirty_keys`` stored, answers the map lookup as the local cleaner's map
+    answers it. Without one, ``offsets``/``mapped`` (sorted by offset) answer it for the records they
+    list. With a versioned strategy they list every keyed record whose key is mapped, the rest being
+    unmapped (-1); with the offset strategy they list the latest records and the superseded clean ones,
+    and a dirty keyed record not listed is superseded.
     """
     from .storage.rewrite import write_cleaned
     from .storage.snapshot import PartitionSnapshot
 
     stats = CleanerStats()
     txn = task.txn if task.txn is not None else CleanedTransactions()
+    table = None if offset_map is None else np.load(offset_map, mmap_mode="r")
     with PartitionSnapshot.open(task.path, task.topic, task.partition) as snap:
         sources = [snap.segment_at(b) for b in task.bases]
         if any(s is None or s.size != size for s, size in zip(sources, task.sizes)):
@@ -160,6 +187,12 @@ def rewrite_group(task: GroupTask, offsets: np.ndarray, mapped: np.ndarray, stag
                     stats.bytes_read += sum(b.size for b in group)
                     stats.messages_read += sum(b.record_count for b in group)
                     offs = chunk.offsets
+                    if table is not None:
+                        m = np.empty(len(offs), dtype=np.int64)
+                        kernels.offset_map_get(table, len(table) // SLOT, chunk.data, chunk.cols, m)
+                        yield filter_batches(chunk, m, False, task.latest_mapped, task.upper_bound, task.now,
+                                             task.delete_retention_ms, stats, txn=txn)
+                        continue
                     m = np.full(len(offs), -1, dtype=np.int64)
                     if not task.exact:  # only latest offsets are listed: the other dirty keyed records lose
                         m[(chunk.cols[:, kernels.C_KEY_LEN] >= 0) & (offs >= task.first_dirty)
@@ -189,7 +222,8 @@ def plan_round(cl: "CompactLog", topic: str | None) -> list[PartitionPlan]:
     for c in sorted(cl.cleaner.claim_eligible(topic), key=lambda c: c.key):
         lg = logs[c.key]
         cfg = lg.config
-        plan = PartitionPlan(c.key[0], c.key[1], c.first_dirty_offset, c.first_uncleanable_offset, cfg.compaction_strategy)
+        plan = PartitionPlan(c.key[0], c.key[1], c.first_dirty_offset, c.first_uncleanable_offset, cfg.compaction_strategy,
+                             map_memory=cl.cleaner.memory_per_thread, load_factor=cl.cleaner.load_factor)
         segs = [s for s in lg.segments if s.base_offset < c.first_uncleanable_offset and s is not lg.active_segment]
         facts = [SegmentSize(s.base_offset, s.size, s.offset_index.size_in_bytes, s.time_index.size_in_bytes) for s in segs]
         groups = group_segments_by_size(facts, cfg.segment_bytes, cfg.segment_index_bytes, c.first_uncleanable_offset)

@@ -57,8 +57,12 @@ def snapshot_files(root: Path) -> dict[str, bytes]:
     return out
 
 
-@pytest.mark.parametrize("seed,strategy", [(1, "offset"), (2, "offset"), (3, "timestamp"), (4, "header:version")])
-def test_same_files_as_the_local_cleaner(spark, tmp_path, seed, strategy):
+@pytest.mark.parametrize("seed,strategy,offset_map", [(1, "offset", "auto"), (1, "offset", "shuffle"), (2, "offset", "auto"),
+                                                      (2, "offset", "shuffle"), (3, "timestamp", "auto"),
+                                                      (4, "header:version", "auto")])
+def test_same_files_as_the_local_cleaner(spark, tmp_path, seed, strategy, offset_map):
+    """``auto``: the offset strategy's keys fit the cleaner's budget, so tasks build the local cleaner's
+    own map; ``shuffle``: the map made by the shuffle, as for keys that do not fit."""
     build_log(tmp_path / "base", seed, strategy)
     shutil.copytree(tmp_path / "base", tmp_path / "local")
     shutil.copytree(tmp_path / "base", tmp_path / "spark")
@@ -67,8 +71,10 @@ def test_same_files_as_the_local_cleaner(spark, tmp_path, seed, strategy):
         before = [(r.partition, r.offset) for r in cl.consume("t", from_beginning=True)]
         local = cl.clean("t").compactions
     with compactlog.open(tmp_path / "spark", time=MockTime(START_MS + 10**6)) as cl:
-        results = compact(spark, cl, "t", progress=lambda _m: None)
+        said: list[str] = []
+        results = compact(spark, cl, "t", progress=said.append, offset_map=offset_map)
         after = list(cl.consume("t", from_beginning=True))
+    assert any("mapped the keys of 2 partition(s) in tasks" in m for m in said) == ((strategy, offset_map) == ("offset", "auto"))
     assert sorted((r.partition, r.end_offset) for r in results) == sorted((r.partition, r.end_offset) for r in local)
     assert len(after) < len(before), "the job removed superseded records"
     assert sum(r.stats.messages_written for r in results) == sum(r.stats.messages_written for r in local)
@@ -203,3 +209,20 @@ def test_deleting_the_topic_during_the_job_wins_and_leaves_nothing_behind(spark,
         assert "t" not in cl.list_topics()
         assert cl.cleaner.manager.state(("t", 0))[0] == "none"
     assert not [p for p in (tmp_path / "d").iterdir() if p.name.startswith("t-")]
+
+
+def test_keys_that_do_not_fit_the_cleaners_budget_are_mapped_by_the_shuffle_in_one_pass(spark, tmp_path):
+    """A dedupe buffer of 27 keys against 60: the tasks' maps fill, so the job maps by the shuffle
+    instead and cleans the whole dirty section in its one round, the same files as the shuffle alone."""
+    build_log(tmp_path / "base", 5, "offset")
+    small = {"log.cleaner.dedupe.buffer.size": str(30 * 24), "log.cleaner.threads": "1"}
+    outcomes = {}
+    for mode in ("auto", "shuffle"):
+        shutil.copytree(tmp_path / "base", tmp_path / mode)
+        with compactlog.open(tmp_path / mode, config=small, time=MockTime(START_MS + 10**6)) as cl:
+            said: list[str] = []
+            results = compact(spark, cl, "t", progress=said.append, offset_map=mode)
+            assert not any("in tasks" in m for m in said)
+            assert all(r.end_offset == cl.log("t", r.partition).active_segment.base_offset for r in results)
+            outcomes[mode] = ([(r.partition, r.end_offset) for r in results], snapshot_files(tmp_path / mode))
+    assert outcomes["auto"] == outcomes["shuffle"]

@@ -21,8 +21,8 @@ def files_of(root: Path) -> dict[str, bytes]:
             if p.is_file() and (p.suffix in keep or p.name == "cleaner-offset-checkpoint")}
 
 
-@pytest.mark.parametrize("seed", [7])
-def test_same_files_as_the_local_cleaner(spark, tmp_path, seed):
+@pytest.mark.parametrize("seed, offset_map", [(7, "auto"), (7, "shuffle")])
+def test_same_files_as_the_local_cleaner(spark, tmp_path, seed, offset_map):
     build(tmp_path / "base", seed, partitions=2)
     shutil.copytree(tmp_path / "base", tmp_path / "local")
     shutil.copytree(tmp_path / "base", tmp_path / "spark")
@@ -33,7 +33,7 @@ def test_same_files_as_the_local_cleaner(spark, tmp_path, seed):
     with compactlog.open(tmp_path / "local", time=MockTime(now)) as cl:
         local = cl.clean("t").compactions
     with compactlog.open(tmp_path / "spark", time=MockTime(now)) as cl:
-        results = compact(spark, cl, "t", progress=lambda _m: None)
+        results = compact(spark, cl, "t", progress=lambda _m: None, offset_map=offset_map)
         assert [committed_latest(cl, p) for p in (0, 1)] == models
     assert sorted((r.partition, r.end_offset) for r in results) == sorted((r.partition, r.end_offset) for r in local)
     local_files, spark_files = files_of(tmp_path / "local"), files_of(tmp_path / "spark")

@@ -7,13 +7,21 @@ steps that touch the storage are ``compactlog.cleaning_round``'s; this module is
 them:
 
 1. Plan (driver): ``plan_round`` claims the eligible logs and cuts their segments into groups.
-2. Map (executors + shuffle): keyed records of the dirty sections (``scan_keys``) -> per (partition, key)
-   the chosen offset: the highest, or for a versioned ``compaction.strategy`` the highest (version, offset).
-3. Join (shuffle): the keyed records of each segment group meet the chosen offset of their key.
+2. Map, where the keys fit (executors): for Kafka's offset strategy, one task per partition builds the
+   local cleaner's own offset map of the dirty section in the cleaner's budget (``map_dirty_keys``) and
+   stores it for the rewrite tasks. A partition whose keys do not fit goes to step 3 (the map stops
+   where it fills, so the dirty section is read less than once more), as do versioned strategies.
+3. Map by shuffle (executors + shuffle): keyed records of the dirty sections (``scan_keys``) -> per
+   (partition, key) the chosen offset: the highest, or for a versioned ``compaction.strategy`` the
+   highest (version, offset); the keyed records of each segment group meet the chosen offset of their key.
 4. Rewrite (executors): ``rewrite_group`` filters each group by the cleaner's survival rule into a
-   ``.cleaned`` segment in the job's staging directory.
+   ``.cleaned`` segment in the job's staging directory, the groups in parallel.
 5. Swap (driver): ``CleaningRound.adopt`` swaps them in (crash-safe) and advances the cleaner's
    checkpoints; closing the round removes the staging directory, whatever happened.
+
+Where the keys fit, step 2 does what the local cleaner's map phase does, and step 4 spreads its
+rewrite over the executors; the shuffle, which costs several times the cleaner's round on one machine,
+is for the partitions whose keys the cleaner could only map over several rounds.
 
 Only closed segments below ``first_uncleanable`` are read or replaced, so appends go on meanwhile.
 Keys are grouped by their bytes, not by the local map's 128-bit hash (see docs/cleaner.md).
@@ -35,6 +43,7 @@ from ..cleaning_round import (
     CompactionJobError,
     PartitionPlan,
     ScanTask,
+    map_dirty_keys,
     plan_round,
     rewrite_group,
     scan_keys,
@@ -154,9 +163,28 @@ def _offset_rule_rows(spark, plans: list[PartitionPlan], path: str, pids: list[i
     return frames
 
 
-def _rewrite_frame(spark, plans: list[PartitionPlan], path: str, staging):
+def maps_in_tasks(spark, plans: list[PartitionPlan], path: str, staging) -> dict[int, str]:
+    """Step 2: plan id -> the file of its offset map, for each offset-strategy plan whose dirty keys fit
+    the local cleaner's budget; one Spark task per partition."""
+    pids = [i for i, p in enumerate(plans) if p.strategy == "offset"]
+    if not pids:
+        return {}
+
+    def run(batches):
+        for b in batches:
+            ids = b.column("id").to_pylist()
+            files = [map_dirty_keys(plans[pids[i]], path, staging) for i in ids]
+            yield pa.RecordBatch.from_arrays([pa.array([pids[i] for i in ids], pa.int32()), pa.array(files, pa.string())],
+                                             names=["pid", "file"])
+
+    rows = spark.range(0, len(pids), 1, len(pids)).mapInArrow(run, "pid int, file string").collect()
+    return {r["pid"]: r["file"] for r in rows if r["file"] is not None}
+
+
+def _rewrite_frame(spark, plans: list[PartitionPlan], path: str, staging, maps: dict[int, str]):
     groups = {g.gid: g for p in plans for g in p.groups}
-    by_offset = [i for i, p in enumerate(plans) if p.strategy == "offset"]
+    map_of_group = {g.gid: maps[pid] for pid in maps for g in plans[pid].groups}
+    by_offset = [i for i, p in enumerate(plans) if p.strategy == "offset" and i not in maps]
     versioned = [i for i, p in enumerate(plans) if p.strategy != "offset"]
     frames = [spark.createDataFrame([(gid, -1, -1) for gid in groups], "gid int, offset long, mapped long")]
     if by_offset:
@@ -177,15 +205,23 @@ def _rewrite_frame(spark, plans: list[PartitionPlan], path: str, staging):
         offs = table.column("offset").to_numpy()
         keep = offs >= 0
         order = np.argsort(offs[keep], kind="stable")
-        r = rewrite_group(groups[gid], offs[keep][order], table.column("mapped").to_numpy()[keep][order], staging)
+        r = rewrite_group(groups[gid], offs[keep][order], table.column("mapped").to_numpy()[keep][order], staging,
+                          map_of_group.get(gid))
         return pa.table({"gid": pa.array([gid], pa.int32()), "dir": pa.array([r["dir"]]),
                          **{k: pa.array([r[k]], pa.int64()) for k in STAT_FIELDS}})
 
     return rows.groupBy("gid").applyInArrow(run, out_schema)
 
 
-def compact(spark, cl, topic: str | None = None, progress: Callable[[str], None] = print) -> list[CleanResult]:
-    """Clean every eligible log (of ``topic``) in one Spark job; returns a CleanResult per partition."""
+def compact(spark, cl, topic: str | None = None, progress: Callable[[str], None] = print,
+            offset_map: str = "auto") -> list[CleanResult]:
+    """Clean every eligible log (of ``topic``) in one Spark job; returns a CleanResult per partition.
+
+    ``offset_map``: ``auto`` builds each partition's map in a task where its keys fit the local
+    cleaner's budget (step 2), ``shuffle`` maps every partition by the shuffle (step 3). Both give the
+    local cleaner's files."""
+    if offset_map not in ("auto", "shuffle"):
+        raise ValueError(f"offset_map must be auto or shuffle, not {offset_map!r}")
     if topic is not None:
         cl.partitions_for(topic)  # unknown topic -> UnknownTopicOrPartitionError
     started = _time.monotonic()
@@ -205,7 +241,10 @@ def compact(spark, cl, topic: str | None = None, progress: Callable[[str], None]
     with CleaningRound(cl, plans) as job:
         try:
             with spark_progress(spark, "compaction"):
-                rows = _rewrite_frame(spark, plans, job.path, job.staging).collect()
+                maps = maps_in_tasks(spark, plans, job.path, job.staging) if offset_map == "auto" else {}
+                if maps:
+                    progress(f"mapped the keys of {len(maps)} partition(s) in tasks, as the local cleaner maps them")
+                rows = _rewrite_frame(spark, plans, job.path, job.staging, maps).collect()
         except Exception as exc:  # an executor failed: its message, without the JVM stack
             raise CompactionJobError(f"the compaction job failed: {_executor_message(exc)}") from None
         map_done = _time.monotonic()
