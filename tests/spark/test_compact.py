@@ -20,32 +20,32 @@ CODECS = [Codec.NONE, Codec.GZIP, Codec.SNAPPY, Codec.LZ4, Codec.ZSTD]
 
 
 def _append_random(cl, rng: random.Random, clock: MockTime, partitions: int, batches: int, keys: int,
-                   keyless: bool = False) -> None:
+                   keyless: bool = False, topic: str = "t") -> None:
     for _ in range(batches):
         n = rng.randint(1, 15)
         ks = [None if keyless and rng.random() < 0.2 else b"k%03d" % rng.randrange(keys) for _ in range(n)]
         vs = [None if rng.random() < 0.12 else b"v%08d" % rng.randrange(10**8) * rng.randint(1, 4) for _ in range(n)]
         ts = [clock.milliseconds() + rng.randint(-5000, 5000) for _ in range(n)]
         hs = [[("version", b"%d" % rng.randrange(100))] if rng.random() < 0.8 else [] for _ in range(n)]
-        cl.append_batch("t", rng.randrange(partitions), build_batch(ks, vs, ts, headers=hs, codec=rng.choice(CODECS)))
+        cl.append_batch(topic, rng.randrange(partitions), build_batch(ks, vs, ts, headers=hs, codec=rng.choice(CODECS)))
         clock.sleep(rng.randint(0, 30))
 
 
-def build_log(root: Path, seed: int, strategy: str, partitions: int = 2) -> None:
+def build_log(root: Path, seed: int, strategy: str, partitions: int = 2, topic: str = "t") -> None:
     """A compacted topic with history: keyless records from its delete days, an earlier cleaning (so
     some tombstones carry a delete horizon), then more dirty data on top."""
     rng = random.Random(seed)
     clock = MockTime(START_MS)
     with compactlog.open(root, time=clock) as cl:
-        cl.create_topic("t", partitions, {"cleanup.policy": "delete", "segment.bytes": "3000",
-                                          "file.delete.delay.ms": "0", "delete.retention.ms": "2000",
-                                          "min.cleanable.dirty.ratio": "0.01", "compaction.strategy": strategy})
-        _append_random(cl, rng, clock, partitions, 30, 40, keyless=True)
-        cl.alter_topic_config("t", set={"cleanup.policy": "compact"})
-        _append_random(cl, rng, clock, partitions, 60, 40)
-        cl.clean("t")
+        cl.create_topic(topic, partitions, {"cleanup.policy": "delete", "segment.bytes": "3000",
+                                            "file.delete.delay.ms": "0", "delete.retention.ms": "2000",
+                                            "min.cleanable.dirty.ratio": "0.01", "compaction.strategy": strategy})
+        _append_random(cl, rng, clock, partitions, 30, 40, keyless=True, topic=topic)
+        cl.alter_topic_config(topic, set={"cleanup.policy": "compact"})
+        _append_random(cl, rng, clock, partitions, 60, 40, topic=topic)
+        cl.clean(topic)
         clock.sleep(1000)
-        _append_random(cl, rng, clock, partitions, 90, 60)
+        _append_random(cl, rng, clock, partitions, 90, 60, topic=topic)
         clock.sleep(1500)  # some horizons from the first cleaning have passed, others not
 
 
@@ -226,3 +226,22 @@ def test_keys_that_do_not_fit_the_cleaners_budget_are_mapped_by_the_shuffle_in_o
             assert all(r.end_offset == cl.log("t", r.partition).active_segment.base_offset for r in results)
             outcomes[mode] = ([(r.partition, r.end_offset) for r in results], snapshot_files(tmp_path / mode))
     assert outcomes["auto"] == outcomes["shuffle"]
+
+
+def test_one_job_over_topics_mapped_in_tasks_and_by_the_shuffle(spark, tmp_path):
+    """Every eligible log in one job: an offset-strategy topic whose maps the tasks build beside a
+    versioned one the shuffle maps; each gets the local cleaner's files."""
+    build_log(tmp_path / "base", 8, "offset", topic="a")
+    build_log(tmp_path / "base", 9, "timestamp", topic="b")
+    shutil.copytree(tmp_path / "base", tmp_path / "local")
+    shutil.copytree(tmp_path / "base", tmp_path / "spark")
+    with compactlog.open(tmp_path / "local", time=MockTime(START_MS + 10**6)) as cl:
+        local = cl.clean().compactions
+    with compactlog.open(tmp_path / "spark", time=MockTime(START_MS + 10**6)) as cl:
+        said: list[str] = []
+        results = compact(spark, cl, progress=said.append)
+    assert any("mapped the keys of 2 partition(s) in tasks" in m for m in said)
+    assert sorted((r.topic, r.partition, r.end_offset) for r in results) == sorted(
+        (r.topic, r.partition, r.end_offset) for r in local)
+    assert {r.topic for r in results} == {"a", "b"}
+    assert snapshot_files(tmp_path / "local") == snapshot_files(tmp_path / "spark")

@@ -181,12 +181,38 @@ def maps_in_tasks(spark, plans: list[PartitionPlan], path: str, staging) -> dict
     return {r["pid"]: r["file"] for r in rows if r["file"] is not None}
 
 
+_OUT_SCHEMA = "gid int, dir string, " + ", ".join(f"{k} long" for k in STAT_FIELDS)
+_NONE = np.empty(0, dtype=np.int64)
+
+
+def _written(gid: int, r: dict) -> pa.Table:
+    """A rewrite task's answer: where its cleaned segment is, and its stats."""
+    return pa.table({"gid": pa.array([gid], pa.int32()), "dir": pa.array([r["dir"]]),
+                     **{k: pa.array([r[k]], pa.int64()) for k in STAT_FIELDS}})
+
+
 def _rewrite_frame(spark, plans: list[PartitionPlan], path: str, staging, maps: dict[int, str]):
+    """The rewrite tasks' answers: the groups of partitions mapped in tasks (``maps``) one task each,
+    straight away; the others after the shuffle that brings each its map answers."""
     groups = {g.gid: g for p in plans for g in p.groups}
     map_of_group = {g.gid: maps[pid] for pid in maps for g in plans[pid].groups}
+    out = []
+    if map_of_group:
+        mapped = sorted(map_of_group)
+
+        def run_mapped(batches):
+            for b in batches:
+                for i in b.column("id").to_pylist():
+                    gid = mapped[i]
+                    yield from _written(gid, rewrite_group(groups[gid], _NONE, _NONE, staging, map_of_group[gid])).to_batches()
+
+        out.append(spark.range(0, len(mapped), 1, len(mapped)).mapInArrow(run_mapped, _OUT_SCHEMA))
     by_offset = [i for i, p in enumerate(plans) if p.strategy == "offset" and i not in maps]
     versioned = [i for i, p in enumerate(plans) if p.strategy != "offset"]
-    frames = [spark.createDataFrame([(gid, -1, -1) for gid in groups], "gid int, offset long, mapped long")]
+    if not by_offset and not versioned:
+        return out[0]
+    frames = [spark.createDataFrame([(gid, -1, -1) for gid in groups if gid not in map_of_group],
+                                    "gid int, offset long, mapped long")]
     if by_offset:
         frames += _offset_rule_rows(spark, plans, path, by_offset)
     if versioned:
@@ -198,19 +224,17 @@ def _rewrite_frame(spark, plans: list[PartitionPlan], path: str, staging, maps: 
     rows = frames[0]
     for f in frames[1:]:
         rows = rows.unionByName(f)
-    out_schema = "gid int, dir string, " + ", ".join(f"{k} long" for k in STAT_FIELDS)
 
     def run(table: pa.Table) -> pa.Table:
         gid = table.column("gid")[0].as_py()
         offs = table.column("offset").to_numpy()
         keep = offs >= 0
         order = np.argsort(offs[keep], kind="stable")
-        r = rewrite_group(groups[gid], offs[keep][order], table.column("mapped").to_numpy()[keep][order], staging,
-                          map_of_group.get(gid))
-        return pa.table({"gid": pa.array([gid], pa.int32()), "dir": pa.array([r["dir"]]),
-                         **{k: pa.array([r[k]], pa.int64()) for k in STAT_FIELDS}})
+        return _written(gid, rewrite_group(groups[gid], offs[keep][order], table.column("mapped").to_numpy()[keep][order],
+                                           staging))
 
-    return rows.groupBy("gid").applyInArrow(run, out_schema)
+    shuffled = rows.groupBy("gid").applyInArrow(run, _OUT_SCHEMA)
+    return shuffled if not out else out[0].unionByName(shuffled)
 
 
 def compact(spark, cl, topic: str | None = None, progress: Callable[[str], None] = print,
