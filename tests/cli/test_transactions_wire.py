@@ -118,6 +118,17 @@ def test_describe_an_ongoing_transaction(broker):
     assert done[4] == "CompleteCommit" and done[8] == ""  # (its last transaction's start kept, as Kafka keeps it)
 
 
+def test_describe_an_id_with_no_transaction_yet(broker):
+    """After InitProducerId only: Empty, and the broker answers -1 for the start, which Kafka's tool
+    prints as None (kio's reader refuses a negative time: the command reads it as a number)."""
+    from confluent_kafka import Producer
+
+    p = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": "idle"})
+    p.init_transactions(DEADLINE_S)
+    (row,) = table(txn(broker, "describe", "--transactional-id", "idle"))[1:]
+    assert row[1:] == ["idle", row[2], "0", "Empty", "60000", "None", "None", ""] and int(row[2]) >= 0
+
+
 def test_describe_an_unknown_id_is_kafkas_error(broker):
     res = CliRunner().invoke(main, ["transactions", "--bootstrap-server", broker.bootstrap, "describe",
                                     "--transactional-id", "nobody"])

@@ -66,6 +66,25 @@ def partition_name(topic: str, partition: int) -> str:
     return f"{topic}-{partition}"
 
 
+def _times_as_numbers(cls, nested: dict | None = None):
+    """A copy of kio's schema ``cls`` whose millisecond times are read as plain numbers: kio refuses a
+    negative time, and a broker answers -1 (Kafka's "none") for the start of a transaction that is not
+    open. ``nested`` names fields to read with such copies of their entities."""
+    import dataclasses
+
+    from kio.static.primitive import i64
+
+    fields = []
+    for f in dataclasses.fields(cls):
+        kind, meta = f.type, dict(f.metadata)
+        if meta.get("kafka_type") == "datetime_i64":
+            kind, meta = i64, {**meta, "kafka_type": "int64"}
+        fields.append((f.name, (nested or {}).get(f.name, kind), dataclasses.field(metadata=meta)))
+    kept = {k: v for k, v in vars(cls).items() if k in ("__type__", "__version__", "__flexible__", "__api_key__",
+                                                           "__header_schema__")}
+    return dataclasses.make_dataclass(cls.__name__, fields, namespace=kept, frozen=True, slots=True)
+
+
 def _ms(value) -> int:
     """A kio time (a datetime, or a timedelta for a duration) in milliseconds."""
     if isinstance(value, datetime.timedelta):
@@ -184,9 +203,10 @@ class WireTransactions:
         from kio.schema.describe_transactions.v0 import request, response
 
         coordinator = self.coordinator(tid)
+        answer_cls = _times_as_numbers(response.DescribeTransactionsResponse, {
+            "transaction_states": tuple[_times_as_numbers(response.TransactionState), ...]})
         answer = self._until_loaded(
-            lambda: self.ask(coordinator, request.DescribeTransactionsRequest(transactional_ids=(tid,)),
-                             response.DescribeTransactionsResponse),
+            lambda: self.ask(coordinator, request.DescribeTransactionsRequest(transactional_ids=(tid,)), answer_cls),
             lambda a: a.transaction_states[0].error_code if a.transaction_states else 0)
         (state,) = answer.transaction_states
         code = int(state.error_code)
@@ -197,7 +217,7 @@ class WireTransactions:
             raise error_for(code, about + "failed because the ID could not be found")
         if code != 0:
             raise error_for(code, about + "failed due to unexpected error")
-        start = _ms(state.transaction_start_time)
+        start = int(state.transaction_start_time)
         return Description(coordinator, tid, int(state.producer_id), int(state.producer_epoch),
                            state.transaction_state, _ms(state.transaction_timeout), None if start < 0 else start,
                            tuple((t.topic, int(p)) for t in state.topics for p in t.partitions))
