@@ -13,17 +13,16 @@ read_uncommitted it may hold more (the aborted attempts), which is the point.
 from __future__ import annotations
 
 import json
-import queue
 import random
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 import pytest
 
 import wire
+from child_lines import ChildLines
 from compactlog import reading
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
@@ -62,8 +61,7 @@ def write_input(server, topic: str) -> dict[int, list[bytes]]:
 
 
 class Worker:
-    """One worker process and the lines it prints (read by a thread into a queue: a ``select`` on the pipe
-    would not see lines already taken into the reader's buffer)."""
+    """One worker process and the lines it prints (``ChildLines``)."""
 
     def __init__(self, client: str, server, source: str, sink: str, log: Path) -> None:
         self.log = log
@@ -71,30 +69,17 @@ class Worker:
             self.proc = subprocess.Popen([sys.executable, str(WORKER), client, server.bootstrap, source, sink,
                                           f"group-{client}", f"tid-{client}", str(EVERY)],
                                          stdout=subprocess.PIPE, stderr=err)
-        self.lines: queue.Queue[str | None] = queue.Queue()
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
-
-    def _read(self) -> None:
-        for line in self.proc.stdout:
-            self.lines.put(line.decode().strip())
-        self.lines.put(None)
+        self.lines = ChildLines(self.proc, lambda: f"; its log: {self.log.read_text()[-3000:]}")
 
     def next_line(self, deadline: float) -> str:
         """The worker's next line; fails when it exits or says nothing before ``deadline``."""
-        try:
-            line = self.lines.get(timeout=max(deadline - time.monotonic(), 0))
-        except queue.Empty:
-            raise AssertionError(f"the worker said nothing in time; its log: {self.log.read_text()[-3000:]}") from None
-        assert line is not None, f"the worker exited with {self.proc.wait()}; its log: {self.log.read_text()[-3000:]}"
-        return line
+        return self.lines.next_line(deadline)
 
     def kill(self) -> None:
         if self.proc.poll() is None:
             self.proc.kill()
         self.proc.wait()
-        self.reader.join(T)
-        self.proc.stdout.close()
+        self.lines.close(T)
 
 
 def run_until_consumed(client: str, server, source: str, sink: str, log: Path, seed: str) -> list[str]:

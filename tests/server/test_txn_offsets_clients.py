@@ -15,6 +15,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from child_lines import ChildLines
 from wire import RawClient, module_of, serving
 
 OVERRIDES = {"listeners": "PLAINTEXT://127.0.0.1:0", "group.initial.rebalance.delay.ms": "0",
@@ -242,7 +243,10 @@ while True:
     records = [m for m in consumer.consume(10, 0.5) if not m.error()]
     assignment = consumer.assignment()
     if not records:
-        if assignment and consumer.position(assignment)[0].offset >= total:
+        # position() is unset until a record is consumed: an instance started after an earlier one
+        # committed the last input has only the group's committed offset to go by
+        if assignment and max(consumer.position(assignment)[0].offset,
+                              consumer.committed(assignment, 30)[0].offset) >= total:
             break
         continue
     producer.begin_transaction()
@@ -281,35 +285,31 @@ def test_a_consume_transform_produce_loop_killed_at_any_point_outputs_each_input
     script.write_text(WORKER)
     rng = random.Random(447)
 
-    def worker(pause_at: int = 0, where: str = "-") -> subprocess.Popen:
-        return subprocess.Popen([sys.executable, str(script), server.bootstrap, str(total), str(pause_at), where],
+    def worker(pause_at: int = 0, where: str = "-") -> tuple[subprocess.Popen, ChildLines]:
+        proc = subprocess.Popen([sys.executable, str(script), server.bootstrap, str(total), str(pause_at), where],
                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-
-    def wait_for(proc: subprocess.Popen, word: str) -> None:
-        deadline = time.monotonic() + TIMEOUT
-        for line in proc.stdout:
-            if line.startswith(word):
-                return
-            assert time.monotonic() < deadline, f"the worker did not print {word!r} in time"
-        raise AssertionError(f"the worker ended (status {proc.wait()}) before printing {word!r}")
+        return proc, ChildLines(proc)
 
     for pause_at, where in ((3, "produced"), (2, "offsets"), (0, "-")):
-        proc = worker(pause_at, where)
+        proc, lines = worker(pause_at, where)
         try:
             if where == "-":
-                wait_for(proc, "committed")
+                lines.wait_for("committed", TIMEOUT)
                 time.sleep(rng.uniform(0, 0.2))  # anywhere in the loop: the outcome may not depend on it
             else:
-                wait_for(proc, "paused")
+                lines.wait_for("paused", TIMEOUT)
         finally:
             proc.kill()
             proc.wait()
-    proc = worker()
+            lines.close(TIMEOUT)
+    proc, lines = worker()
     try:
-        wait_for(proc, "done")
+        lines.wait_for("done", TIMEOUT)
         assert proc.wait(TIMEOUT) == 0
     finally:
         proc.kill()
+        proc.wait()
+        lines.close(TIMEOUT)
     assert settled(server, "eos", topic="eos-in") == total
 
     reader = Consumer({"bootstrap.servers": server.bootstrap, "group.id": "eos-reader",
