@@ -49,6 +49,9 @@ class SourceOptions:
     max_offsets_per_trigger: int | None
     max_partition_bytes: int
     partitions: dict[str, int]  # topic -> partition count
+    # Spark's Kafka source's minPartitions: at least this many Spark partitions, the larger ranges cut
+    # into pieces of equal offset counts (inside segments and batches)
+    min_partitions: int | None = None
     read_compacted: bool = False  # the compacted view (compact-topic) instead of the whole log
     check_crcs: bool = True  # kafka.check.crcs: verify every batch read (Kafka's consumer default)
     # kafka.isolation.level, as Spark's Kafka source passes it to its consumer: read_committed ends each
@@ -86,6 +89,7 @@ class SourceOptions:
             max_offsets_per_trigger=_int_option(opts, "maxoffsetspertrigger", "maxOffsetsPerTrigger", None, 1),
             max_partition_bytes=_int_option(opts, "maxpartitionbytes", "maxPartitionBytes", 128 << 20, 1),
             partitions={t: topics[t]["partitions"] for t in wanted},
+            min_partitions=_int_option(opts, "minpartitions", "minPartitions", None, 1),
             read_compacted=_bool_option(opts, "readcompacted", "readCompacted", False),
             check_crcs=_bool_option(opts, "kafka.check.crcs", "kafka.check.crcs", True),
             isolation=_isolation_option(opts),

@@ -8,6 +8,7 @@ validated append path (``compactlog.staged_appends``); an aborted job leaves not
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Iterator
 
@@ -53,8 +54,9 @@ class PartitionRange(InputPartition):
 
 def plan_ranges(opts: SourceOptions, ends: dict[tuple[str, int], int] | None = None,
                 starts: dict[tuple[str, int], int] | None = None) -> list[PartitionRange]:
-    """One range per topic-partition, split at segment boundaries when it exceeds maxPartitionBytes."""
-    out = []
+    """One range per topic-partition, split at segment boundaries when it exceeds maxPartitionBytes;
+    then, with ``minPartitions``, cut further into pieces as Spark's Kafka source cuts them."""
+    spans: list[tuple[str, int, int, int]] = []
     for topic in opts.topics:
         for p in range(opts.partitions[topic]):
             with open_snapshot(opts.path, topic, p) as snap:
@@ -70,9 +72,32 @@ def plan_ranges(opts: SourceOptions, ends: dict[tuple[str, int], int] | None = N
                         acc = 0
                     acc += size
                 cuts.append(end)
-                out += [PartitionRange(opts.path, topic, p, a, b, opts.include_headers, opts.read_compacted, opts.check_crcs,
-                                       opts.isolation)
-                        for a, b in zip(cuts, cuts[1:]) if a < b]
+                spans += [(topic, p, a, b) for a, b in zip(cuts, cuts[1:]) if a < b]
+    if opts.min_partitions and not opts.read_compacted:
+        spans = min_partitions(spans, opts.min_partitions)
+    return [PartitionRange(opts.path, topic, p, a, b, opts.include_headers, opts.read_compacted, opts.check_crcs,
+                           opts.isolation) for topic, p, a, b in spans]
+
+
+def min_partitions(spans: list[tuple[str, int, int, int]], wanted: int) -> list[tuple[str, int, int, int]]:
+    """``spans`` (topic, partition, start, end) cut into about ``wanted`` pieces when there are fewer, as
+    Spark's Kafka source does for minPartitions: each span into its share of the offsets times
+    ``wanted`` pieces, rounded half up (at least one), each piece the offsets left divided by the pieces
+    left. A cut may fall inside a batch: each task reads the batches holding its offsets and hands out
+    only those."""
+    total = sum(b - a for _, _, a, b in spans)
+    if len(spans) >= wanted or total == 0:
+        return spans
+    out = []
+    for topic, p, a, b in spans:
+        parts = max(math.floor((b - a) / total * wanted + 0.5), 1)
+        remaining, at = b - a, a
+        for part in range(parts):
+            size = remaining // (parts - part)
+            remaining -= size
+            if size:
+                out.append((topic, p, at, at + size))
+            at += size
     return out
 
 

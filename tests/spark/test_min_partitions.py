@@ -1,0 +1,82 @@
+"""minPartitions (Spark's Kafka source option): ranges cut into pieces of equal offset counts, inside
+segments and inside batches, and every record read once, in every kind of partition."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+import compactlog
+from compactlog.clock import MockTime
+from compactlog.records.batch import BatchInfo, build_batch
+from compactlog.records.codecs import Codec
+from compactlog.spark.source import min_partitions
+
+TS = 1_700_000_000_000
+
+
+def test_pieces_as_sparks_kafka_source_cuts_them():
+    # each range gets round(share x wanted) pieces, at least one, each the offsets left / the pieces left
+    assert min_partitions([("t", 0, 0, 10)], 3) == [("t", 0, 0, 3), ("t", 0, 3, 6), ("t", 0, 6, 10)]
+    assert min_partitions([("t", 0, 0, 10), ("t", 1, 5, 6)], 4) == [
+        ("t", 0, 0, 2), ("t", 0, 2, 4), ("t", 0, 4, 7), ("t", 0, 7, 10), ("t", 1, 5, 6)]
+    assert min_partitions([("t", 0, 0, 2)], 5) == [("t", 0, 0, 1), ("t", 0, 1, 2)]  # never an empty piece
+    assert min_partitions([("t", 0, 0, 5), ("t", 1, 0, 5)], 2) == [("t", 0, 0, 5), ("t", 1, 0, 5)]  # enough already
+
+
+@pytest.fixture
+def topic(tmp_path):
+    """``t``: partition 0 compacted (gaps in its offsets) with lz4 batches of 40 records, partition 1
+    empty, partition 2 with transactions, one aborted, in batches of 7."""
+    clock = MockTime(TS)
+    rng = random.Random(5)
+    with compactlog.open(tmp_path, time=clock) as cl:
+        cl.create_topic("t", 3, {"cleanup.policy": "compact", "segment.bytes": "1200", "min.cleanable.dirty.ratio": "0.01"})
+        for i in range(30):
+            keys = [b"k%d" % rng.randrange(97) if n < 600 else b"u%d" % n for n in range(i * 40, i * 40 + 40)]
+            cl.append_batch("t", 0, build_batch(keys,
+                                                [b"v%d" % (i * 40 + j) for j in range(40)], [TS] * 40, codec=Codec.LZ4))
+        cl.clean("t")
+        p2 = cl.partition("t", 2)
+        for txn in range(6):
+            info = BatchInfo(producer_id=9, producer_epoch=0, base_sequence=txn * 7, is_transactional=True)
+            p2.append(build_batch([b"x"] * 7, [b"t%d-%d" % (txn, j) for j in range(7)], [TS] * 7, info=info))
+            p2.write_txn_marker(9, 0, commit=txn != 3, coordinator_epoch=0)
+        expected = {}
+        for level in ("read_uncommitted", "read_committed"):
+            expected[level] = sorted((r.partition, r.offset, r.value) for r in
+                                     cl.consume("t", from_beginning=True, isolation_level=level))
+        offsets = [r.offset for r in cl.consume("t", 0, from_beginning=True)]
+    assert offsets != list(range(offsets[0], offsets[0] + len(offsets))), "partition 0 has compacted gaps"
+    return tmp_path, expected
+
+
+@pytest.mark.parametrize("level", ["read_uncommitted", "read_committed"])
+@pytest.mark.parametrize("wanted", [1, 2, 7, 50, 5000])
+def test_every_record_once_however_the_ranges_are_cut(spark, topic, level, wanted):
+    path, expected = topic
+    df = (spark.read.format("compactlog").option("path", str(path)).option("subscribe", "t")
+          .option("minPartitions", str(wanted)).option("kafka.isolation.level", level).load())
+    assert df.rdd.getNumPartitions() >= min(wanted, 2)
+    rows = sorted((r.partition, r.offset, bytes(r.value)) for r in df.select("partition", "offset", "value").collect())
+    assert rows == expected[level]
+
+
+def test_a_bad_min_partitions_is_named(spark, topic):
+    path, _ = topic
+    with pytest.raises(Exception, match='option "minPartitions" must be at least 1, got 0'):
+        spark.read.format("compactlog").option("path", str(path)).option("subscribe", "t") \
+            .option("minPartitions", "0").load().count()
+
+
+def test_cuts_fall_inside_batches(topic):
+    from compactlog.spark.options import SourceOptions
+    from compactlog.spark.source import plan_ranges
+
+    path, _ = topic
+    ranges = plan_ranges(SourceOptions.parse({"path": str(path), "subscribe": "t", "minPartitions": "7"}))
+    with compactlog.open(path) as cl:
+        bases = {b.base_offset for p in (0, 2) for b in cl.partition("t", p).batches()}
+    assert len(ranges) >= 7 and not {r.partition for r in ranges} & {1}  # the empty partition has no range
+    assert any(r.start not in bases for r in ranges if r.start > 0)
