@@ -80,3 +80,16 @@ def test_cuts_fall_inside_batches(topic):
         bases = {b.base_offset for p in (0, 2) for b in cl.partition("t", p).batches()}
     assert len(ranges) >= 7 and not {r.partition for r in ranges} & {1}  # the empty partition has no range
     assert any(r.start not in bases for r in ranges if r.start > 0)
+
+
+def test_min_partitions_alone_replaces_the_byte_cut(topic):
+    from compactlog.spark.options import SourceOptions
+    from compactlog.spark.source import plan_ranges
+
+    path, _ = topic
+    plan = lambda **o: [(r.partition, r.start, r.end) for r in plan_ranges(  # noqa: E731
+        SourceOptions.parse({"path": str(path), "subscribe": "t", **o}))]
+    by_bytes = plan(maxPartitionBytes="1000")
+    assert len(by_bytes) > 3  # many segments of partition 0
+    assert len(plan(minPartitions="2")) == 2  # one piece each for partitions 0 and 2
+    assert plan(minPartitions="2", maxPartitionBytes="1000") == by_bytes  # already more than 2

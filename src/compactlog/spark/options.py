@@ -11,6 +11,7 @@ from ..reading import COMPACTED, ISOLATION_LEVELS, LIVE, READ_COMMITTED, READ_UN
 from ..errors import InvalidConfigError, UnknownTopicOrPartitionError, shown
 
 EARLIEST, LATEST = -2, -1  # Spark's Kafka source uses these in per-partition offset JSON
+NO_BYTE_CUT = 2**63 - 1
 
 
 class OptionError(InvalidConfigError, ValueError):
@@ -87,7 +88,9 @@ class SourceOptions:
             ending=_offsets(opts.get("endingoffsets", "latest"), "endingOffsets"),
             include_headers=_bool_option(opts, "includeheaders", "includeHeaders", False),
             max_offsets_per_trigger=_int_option(opts, "maxoffsetspertrigger", "maxOffsetsPerTrigger", None, 1),
-            max_partition_bytes=_int_option(opts, "maxpartitionbytes", "maxPartitionBytes", 128 << 20, 1),
+            # with minPartitions alone, the ranges are its pieces: no byte cut unless asked for too
+            max_partition_bytes=_int_option(opts, "maxpartitionbytes", "maxPartitionBytes",
+                                            NO_BYTE_CUT if "minpartitions" in opts else 128 << 20, 1),
             partitions={t: topics[t]["partitions"] for t in wanted},
             min_partitions=_int_option(opts, "minpartitions", "minPartitions", None, 1),
             read_compacted=_bool_option(opts, "readcompacted", "readCompacted", False),
