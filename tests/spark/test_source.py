@@ -207,3 +207,40 @@ def test_a_kafka_log_directory_loads_into_spark(spark, kafka_dir):
     got = {t: sorted((r.partition, r.offset, bytes(r.key), bytes(r.value)) for r in rows if r.topic == t)
            for t in ("prices", "__consumer_offsets")}
     assert got == {t: sorted(made["expected"][t]) for t in got}
+
+
+def test_a_schema_naming_fewer_columns_reads_only_those(spark, data):
+    """Spark cannot prune a Python source's columns: a caller's ``.schema(...)`` does, in its order."""
+    path, expected = data
+    df = spark.read.format("compactlog").schema("offset long, value binary, partition int") \
+        .option("path", str(path)).option("subscribe", "prices").option("minPartitions", "4").load()
+    assert [f.name for f in df.schema.fields] == ["offset", "value", "partition"]
+    rows = sorted((r.partition, r.offset, None if r.value is None else bytes(r.value)) for r in df.collect())
+    assert rows == [(p, o, v) for p, o, _k, v, _t in expected]
+    with_headers = spark.read.format("compactlog").schema("headers array<struct<key: string, value: binary>>") \
+        .option("path", str(path)).option("subscribe", "prices").option("includeHeaders", "true").load()
+    assert with_headers.where("size(headers) > 0").count() == 150
+
+
+@pytest.mark.parametrize("schema, named", [
+    ("key string", "'key' string"),  # a Kafka column with another type
+    ("key binary, price double", "'price' double"),  # no such column
+    ("headers array<struct<key: string, value: binary>>", "'headers'"),  # headers without includeHeaders
+])
+def test_a_schema_the_source_cannot_give_is_named(spark, data, schema, named):
+    path, _ = data
+    df = spark.read.format("compactlog").schema(schema).option("path", str(path)).option("subscribe", "prices").load()
+    with pytest.raises(Exception, match=f"may name only its columns, with their types .*{named}"):
+        df.count()
+
+
+def test_streaming_with_a_schema_naming_fewer_columns(spark, data, tmp_path_factory):
+    path, expected = data
+    seen: list[int] = []
+    q = (spark.readStream.format("compactlog").schema("partition int, offset long").option("path", str(path))
+         .option("subscribe", "prices").option("startingOffsets", "earliest").load()
+         .writeStream.foreachBatch(lambda df, i: seen.extend(r.offset * 10 + r.partition for r in df.collect()))
+         .option("checkpointLocation", str(tmp_path_factory.mktemp("ckpt")))
+         .trigger(availableNow=True).start())
+    q.awaitTermination(120)
+    assert sorted(seen) == sorted(o * 10 + p for p, o, *_ in expected)

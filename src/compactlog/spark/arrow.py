@@ -26,8 +26,14 @@ def _binary(chunk: Chunk, pos_col: int, len_col: int, rows: np.ndarray | None) -
                                  null_count=col.null_count)
 
 
-def chunk_to_arrow(chunk: Chunk, topic: str, partition: int, start: int, end: int, include_headers: bool) -> pa.RecordBatch | None:
-    """Rows of ``chunk`` with offsets in [start, end), as one Arrow batch (None when empty)."""
+COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp", "timestampType", "headers")
+
+
+def chunk_to_arrow(chunk: Chunk, topic: str, partition: int, start: int, end: int, include_headers: bool,
+                   columns: tuple[str, ...] | None = None) -> pa.RecordBatch | None:
+    """Rows of ``chunk`` with offsets in [start, end), as one Arrow batch (None when empty): the Kafka
+    source's columns, or only ``columns`` in that order (Spark cannot prune a Python source's columns,
+    and each column costs its copy into Spark's rows)."""
     offs = chunk.offsets
     sel = (offs >= start) & (offs < end)
     rows = None if sel.all() else np.flatnonzero(sel)
@@ -35,29 +41,32 @@ def chunk_to_arrow(chunk: Chunk, topic: str, partition: int, start: int, end: in
     if n == 0:
         return None
     pick = (lambda a: a) if rows is None else (lambda a: a[rows])
-    arrays = [
-        _binary(chunk, kernels.C_KEY_POS, kernels.C_KEY_LEN, rows),
-        _binary(chunk, kernels.C_VAL_POS, kernels.C_VAL_LEN, rows),
-        pa.repeat(pa.scalar(topic, pa.string()), n),
-        pa.array(np.full(n, partition, dtype=np.int32)),
-        pa.array(pick(offs).astype(np.int64)),
-        pa.array(pick(chunk.timestamps()) * 1000, pa.timestamp("us", tz="UTC")),
-        pa.array(pick(chunk.timestamp_types()).astype(np.int32)),
-    ]
-    names = ["key", "value", "topic", "partition", "offset", "timestamp", "timestampType"]
-    if include_headers:
+
+    def headers() -> pa.Array:
         hdr_rows = np.arange(len(offs)) if rows is None else rows
         cols = chunk.cols
-        arrays.append(pa.array(
+        return pa.array(
             [[{"key": k, "value": v} for k, v in kernels.decode_headers(chunk.data, int(cols[r, kernels.C_HDR_POS]), int(cols[r, kernels.C_HDR_COUNT]))]
-             if cols[r, kernels.C_HDR_COUNT] else [] for r in hdr_rows.tolist()], HEADER_TYPE))
-        names.append("headers")
-    return pa.RecordBatch.from_arrays(arrays, names=names)
+             if cols[r, kernels.C_HDR_COUNT] else [] for r in hdr_rows.tolist()], HEADER_TYPE)
+
+    build = {
+        "key": lambda: _binary(chunk, kernels.C_KEY_POS, kernels.C_KEY_LEN, rows),
+        "value": lambda: _binary(chunk, kernels.C_VAL_POS, kernels.C_VAL_LEN, rows),
+        "topic": lambda: pa.repeat(pa.scalar(topic, pa.string()), n),
+        "partition": lambda: pa.array(np.full(n, partition, dtype=np.int32)),
+        "offset": lambda: pa.array(pick(offs).astype(np.int64)),
+        "timestamp": lambda: pa.array(pick(chunk.timestamps()) * 1000, pa.timestamp("us", tz="UTC")),
+        "timestampType": lambda: pa.array(pick(chunk.timestamp_types()).astype(np.int32)),
+        "headers": headers,
+    }
+    names = columns if columns is not None else COLUMNS[:7] + (("headers",) if include_headers else ())
+    return pa.RecordBatch.from_arrays([build[name]() for name in names], names=list(names))
 
 
 def read_partition(path: str, topic: str, partition: int, start: int, end: int, include_headers: bool,
                    chunk_bytes: int = 4 << 20, read_compacted: bool = False,
-                   check_crcs: bool = True, isolation: str = READ_UNCOMMITTED) -> Iterator[pa.RecordBatch]:
+                   check_crcs: bool = True, isolation: str = READ_UNCOMMITTED,
+                   columns: tuple[str, ...] | None = None) -> Iterator[pa.RecordBatch]:
     """Arrow batches of one partition's records in [start, end), read from a read-only snapshot;
     ``read_compacted``: of its compacted view (side log below the horizon, live log after);
     ``check_crcs``: Kafka's consumer setting (every batch's CRC verified, the default); ``isolation``:
@@ -69,6 +78,6 @@ def read_partition(path: str, topic: str, partition: int, start: int, end: int, 
         batches = read_batches(snap, start, end, isolation=isolation, view=COMPACTED if read_compacted else LIVE,
                                check_crcs=check_crcs)
         for group in chunks(batches, chunk_bytes):
-            rb = chunk_to_arrow(Chunk.scan(group), topic, partition, start, end, include_headers)
+            rb = chunk_to_arrow(Chunk.scan(group), topic, partition, start, end, include_headers, columns)
             if rb is not None:
                 yield rb

@@ -27,7 +27,7 @@ from pyspark.sql.types import StructType
 
 from ..reading import READ_UNCOMMITTED, open_snapshot
 from .arrow import HEADERS_DDL, KAFKA_SCHEMA_DDL, read_partition
-from .options import SourceOptions
+from .options import OptionError, SourceOptions
 
 
 @dataclass
@@ -43,17 +43,50 @@ class PartitionRange(InputPartition):
     read_compacted: bool
     check_crcs: bool
     isolation: str
+    columns: tuple[str, ...] | None
 
     def __init__(self, path, topic, partition, start, end, include_headers, read_compacted=False,  # InputPartition takes a value
-                 check_crcs=True, isolation=READ_UNCOMMITTED):
+                 check_crcs=True, isolation=READ_UNCOMMITTED, columns=None):
         super().__init__((topic, partition, start, end))
         self.path, self.topic, self.partition = path, topic, partition
         self.start, self.end, self.include_headers = start, end, include_headers
         self.read_compacted, self.check_crcs, self.isolation = read_compacted, check_crcs, isolation
+        self.columns = columns
+
+    def read(self) -> Iterator[pa.RecordBatch]:
+        return read_partition(self.path, self.topic, self.partition, self.start, self.end, self.include_headers,
+                              read_compacted=self.read_compacted, check_crcs=self.check_crcs,
+                              isolation=self.isolation, columns=self.columns)
+
+
+# The Kafka source's columns and their types as Spark writes them (DataType.simpleString)
+_TYPES = {"key": "binary", "value": "binary", "topic": "string", "partition": "int", "offset": "bigint",
+          "timestamp": "timestamp", "timestampType": "int", "headers": "array<struct<key:string,value:binary>>"}
+
+
+def columns_of(schema: StructType | None, include_headers: bool) -> tuple[str, ...] | None:
+    """The columns a caller's ``.schema(...)`` asks for, in its order (None: all of them). Spark cannot
+    prune a Python source's columns, so a schema naming fewer saves the copy of the others into Spark's
+    rows. Each must be one of the Kafka source's columns with its type."""
+    full = [n for n in _TYPES if n != "headers" or include_headers]
+    if schema is None:
+        return None
+    names = [f.name for f in schema.fields]
+    if names == full:
+        return None
+    for f in schema.fields:
+        if f.name not in full or f.dataType.simpleString() != _TYPES[f.name]:
+            wanted = ", ".join(f"{n} {_TYPES[n]}" for n in full)
+            raise OptionError(f"a schema given to the compactlog source may name only its columns, with their "
+                              f"types ({wanted}); {f.name!r} {f.dataType.simpleString()} is not one of them")
+    if len(set(names)) != len(names):
+        raise OptionError(f"a schema given to the compactlog source names a column twice: {', '.join(names)}")
+    return tuple(names)
 
 
 def plan_ranges(opts: SourceOptions, ends: dict[tuple[str, int], int] | None = None,
-                starts: dict[tuple[str, int], int] | None = None) -> list[PartitionRange]:
+                starts: dict[tuple[str, int], int] | None = None,
+                columns: tuple[str, ...] | None = None) -> list[PartitionRange]:
     """One range per topic-partition, split at segment boundaries when it exceeds maxPartitionBytes;
     then, with ``minPartitions``, cut further into pieces as Spark's Kafka source cuts them."""
     spans: list[tuple[str, int, int, int]] = []
@@ -76,7 +109,7 @@ def plan_ranges(opts: SourceOptions, ends: dict[tuple[str, int], int] | None = N
     if opts.min_partitions and not opts.read_compacted:
         spans = min_partitions(spans, opts.min_partitions)
     return [PartitionRange(opts.path, topic, p, a, b, opts.include_headers, opts.read_compacted, opts.check_crcs,
-                           opts.isolation) for topic, p, a, b in spans]
+                           opts.isolation, columns) for topic, p, a, b in spans]
 
 
 def min_partitions(spans: list[tuple[str, int, int, int]], wanted: int) -> list[tuple[str, int, int, int]]:
@@ -102,23 +135,23 @@ def min_partitions(spans: list[tuple[str, int, int, int]], wanted: int) -> list[
 
 
 class CompactLogReader(DataSourceReader):
-    def __init__(self, options: dict[str, str]) -> None:
+    def __init__(self, options: dict[str, str], schema: StructType | None = None) -> None:
         self.opts = SourceOptions.parse(options)
+        self.columns = columns_of(schema, self.opts.include_headers)
 
     def partitions(self) -> list[PartitionRange]:
-        return plan_ranges(self.opts)
+        return plan_ranges(self.opts, columns=self.columns)
 
     def read(self, partition: PartitionRange) -> Iterator[pa.RecordBatch]:
-        yield from read_partition(partition.path, partition.topic, partition.partition, partition.start,
-                                  partition.end, partition.include_headers, read_compacted=partition.read_compacted,
-                                  check_crcs=partition.check_crcs, isolation=partition.isolation)
+        yield from partition.read()
 
 
 class CompactLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """Offsets are JSON like Spark's Kafka source: {"topic": {"0": next offset, ...}}."""
 
-    def __init__(self, options: dict[str, str]) -> None:
+    def __init__(self, options: dict[str, str], schema: StructType | None = None) -> None:
         self.opts = SourceOptions.parse(options, streaming=True)
+        self.columns = columns_of(schema, self.opts.include_headers)
         self.target: dict[tuple[str, int], int] | None = None
 
     def prepareForTriggerAvailableNow(self) -> None:
@@ -169,12 +202,10 @@ class CompactLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
 
     def partitions(self, start: dict, end: dict) -> list[PartitionRange]:
         flat = lambda d: {(t, int(p)): int(o) for t, ps in d.items() for p, o in ps.items()}  # noqa: E731
-        return plan_ranges(self.opts, ends=flat(end), starts=flat(start))
+        return plan_ranges(self.opts, ends=flat(end), starts=flat(start), columns=self.columns)
 
     def read(self, partition: PartitionRange) -> Iterator[pa.RecordBatch]:
-        yield from read_partition(partition.path, partition.topic, partition.partition, partition.start,
-                                  partition.end, partition.include_headers, read_compacted=partition.read_compacted,
-                                  check_crcs=partition.check_crcs, isolation=partition.isolation)
+        yield from partition.read()
 
     def commit(self, end: dict) -> None:
         pass
@@ -252,10 +283,10 @@ class CompactLogDataSource(DataSource):
         return KAFKA_SCHEMA_DDL + (HEADERS_DDL if str(headers).lower() == "true" else "")
 
     def reader(self, schema: StructType) -> CompactLogReader:
-        return CompactLogReader(dict(self.options))
+        return CompactLogReader(dict(self.options), schema)
 
     def streamReader(self, schema: StructType) -> CompactLogStreamReader:
-        return CompactLogStreamReader(dict(self.options))
+        return CompactLogStreamReader(dict(self.options), schema)
 
     def writer(self, schema: StructType, overwrite: bool) -> CompactLogWriter:
         return CompactLogWriter(dict(self.options), overwrite)
