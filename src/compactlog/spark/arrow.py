@@ -8,7 +8,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..records import kernels
-from ..records.columns import Chunk, chunks
+from ..records.columns import Chunk, by_buffer, chunks
 from ..reading import COMPACTED, LIVE, READ_UNCOMMITTED, open_snapshot, read_batches
 
 KAFKA_SCHEMA_DDL = (
@@ -77,7 +77,8 @@ def read_partition(path: str, topic: str, partition: int, start: int, end: int, 
     with open_snapshot(path, topic, partition) as snap:
         batches = read_batches(snap, start, end, isolation=isolation, view=COMPACTED if read_compacted else LIVE,
                                check_crcs=check_crcs)
-        for group in chunks(batches, chunk_bytes):
-            rb = chunk_to_arrow(Chunk.scan(group), topic, partition, start, end, include_headers, columns)
+        # each run of one read buffer is scanned where it lies (no copy of the records sections)
+        for run in (r for group in chunks(batches, chunk_bytes) for r in by_buffer(group)):
+            rb = chunk_to_arrow(Chunk.scan(run), topic, partition, start, end, include_headers, columns)
             if rb is not None:
                 yield rb
