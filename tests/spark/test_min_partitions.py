@@ -53,7 +53,7 @@ def topic(tmp_path):
 
 
 @pytest.mark.parametrize("level", ["read_uncommitted", "read_committed"])
-@pytest.mark.parametrize("wanted", [1, 2, 7, 50, 5000])
+@pytest.mark.parametrize("wanted", [1, 2, 7, 120])  # 120: pieces of about 6 offsets, in every batch
 def test_every_record_once_however_the_ranges_are_cut(spark, topic, level, wanted):
     path, expected = topic
     df = (spark.read.format("compactlog").option("path", str(path)).option("subscribe", "t")
