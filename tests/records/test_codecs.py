@@ -15,8 +15,8 @@ import pytest
 import zstandard
 
 from compactlog.errors import CorruptRecordError, InvalidConfigError, UnsupportedCompressionTypeError
+from compactlog.records.framing import decompressed_bound
 from compactlog.records.codecs import (
-    decompressed_bound,
     DEFAULT_MAX_DECOMPRESSED_BYTES,
     LEVELS,
     Codec,

@@ -44,7 +44,8 @@ from ..records.batch import (
     batch_size_at,
     producer_id_at,
 )
-from ..records.codecs import Codec, decompressed_bound
+from ..records.codecs import Codec
+from ..records.framing import decompressed_bound
 from ..topics import INTERNAL_TOPICS
 from .broker import NO_THROTTLE, Broker, Session, error_code
 from .entities import make, response, schema
@@ -78,7 +79,7 @@ def check_records(records: bytes | None, where: str) -> None:
 
 def cheap(broker: Broker, topics, size: int) -> bool:
     """Whether appending a request costs about as little as the hop to a worker thread, so that it may
-    run on the event loop: it is small, and its batches' framing (``codecs.decompressed_bound``) says they
+    run on the event loop: it is small, and its batches' framing (``framing.decompressed_bound``) says they
     inflate to at most ``INLINE_DECOMPRESSED_BYTES`` together. A few kilobytes of compressed records can
     be tens of megabytes (up to message.max.decompressed.bytes) and a gzip stream does not say how many:
     checked on the loop, they would stop every other client for as long. The first idempotent batch of a
