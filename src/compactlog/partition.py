@@ -300,6 +300,12 @@ class Partition:
     def size_bytes(self) -> int:
         return self._log.size
 
+    @property
+    def active_segment_room(self) -> int:
+        """Bytes the active segment takes before ``segment.bytes`` rolls it: a larger append rolls the
+        log first, which fsyncs the segment it closes (not a thing for an event loop to wait on)."""
+        return self._log.config.segment_bytes - self._log.active_segment.size
+
     def segment_sizes(self) -> list[tuple[int, int]]:
         """(base offset, bytes) of each segment, oldest first: what a picture of the log needs."""
         return [(s.base_offset, s.size) for s in self._log.segments]

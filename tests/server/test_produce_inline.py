@@ -69,3 +69,14 @@ def test_an_idempotent_batch_before_the_partitions_producer_state_is_loaded_goes
     topics, size = request(records(10, b"x", Codec.LZ4, producer_id=7))
     assert not broker.cl.partition("t", 0).producer_state_loaded
     assert not cheap(broker, topics, size)
+
+
+def test_a_batch_that_rolls_the_segment_goes_to_a_thread(tmp_path):
+    with compactlog.open(tmp_path) as cl:
+        cl.create_topic("t", 1, {"segment.bytes": "3000"})
+        broker = SimpleNamespace(cl=cl)
+        batch = records(20, b"x" * 50, Codec.LZ4)
+        assert cheap(broker, *request(batch))
+        while cl.partition("t", 0).active_segment_room >= len(batch):
+            cl.partition("t", 0).append(batch)
+        assert not cheap(broker, *request(batch))  # this one would close the segment, with an fsync

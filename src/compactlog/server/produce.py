@@ -83,7 +83,8 @@ def cheap(broker: Broker, topics, size: int) -> bool:
     inflate to at most ``INLINE_DECOMPRESSED_BYTES`` together. A few kilobytes of compressed records can
     be tens of megabytes (up to message.max.decompressed.bytes) and a gzip stream does not say how many:
     checked on the loop, they would stop every other client for as long. The first idempotent batch of a
-    partition after a start reads the log's tail to rebuild producer state: not on the loop either."""
+    partition after a start reads the log's tail to rebuild producer state, and a batch that does not fit
+    the active segment rolls it (an fsync of the segment closed): not on the loop either."""
     if size > INLINE_BYTES:
         return False
     find = broker.cl.find_partition
@@ -102,7 +103,8 @@ def cheap(broker: Broker, topics, size: int) -> bool:
                 if inflated > INLINE_DECOMPRESSED_BYTES:
                     return False
             part = find(t.name, p.index)
-            if part is not None and not part.producer_state_loaded and producer_id_at(r) >= 0:
+            if part is not None and (len(r) > part.active_segment_room
+                                     or not part.producer_state_loaded and producer_id_at(r) >= 0):
                 return False
     return True
 
