@@ -4,13 +4,15 @@ librdkafka batch skips the hop to a worker thread."""
 
 from __future__ import annotations
 
+import struct
 from types import SimpleNamespace
 
+import lz4.frame
 import pytest
 
 import compactlog
 from compactlog.records.batch import BatchInfo, build_batch
-from compactlog.records.codecs import Codec
+from compactlog.records.codecs import Codec, compress, decompress
 from compactlog.server.produce import INLINE_BYTES, cheap
 
 
@@ -80,3 +82,27 @@ def test_a_batch_that_rolls_the_segment_goes_to_a_thread(tmp_path):
         while cl.partition("t", 0).active_segment_room >= len(batch):
             cl.partition("t", 0).append(batch)
         assert not cheap(broker, *request(batch))  # this one would close the segment, with an fsync
+
+
+@pytest.mark.parametrize("codec", [Codec.LZ4, Codec.ZSTD, Codec.SNAPPY])
+def test_a_batch_of_many_tiny_blocks_goes_to_a_thread(broker, codec):
+    """A hostile frame of thousands of 1-byte blocks inflates to little, but walking it costs a Python
+    step per block: past INLINE_BLOCKS it is not walked on the loop."""
+    body = b"x" * 3000
+    if codec is Codec.LZ4:  # stored 1-byte blocks: a 4-byte size with the high bit, then the byte
+        header = lz4.frame.compress(b"", block_linked=False, content_checksum=False)[:7]
+        section = header + b"".join(struct.pack("<I", 1 | 0x80000000) + b"x" for _ in body) + b"\0\0\0\0"
+    elif codec is Codec.ZSTD:  # raw 1-byte blocks: a 3-byte header (type 0, size 1), the last one flagged
+        heads = [(1 << 3) | (i == len(body) - 1) for i in range(len(body))]
+        section = (bytes.fromhex("28b52ffd") + b"\x00\x00"  # no checksum, window descriptor
+                   + b"".join(h.to_bytes(3, "little") + b"x" for h in heads))
+    else:  # snappy-java stream of 3000 one-byte raw blocks
+        one = compress(Codec.SNAPPY, b"x")
+        section = one[:16] + b"".join(one[16:] for _ in body)
+    batch = bytearray(records(1, b"x", codec))
+    data = bytes(batch[:61]) + section
+    data = data[:8] + struct.pack(">i", len(data) - 12) + data[12:]  # the batch length covers the new section
+    assert decompress(codec, section) == body  # a valid stream
+    topics, size = request(data)
+    assert size <= INLINE_BYTES
+    assert not cheap(broker, topics, size)

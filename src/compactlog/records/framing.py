@@ -24,6 +24,23 @@ _INT = struct.Struct(">i")
 _UINT_LE = struct.Struct("<I")
 
 
+class TooManyBlocks(Exception):
+    """A walk met more blocks than its ``Budget`` allows."""
+
+
+class Budget:
+    """How many blocks (and frames) one walk may look at: a hostile stream of tiny blocks makes a walk
+    cost a Python step per few bytes, which a caller on an event loop bounds this way."""
+
+    def __init__(self, blocks: int) -> None:
+        self.left = blocks
+
+    def spend(self) -> None:
+        self.left -= 1
+        if self.left < 0:
+            raise TooManyBlocks
+
+
 def snappy_raw_length(block: memoryview) -> int:
     """The uncompressed length a raw snappy block declares in its varint preamble (at most 2**32 - 1)."""
     n = shift = 0
@@ -37,13 +54,15 @@ def snappy_raw_length(block: memoryview) -> int:
     raise CorruptRecordError("snappy block has no valid length preamble")
 
 
-def snappy_blocks(mv: memoryview) -> Iterator[memoryview]:
+def snappy_blocks(mv: memoryview, budget: Budget | None = None) -> Iterator[memoryview]:
     """The raw blocks of a snappy-java stream (or of concatenated streams), without decoding them."""
     if len(mv) < len(SNAPPY_HEADER):
         raise CorruptRecordError("snappy stream ends inside its 16-byte header")
     pos = len(SNAPPY_HEADER)
     end = len(mv)
     while pos < end:
+        if budget is not None:
+            budget.spend()
         if end - pos >= 8 and bytes(mv[pos : pos + 8]) == SNAPPY_MAGIC:
             if end - pos < len(SNAPPY_HEADER):
                 raise CorruptRecordError("snappy stream ends inside its 16-byte header")
@@ -59,7 +78,7 @@ def snappy_blocks(mv: memoryview) -> Iterator[memoryview]:
         pos += n
 
 
-def lz4_frame(mv: memoryview) -> tuple[int, int] | None:
+def lz4_frame(mv: memoryview, budget: Budget | None = None) -> tuple[int, int] | None:
     """(end, the most its blocks can decompress to) of the lz4 frame at the start of ``mv``, from its
     header and block sizes without decoding it; None when the walk meets anything odd (another magic,
     a truncated header or block), which the decoder then reports as it reads."""
@@ -72,6 +91,8 @@ def lz4_frame(mv: memoryview) -> tuple[int, int] | None:
     p = 7 + (8 if flags & 0x08 else 0) + (4 if flags & 0x01 else 0)
     bound = 0
     while p + 4 <= n:
+        if budget is not None:
+            budget.spend()
         (head,) = _UINT_LE.unpack_from(mv, p)
         p += 4
         if head == 0:  # the end mark, then the content checksum if the frame has one
@@ -90,7 +111,7 @@ _ZSTD_FCS_SIZES = (0, 2, 4, 8)
 _ZSTD_DICT_ID_SIZES = (0, 1, 2, 4)
 
 
-def zstd_frame(mv: memoryview, pos: int) -> tuple[int, int | None, int | None]:
+def zstd_frame(mv: memoryview, pos: int, budget: Budget | None = None) -> tuple[int, int | None, int | None]:
     """Walk the frame at ``pos`` (RFC 8878 section 3.1) without decoding it.
 
     Returns (end, declared content size or None, the most its blocks can decompress to); the bound is
@@ -126,6 +147,8 @@ def zstd_frame(mv: memoryview, pos: int) -> tuple[int, int | None, int | None]:
     p = pos + header
     bound = 0
     while True:
+        if budget is not None:
+            budget.spend()
         if n - p < 3:
             raise CorruptRecordError("zstd frame is truncated")
         block = mv[p] | mv[p + 1] << 8 | mv[p + 2] << 16
@@ -153,31 +176,35 @@ def zstd_frame(mv: memoryview, pos: int) -> tuple[int, int | None, int | None]:
     return p, declared, bound
 
 
-def decompressed_bound(codec_id: int, data: Any) -> int | None:
+def decompressed_bound(codec_id: int, data: Any, max_blocks: int | None = None) -> int | None:
     """The most ``data``, a records section compressed with codec ``codec_id``, can decompress to, read
     from its framing without decoding it (lz4 and zstd block sizes, snappy's length preambles), or None
-    where the framing does not tell (gzip, an unknown codec, framing the decoder would refuse).
+    where the framing does not tell (gzip, an unknown codec, framing the decoder would refuse) or holds
+    more than ``max_blocks`` blocks and frames (a walk's cost: a Python step per block).
 
     Lets a caller choose where to decompress: a few kilobytes can inflate to megabytes, and a server's
     event loop must not be stopped for that, while a batch known to be small costs less than the hop
     to a worker thread."""
     mv = memoryview(data)
+    budget = None if max_blocks is None else Budget(max_blocks)
     try:
         if codec_id == NONE:
             return len(mv)
         if codec_id == LZ4:
-            found = lz4_frame(mv)
+            found = lz4_frame(mv, budget)
             return None if found is None else found[1]
         if codec_id == ZSTD:
             total = pos = 0
             while pos < len(mv):
-                pos, _, bound = zstd_frame(mv, pos)
+                if budget is not None:
+                    budget.spend()
+                pos, _, bound = zstd_frame(mv, pos, budget)
                 total += bound or 0
             return total
         if codec_id == SNAPPY:
             if bytes(mv[:8]) != SNAPPY_MAGIC:
                 return snappy_raw_length(mv)
-            return sum(snappy_raw_length(block) for block in snappy_blocks(mv))
-    except CorruptRecordError:
+            return sum(snappy_raw_length(block) for block in snappy_blocks(mv, budget))
+    except (CorruptRecordError, TooManyBlocks):
         return None
     return None
