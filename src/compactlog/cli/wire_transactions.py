@@ -17,6 +17,7 @@ so the command prints what kafka-transactions.sh prints.
 from __future__ import annotations
 
 import datetime
+import functools
 import logging
 import time
 from dataclasses import dataclass
@@ -83,6 +84,15 @@ def _times_as_numbers(cls, nested: dict | None = None):
     kept = {k: v for k, v in vars(cls).items() if k in ("__type__", "__version__", "__flexible__", "__api_key__",
                                                            "__header_schema__")}
     return dataclasses.make_dataclass(cls.__name__, fields, namespace=kept, frozen=True, slots=True)
+
+
+@functools.cache
+def _describe_transactions_answer():
+    """DescribeTransactions v0's answer, its start times read as numbers (``_times_as_numbers``)."""
+    from kio.schema.describe_transactions.v0 import response
+
+    return _times_as_numbers(response.DescribeTransactionsResponse, {
+        "transaction_states": tuple[_times_as_numbers(response.TransactionState), ...]})
 
 
 def _ms(value) -> int:
@@ -200,11 +210,10 @@ class WireTransactions:
             raise
 
     def _describe_one(self, tid: str) -> Description:
-        from kio.schema.describe_transactions.v0 import request, response
+        from kio.schema.describe_transactions.v0 import request
 
         coordinator = self.coordinator(tid)
-        answer_cls = _times_as_numbers(response.DescribeTransactionsResponse, {
-            "transaction_states": tuple[_times_as_numbers(response.TransactionState), ...]})
+        answer_cls = _describe_transactions_answer()
         answer = self._until_loaded(
             lambda: self.ask(coordinator, request.DescribeTransactionsRequest(transactional_ids=(tid,)), answer_cls),
             lambda a: a.transaction_states[0].error_code if a.transaction_states else 0)

@@ -11,10 +11,27 @@ from ..records import kernels
 from ..records.columns import Chunk, by_buffer, chunks
 from ..reading import COMPACTED, LIVE, READ_UNCOMMITTED, open_snapshot, read_batches
 
-KAFKA_SCHEMA_DDL = (
-    "key binary, value binary, topic string, partition int, offset long, timestamp timestamp, timestampType int"
-)
-HEADERS_DDL = ", headers array<struct<key: string, value: binary>>"
+# Spark's Kafka source's columns: name -> (type in DDL, the same as Spark's DataType.simpleString writes it)
+KAFKA_COLUMNS = {
+    "key": ("binary", "binary"),
+    "value": ("binary", "binary"),
+    "topic": ("string", "string"),
+    "partition": ("int", "int"),
+    "offset": ("long", "bigint"),
+    "timestamp": ("timestamp", "timestamp"),
+    "timestampType": ("int", "int"),
+    "headers": ("array<struct<key: string, value: binary>>", "array<struct<key:string,value:binary>>"),  # includeHeaders
+}
+
+
+def kafka_columns(include_headers: bool) -> list[str]:
+    return [n for n in KAFKA_COLUMNS if n != "headers" or include_headers]
+
+
+def kafka_schema_ddl(include_headers: bool) -> str:
+    return ", ".join(f"{n} {KAFKA_COLUMNS[n][0]}" for n in kafka_columns(include_headers))
+
+
 HEADER_TYPE = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
 
 
@@ -24,9 +41,6 @@ def _binary(chunk: Chunk, pos_col: int, len_col: int, rows: np.ndarray | None) -
     return pa.Array.from_buffers(pa.binary(), n, [None if col.validity is None else pa.py_buffer(col.validity),
                                                    pa.py_buffer(col.offsets), pa.py_buffer(col.values)],
                                  null_count=col.null_count)
-
-
-COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp", "timestampType", "headers")
 
 
 def chunk_to_arrow(chunk: Chunk, topic: str, partition: int, start: int, end: int, include_headers: bool,
@@ -59,7 +73,7 @@ def chunk_to_arrow(chunk: Chunk, topic: str, partition: int, start: int, end: in
         "timestampType": lambda: pa.array(pick(chunk.timestamp_types()).astype(np.int32)),
         "headers": headers,
     }
-    names = columns if columns is not None else COLUMNS[:7] + (("headers",) if include_headers else ())
+    names = columns if columns is not None else kafka_columns(include_headers)
     return pa.RecordBatch.from_arrays([build[name]() for name in names], names=list(names))
 
 

@@ -26,7 +26,7 @@ from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 from pyspark.sql.types import StructType
 
 from ..reading import READ_UNCOMMITTED, open_snapshot
-from .arrow import HEADERS_DDL, KAFKA_SCHEMA_DDL, read_partition
+from .arrow import KAFKA_COLUMNS, kafka_columns, kafka_schema_ddl, read_partition
 from .options import OptionError, SourceOptions
 
 
@@ -59,24 +59,19 @@ class PartitionRange(InputPartition):
                               isolation=self.isolation, columns=self.columns)
 
 
-# The Kafka source's columns and their types as Spark writes them (DataType.simpleString)
-_TYPES = {"key": "binary", "value": "binary", "topic": "string", "partition": "int", "offset": "bigint",
-          "timestamp": "timestamp", "timestampType": "int", "headers": "array<struct<key:string,value:binary>>"}
-
-
 def columns_of(schema: StructType | None, include_headers: bool) -> tuple[str, ...] | None:
     """The columns a caller's ``.schema(...)`` asks for, in its order (None: all of them). Spark cannot
     prune a Python source's columns, so a schema naming fewer saves the copy of the others into Spark's
     rows. Each must be one of the Kafka source's columns with its type."""
-    full = [n for n in _TYPES if n != "headers" or include_headers]
+    full = kafka_columns(include_headers)
     if schema is None:
         return None
     names = [f.name for f in schema.fields]
     if names == full:
         return None
     for f in schema.fields:
-        if f.name not in full or f.dataType.simpleString() != _TYPES[f.name]:
-            wanted = ", ".join(f"{n} {_TYPES[n]}" for n in full)
+        if f.name not in full or f.dataType.simpleString() != KAFKA_COLUMNS[f.name][1]:
+            wanted = ", ".join(f"{n} {KAFKA_COLUMNS[n][1]}" for n in full)
             raise OptionError(f"a schema given to the compactlog source may name only its columns, with their "
                               f"types ({wanted}); {f.name!r} {f.dataType.simpleString()} is not one of them")
     if len(set(names)) != len(names):
@@ -280,7 +275,7 @@ class CompactLogDataSource(DataSource):
 
     def schema(self) -> str:
         headers = self.options.get("includeHeaders", self.options.get("includeheaders", "false"))
-        return KAFKA_SCHEMA_DDL + (HEADERS_DDL if str(headers).lower() == "true" else "")
+        return kafka_schema_ddl(str(headers).lower() == "true")
 
     def reader(self, schema: StructType) -> CompactLogReader:
         return CompactLogReader(dict(self.options), schema)
