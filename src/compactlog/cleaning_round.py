@@ -147,7 +147,10 @@ def map_dirty_keys(plan: PartitionPlan, path: str, staging: JobStaging) -> str |
     from .cleaner.survival import map_keys
     from .storage.snapshot import PartitionSnapshot
 
-    m = OffsetMap(plan.map_memory, plan.load_factor)
+    try:
+        m = OffsetMap(plan.map_memory, plan.load_factor)
+    except ValueError:  # a budget too small for a single key (the local cleaner's rounds could not clean)
+        return None
     aborted = AbortedRanges(plan.aborted_in(plan.first_dirty, plan.first_uncleanable))
     with PartitionSnapshot.open(path, plan.topic, plan.partition) as snap:
         if not map_keys(m, snap.batches(plan.first_dirty, plan.first_uncleanable), plan.first_dirty, "offset",

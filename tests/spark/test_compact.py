@@ -215,17 +215,17 @@ def test_keys_that_do_not_fit_the_cleaners_budget_are_mapped_by_the_shuffle_in_o
     """A dedupe buffer of 27 keys against 60: the tasks' maps fill, so the job maps by the shuffle
     instead and cleans the whole dirty section in its one round, the same files as the shuffle alone."""
     build_log(tmp_path / "base", 5, "offset")
-    small = {"log.cleaner.dedupe.buffer.size": str(30 * 24), "log.cleaner.threads": "1"}
     outcomes = {}
-    for mode in ("auto", "shuffle"):
+    for mode, buffer in (("auto", 30 * 24), ("auto-none", 0), ("shuffle", 30 * 24)):  # 0: not even one key
+        small = {"log.cleaner.dedupe.buffer.size": str(buffer), "log.cleaner.threads": "1"}
         shutil.copytree(tmp_path / "base", tmp_path / mode)
         with compactlog.open(tmp_path / mode, config=small, time=MockTime(START_MS + 10**6)) as cl:
             said: list[str] = []
-            results = compact(spark, cl, "t", progress=said.append, offset_map=mode)
+            results = compact(spark, cl, "t", progress=said.append, offset_map=mode.removesuffix("-none"))
             assert not any("in tasks" in m for m in said)
             assert all(r.end_offset == cl.log("t", r.partition).active_segment.base_offset for r in results)
             outcomes[mode] = ([(r.partition, r.end_offset) for r in results], snapshot_files(tmp_path / mode))
-    assert outcomes["auto"] == outcomes["shuffle"]
+    assert outcomes["auto"] == outcomes["auto-none"] == outcomes["shuffle"]
 
 
 def test_one_job_over_topics_mapped_in_tasks_and_by_the_shuffle(spark, tmp_path):
