@@ -212,7 +212,7 @@ def test_deleting_the_topic_during_the_job_wins_and_leaves_nothing_behind(spark,
 
 
 def test_keys_that_do_not_fit_the_cleaners_budget_are_mapped_by_the_shuffle_in_one_pass(spark, tmp_path):
-    """A dedupe buffer of 27 keys against 60: the tasks' maps fill, so the job maps by the shuffle
+    """A dedupe buffer of 27 keys against 60 (or of none): the tasks' maps fill, so the job maps by the shuffle
     instead and cleans the whole dirty section in its one round, the same files as the shuffle alone."""
     build_log(tmp_path / "base", 5, "offset")
     outcomes = {}
