@@ -28,6 +28,7 @@ from typing import Iterator
 
 from .errors import CompactLogError, InvalidRequestError, shown
 from .records.batch import Record, RecordBatch
+from .records.runs import BatchRun
 from .storage.transaction_index import AbortedTxn
 from .storage.reader import PartitionView
 from .storage.snapshot import PartitionSnapshot
@@ -89,6 +90,31 @@ def read_batches(part: PartitionView, start: int, end: int | None = None, *, iso
     if isolation == READ_COMMITTED:
         return committed(batches, part.aborted_txns(start, end) if start < end else [])
     return batches
+
+
+def read_runs(part: PartitionView, start: int, end: int | None = None, *, isolation: str = READ_UNCOMMITTED,
+              view: str = LIVE, check_crcs: bool = True, run_bytes: int = 4 << 20) -> Iterator[BatchRun]:
+    """The batches :func:`read_batches` hands out, as runs of batches lying in one buffer (``BatchRun``),
+    for bulk readers that decode whole columns (the Spark source). The live log read uncommitted comes
+    as the storage reader reads it, with no object per batch; any other view or level goes through
+    :func:`read_batches`' rules, its batches copied together into runs of about ``run_bytes``."""
+    if isolation == READ_UNCOMMITTED and view == LIVE:
+        check_read(isolation, view)
+        return part.runs(max(start, part.log_start_offset), end, check_crcs=check_crcs)
+    return _as_runs(read_batches(part, start, end, isolation=isolation, view=view, check_crcs=check_crcs), run_bytes)
+
+
+def _as_runs(batches: Iterator[RecordBatch], run_bytes: int) -> Iterator[BatchRun]:
+    group: list[RecordBatch] = []
+    size = 0
+    for b in batches:
+        group.append(b)
+        size += b.size
+        if size >= run_bytes:
+            yield BatchRun.of(group)
+            group, size = [], 0
+    if group:
+        yield BatchRun.of(group)
 
 
 def committed(batches: Iterator[RecordBatch], aborted: list[AbortedTxn]) -> Iterator[RecordBatch]:

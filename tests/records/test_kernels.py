@@ -23,6 +23,7 @@ from kafka.partitioner.default import murmur2 as kafka_murmur2
 
 from compactlog.records import kernels
 from compactlog.records.batch import Record
+from compactlog.errors import CorruptRecordError
 from compactlog.records.results import KernelError
 
 NCOLS = kernels.NCOLS
@@ -740,6 +741,37 @@ def test_scan_batches_scans_batches_where_they_lie_after_checking_what_ensure_va
     with pytest.raises(ValueError, match="does not lie in the base buffer"):
         impl.scan_batches(bytes(log), views, np.zeros(3, np.int64), np.zeros(3, np.int64), False,
                           np.zeros((6, NCOLS), np.int64), np.zeros(4, np.int64))
+
+
+@pytest.mark.parametrize("impl", [TWIN] + ([COMPILED] if COMPILED is not None else []), ids=lambda m: m.__name__)
+def test_verify_batches_finds_the_first_batch_that_ensure_valid_refuses(impl):
+    """A bulk reader's CRC check: rows of (position, size, base, last) as the segment walk writes them;
+    the answer is the first row that fails what RecordBatch.ensure_valid checks, or -1."""
+    from array import array
+
+    from compactlog.records.batch import RecordBatch
+
+    log = bytearray(b"\0" * 5 + GOLDEN_BATCH * 3)
+    table = array("q", [v for i in range(3) for v in (5 + i * 97, 97, 100 * i, 100 * i + 1)])
+    assert impl.verify_batches(log, table) == -1
+    assert impl.verify_batches(log, array("q")) == -1  # nothing to check
+    for at, flipped in ((102 + 70, 1), (199 + 16, 2), (5 + 21, 0), (199 + 96, 2)):  # record, magic, attributes, last byte
+        log[at] ^= 1
+        assert impl.verify_batches(log, table) == flipped
+        with pytest.raises(CorruptRecordError):  # the batch object says why
+            RecordBatch(bytes(log[table[4 * flipped] : table[4 * flipped] + 97])).ensure_valid()
+        log[at] ^= 1
+    short = array("q", table)
+    short[4 * 2 + 1] = 96  # a size other than the one the header declares
+    assert impl.verify_batches(log, short) == 2
+    outside = array("q", table)
+    outside[4 * 2] = len(log) - 50  # a batch that would run past the buffer
+    assert impl.verify_batches(log, outside) == 2
+    small = array("q", table)
+    small[1] = 60  # less than the header
+    assert impl.verify_batches(log, small) == 0
+    with pytest.raises(ValueError, match="4 int64"):
+        impl.verify_batches(log, array("q", [0, 97, 0]))
 
 
 @needs_compiled

@@ -1422,6 +1422,43 @@ no_buffers:
     return res;
 }
 
+/* verify_batches(data, table) -> int
+ * Kafka's ensureValid for many batches of one buffer at once: `table` holds a row of 4 int64 per batch,
+ * (position in data, size, base offset, last offset), as walk_headers writes them. Each batch must lie in
+ * `data` with a size of at least the 61-byte header, have magic 2 and the CRC-32C of its bytes [21, size)
+ * equal to the stored one. Returns the first row that fails (RecordBatch.ensure_valid says why), or -1.
+ * A bulk reader checks a whole read's batches in one call, without the GIL. */
+static PyObject *verify_batches(PyObject *self, PyObject *args) {
+    PyObject *data_obj, *table_obj;
+    if (!PyArg_ParseTuple(args, "OO", &data_obj, &table_obj)) return NULL;
+    Py_buffer b[2];
+    PyObject *objs[2] = {data_obj, table_obj};
+    static const int kinds[2] = {B_BYTES, B_I64};
+    static const char *const names[2] = {"data", "table"};
+    if (take_buffers(2, objs, kinds, names, b) < 0) return NULL;
+    if (b[1].len % 32) {
+        release_buffers(2, b);
+        return PyErr_Format(PyExc_ValueError, "table must hold 4 int64 a batch");
+    }
+    const uint8_t *d = (const uint8_t *)b[0].buf;
+    const int64_t *t = (const int64_t *)b[1].buf;
+    const Py_ssize_t n = b[1].len / 32, len = b[0].len;
+    Py_ssize_t bad = -1;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t pos = t[4 * i], size = t[4 * i + 1];
+        if (size < B_HEADER_SIZE || !span_ok(pos, size, len) || 12 + (int64_t)(int32_t)load_be32(d + pos + B_LENGTH) != size ||
+            d[pos + B_MAGIC] != 2 ||
+            crc32c_of(d + pos + B_ATTRIBUTES, (size_t)(size - B_ATTRIBUTES)) != load_be32(d + pos + B_CRC)) {
+            bad = i;
+            break;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    release_buffers(2, b);
+    return PyLong_FromSsize_t(bad);
+}
+
 /* walk_headers(data, position, segment_base, expected_next, known, upper, gaps_below, out) -> int
  * The compiled form of the header rules of storage/integrity.py's header_problem (the one statement of
  * them, and of their messages; this only counts what passes): from `position` in `data`, consecutive
@@ -2000,6 +2037,7 @@ static PyMethodDef methods[] = {
     {"key_hash", key_hash, METH_O, "The offset map's 16-byte hash of a key."},
     {"crc32c", crc32c, METH_O, "CRC-32C of a buffer."},
     {"scan_batches", scan_batches, METH_VARARGS, "Check whole batches and scan their records where they lie."},
+    {"verify_batches", verify_batches, METH_VARARGS, "Check the size, magic and CRC of many batches of one buffer."},
     {"walk_headers", walk_headers, METH_VARARGS, "Walk the batch headers that pass storage.integrity's header rules."},
     {"murmur2", murmur2, METH_O, "Kafka's murmur2 hash as a signed 32-bit int."},
     {"partition_for_keys", partition_for_keys, METH_VARARGS, "Kafka's default partition of each key (-1 for null)."},

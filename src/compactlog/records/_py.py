@@ -117,6 +117,24 @@ def scan_batches(base: Any, views: Sequence[Any], counts: Any, base_offsets: Any
     return -1
 
 
+def verify_batches(data: Any, table: Any) -> int:
+    """Kafka's ``ensureValid`` for many batches of one buffer: ``table`` holds (position, size, base offset,
+    last offset) per batch, as ``walk_headers`` writes them. Each batch must lie in ``data``, be at least
+    the 61-byte header, with magic 2 and the CRC-32C of its bytes [21, size) as stored. Returns the first
+    row that fails (``RecordBatch.ensure_valid`` says why), or -1."""
+    mv = memoryview(data).cast("B")
+    flat = memoryview(table).cast("B").cast("q")
+    if len(flat) % 4:
+        raise ValueError("table must hold 4 int64 a batch")
+    for i in range(len(flat) // 4):
+        pos, size = flat[4 * i], flat[4 * i + 1]
+        if (size < 61 or pos < 0 or pos > len(mv) or size > len(mv) - pos
+                or 12 + int.from_bytes(mv[pos + 8 : pos + 12], "big", signed=True) != size or mv[pos + 16] != 2
+                or crc32c(mv[pos + 21 : pos + size]) != int.from_bytes(mv[pos + 17 : pos + 21], "big")):
+            return i
+    return -1
+
+
 def walk_headers(data: Any, position: int, segment_base: int, expected_next: int, known: bool, upper: int | None,
                  gaps_below: int | None, out: Any) -> int:
     """Walk the batch headers that pass the header rules, from ``position`` in ``data``; returns how many.

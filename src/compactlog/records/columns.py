@@ -7,29 +7,93 @@ all their records with one kernel call into one int64 table, and work on whole c
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Iterator
+from typing import Any, Iterable, Iterator
 
 import numpy as np
 
 from ..errors import CorruptRecordError
 from . import kernels
-from .batch import COMPRESSION_MASK, LOG_APPEND_TIME, RecordBatch
+from .runs import BatchRun
+from .batch import (
+    COMPRESSION_MASK,
+    CONTROL_BIT,
+    FIELD_OFFSETS,
+    HEADER_FIELDS,
+    TIMESTAMP_TYPE_BIT,
+    RecordBatch,
+)
 
 CHUNK_RECORDS = 65536  # records per chunk at most, so compressed chunks stay small once decompressed
 
+# numpy's big-endian type for each struct code of the header's fields
+_NUMPY_CODES = {"q": ">i8", "i": ">i4", "h": ">i2", "b": "i1", "I": ">u4"}
+_FIELD_CODES = dict(HEADER_FIELDS)
 
-@dataclass
+
+def header_field(buffer: Any, positions: np.ndarray, name: str) -> np.ndarray:
+    """One header field (``HEADER_FIELDS``' name) of the batches at ``positions`` of ``buffer``, as int64:
+    one numpy gather for a whole run, not a Python step per batch."""
+    code = _NUMPY_CODES[_FIELD_CODES[name]]
+    width = np.dtype(code).itemsize
+    at = FIELD_OFFSETS[name]
+    raw = np.frombuffer(buffer, dtype=np.uint8)[positions[:, None] + np.arange(at, at + width)]
+    return raw.view(code).ravel().astype(np.int64)
+
+
 class Chunk:
     """Consecutive batches with every data batch's records scanned into one column table.
 
     ``cols[:, C_OFFSET_DELTA]`` holds absolute offsets here; ``rows[i]:rows[i+1]`` are batch i's rows
-    (none for control batches, which are never mapped and always kept as they are).
+    (none for control batches, which are never mapped and always kept as they are). A chunk scanned from
+    a :class:`BatchRun` makes its batch objects only when asked for them (``batches``).
     """
 
-    batches: list[RecordBatch]
-    data: bytes
-    cols: np.ndarray
-    rows: np.ndarray
+    __slots__ = ("_batches", "data", "cols", "rows", "_run", "_heads")
+
+    def __init__(self, batches: list[RecordBatch] | None, data: Any, cols: np.ndarray, rows: np.ndarray,
+                 run: BatchRun | None = None, heads: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> None:
+        self._batches, self.data, self.cols, self.rows = batches, data, cols, rows
+        self._run, self._heads = run, heads
+
+    @property
+    def batches(self) -> list[RecordBatch]:
+        if self._batches is None:
+            self._batches = self._run.batches() if self._run is not None else []
+        return self._batches
+
+    def heads(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per batch: attributes, base timestamp and max timestamp (int64 arrays)."""
+        if self._heads is None:
+            b = self.batches
+            self._heads = (np.asarray([x.attributes for x in b], dtype=np.int64),
+                           np.asarray([x.base_timestamp for x in b], dtype=np.int64),
+                           np.asarray([x.max_timestamp for x in b], dtype=np.int64))
+        return self._heads
+
+    @classmethod
+    def scan_run(cls, run: BatchRun, verify: bool = False) -> "Chunk":
+        """The scan of a run where it lies, its header fields read with numpy, not per batch. A run
+        holding compressed records, or failing a check, is scanned as batch objects (``scan``), which
+        decompresses them or raises the error naming the batch."""
+        table = run.rows()
+        positions = np.ascontiguousarray(table[:, 0])
+        attrs = header_field(run.buffer, positions, "attributes")
+        counts = np.where(attrs & CONTROL_BIT, 0, header_field(run.buffer, positions, "recordsCount"))
+        if ((attrs & COMPRESSION_MASK) != 0)[counts != 0].any():
+            return cls.scan(run.batches(), verify)
+        mv = memoryview(run.buffer)
+        views = [mv[p : p + n] for p, n in table[:, :2].tolist()]
+        cols = np.empty((max(0, min(int(counts.sum()), len(mv) // 7)), kernels.NCOLS), dtype=np.int64)
+        rows = np.empty(len(table) + 1, dtype=np.int64)
+        try:
+            bad = kernels.scan_batches(run.buffer, views, counts, np.ascontiguousarray(table[:, 2]), verify, cols, rows)
+        except kernels.KernelError:
+            bad = 0  # the batch objects' scan names the batch and its fault
+        if bad != -1:
+            return cls.scan(run.batches(), verify)
+        heads = (attrs, header_field(run.buffer, positions, "baseTimestamp"),
+                 header_field(run.buffer, positions, "maxTimestamp"))
+        return cls(None, run.buffer, cols, rows, run=run, heads=heads)
 
     @classmethod
     def scan(cls, batches: list[RecordBatch], verify: bool = False, max_size: int | None = None) -> "Chunk":
@@ -99,7 +163,7 @@ class Chunk:
             return None
         return cls(batches, base, cols, rows)
 
-    def per_row(self, values: list[int]) -> np.ndarray:
+    def per_row(self, values: Any) -> np.ndarray:
         """Spread one value per batch over that batch's rows."""
         return np.repeat(np.asarray(values, dtype=np.int64), np.diff(self.rows))
 
@@ -112,10 +176,11 @@ class Chunk:
 
         A base timestamp plus delta outside the int64 range is a CorruptRecordError naming the batch.
         """
-        lat = [b.timestamp_type == LOG_APPEND_TIME for b in self.batches]
-        base = self.per_row([b.max_timestamp if t else b.base_timestamp for b, t in zip(self.batches, lat)])
+        attrs, base_ts, max_ts = self.heads()
+        lat = (attrs & TIMESTAMP_TYPE_BIT) != 0
+        base = self.per_row(np.where(lat, max_ts, base_ts))
         deltas = self.cols[:, kernels.C_TS_DELTA]
-        if any(lat):
+        if lat.any():
             deltas = np.where(self.per_row(lat).astype(bool), 0, deltas)
         with np.errstate(over="ignore"):
             out = base + deltas
@@ -132,7 +197,7 @@ class Chunk:
         return out
 
     def timestamp_types(self) -> np.ndarray:
-        return self.per_row([b.timestamp_type for b in self.batches])
+        return self.per_row((self.heads()[0] & TIMESTAMP_TYPE_BIT) != 0)
 
 
 

@@ -84,6 +84,7 @@ assemble_batches = _impl.assemble_batches
 gather_column = _impl.gather_column
 crc32c = _impl.crc32c
 scan_batches = _impl.scan_batches
+verify_batches = _impl.verify_batches
 walk_headers = _impl.walk_headers
 murmur2 = _impl.murmur2
 partition_for_keys = _impl.partition_for_keys

@@ -8,8 +8,8 @@ import numpy as np
 import pyarrow as pa
 
 from ..records import kernels
-from ..records.columns import Chunk, by_buffer, chunks
-from ..reading import COMPACTED, LIVE, READ_UNCOMMITTED, open_snapshot, read_batches
+from ..records.columns import Chunk
+from ..reading import COMPACTED, LIVE, READ_UNCOMMITTED, open_snapshot, read_runs
 
 # Spark's Kafka source's columns: name -> (type in DDL, the same as Spark's DataType.simpleString writes it)
 KAFKA_COLUMNS = {
@@ -89,10 +89,9 @@ def read_partition(path: str, topic: str, partition: int, start: int, end: int, 
     if start >= end:
         return
     with open_snapshot(path, topic, partition) as snap:
-        batches = read_batches(snap, start, end, isolation=isolation, view=COMPACTED if read_compacted else LIVE,
-                               check_crcs=check_crcs)
-        # each run of one read buffer is scanned where it lies (no copy of the records sections)
-        for run in (r for group in chunks(batches, chunk_bytes) for r in by_buffer(group)):
-            rb = chunk_to_arrow(Chunk.scan(run), topic, partition, start, end, include_headers, columns)
+        # each run of one read buffer is scanned where it lies: no object per batch, no copy of the records
+        for run in read_runs(snap, start, end, isolation=isolation, view=COMPACTED if read_compacted else LIVE,
+                             check_crcs=check_crcs, run_bytes=chunk_bytes):
+            rb = chunk_to_arrow(Chunk.scan_run(run), topic, partition, start, end, include_headers, columns)
             if rb is not None:
                 yield rb

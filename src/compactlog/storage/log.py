@@ -25,12 +25,13 @@ from typing import Iterator
 from ..clock import SYSTEM, Time
 from ..errors import CompactLogError, CorruptRecordError, OffsetOutOfRangeError, RecordBatchTooLargeError
 from ..records.batch import RecordBatch, iter_batches
+from ..records.runs import BatchRun
 from . import files, producer_recovery
 from .failure import LogDirFailure
 from .loader import load_log
 from .log_producers import ProducerStateLog
 from .producer_state import EXPIRATION_MS, ProducerStateManager, last_sequence
-from .reader import fixed, read_batches
+from .reader import fixed, read_batches, read_runs
 from .transactions import apply_stored, is_abort_marker
 from .retention import SegmentFacts, segments_to_delete
 from .rewrite import move_cleaned
@@ -305,6 +306,13 @@ class Log(ProducerStateLog):
         start = self.log_start_offset if start_offset is None else start_offset
         end = self._next_offset if end_offset is None else end_offset
         return read_batches(fixed(self._view[1]), start, end, check_crcs=check_crcs)
+
+    def runs(self, start_offset: int | None = None, end_offset: int | None = None, *,
+             check_crcs: bool = True) -> Iterator[BatchRun]:
+        """The batches of :meth:`batches` as runs lying in one read buffer each (``reader.read_runs``)."""
+        start = self.log_start_offset if start_offset is None else start_offset
+        end = self._next_offset if end_offset is None else end_offset
+        return read_runs(fixed(self._view[1]), start, end, check_crcs=check_crcs)
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """(timestamp, offset) of the first record whose timestamp is >= ``timestamp`` (ListOffsets)."""

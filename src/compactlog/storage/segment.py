@@ -267,7 +267,7 @@ class LogSegment:
         ``expected``: the offset the first batch must start at, when the batch before it is known
         (from position 0 it is the segment's base).
         """
-        for buf, at, rows, batch in self._runs(position, end, expected):
+        for buf, at, rows, batch in self.runs(position, end, expected):
             if batch is not None:
                 yield at, batch
                 continue
@@ -275,7 +275,7 @@ class LogSegment:
                 p = rows[i]
                 yield at + p, RecordBatch(buf[p : p + rows[i + 1]])
 
-    def _runs(self, position: int, end: int | None, expected: int | None) -> Iterator[Run]:
+    def runs(self, position: int = 0, end: int | None = None, expected: int | None = None) -> Iterator[Run]:
         """The checked walk of :meth:`batches`, as runs of batches handed out (see ``Run``), so that a
         reader that wants positions (``locate``) builds no batch object for the headers it passes.
 
@@ -385,7 +385,7 @@ class LogSegment:
         return found
 
     def _first_holding(self, offset: int, start: int, entry: tuple[int, int] | None) -> tuple[int, RecordBatch] | None:
-        for buf, at, rows, batch in self._runs(start, None, None):
+        for buf, at, rows, batch in self.runs(start, None, None):
             n = len(rows) // 4
             # a run's positions and last offsets both increase (each batch passed after the one before)
             found = n if rows[-1] < offset else bisect_left(rows[3::4], offset)
@@ -421,7 +421,7 @@ class LogSegment:
             return position, max(min(max_size, limit - position), 0)
         end = position + first.size
         try:
-            for _, at, rows, _ in self._runs(position, min(position + max(max_size, first.size), limit), None):
+            for _, at, rows, _ in self.runs(position, min(position + max(max_size, first.size), limit), None):
                 for i in range(0, len(rows), 4):
                     start, stop = at + rows[i], at + rows[i] + rows[i + 1]
                     if stop > limit or (start > position and stop - position > max_size):

@@ -31,11 +31,12 @@ from typing import Iterator
 
 from ..errors import CompactLogError, UnknownTopicOrPartitionError
 from ..records.batch import RecordBatch
+from ..records.runs import BatchRun
 from . import files
 from .checkpoint import OffsetCheckpointFile
 from .integrity import Bounds
 from .producer_state import OpenTransaction, ProducerStateManager
-from .reader import Listing, read_batches
+from .reader import Listing, read_batches, read_runs
 from .segment import LogSegment
 from .transaction_index import AbortedTxn
 from .transactions import collect_aborted
@@ -243,6 +244,10 @@ class PartitionSnapshot:
     def batches(self, start: int = 0, end: int | None = None, *, check_crcs: bool = True) -> Iterator[RecordBatch]:
         """Whole batches holding offsets in [start, end), in order, each checked (see ``reader.py``)."""
         return read_batches(self._listing(), start, end, check_crcs=check_crcs, relist=self._relist)
+
+    def runs(self, start: int = 0, end: int | None = None, *, check_crcs: bool = True) -> Iterator[BatchRun]:
+        """The batches of :meth:`batches` as runs lying in one read buffer each (``reader.read_runs``)."""
+        return read_runs(self._listing(), start, end, check_crcs=check_crcs, relist=self._relist)
 
     # transactions --------------------------------------------------------------------------------
     def _retrying(self, read):
