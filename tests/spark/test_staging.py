@@ -83,14 +83,3 @@ def test_the_next_job_removes_what_a_dead_driver_left_and_nothing_of_a_live_one(
     for s in (mine, again, last):
         s.remove()
     assert not list((tmp_path / STAGING_DIR).iterdir())
-
-
-def test_a_streaming_querys_directory_is_emptied_between_micro_batches_and_stays_its_own(tmp_path):
-    staging = JobStaging.begin(tmp_path, locked=False)  # as the data source's writers make it
-    staging.new_file(".batches")
-    (staging.new_dir() / "x").write_bytes(b"x")
-    staging.clear()
-    assert Path(staging.directory).is_dir() and not list(Path(staging.directory).iterdir())
-    assert sweep_abandoned(tmp_path / STAGING_DIR) == [], "no lock file: no sweep takes it for abandoned"
-    staging.new_file(".batches")  # the next micro-batch's tasks can stage
-    staging.remove()

@@ -9,11 +9,13 @@ import pytest
 import compactlog
 
 
-def pipe(spark, path, source: str, target: str, checkpoint, max_per_trigger: int = 150):
+def pipe(spark, path, source: str, target: str, checkpoint, max_per_trigger: int = 150, min_partitions: int = 2):
     """Everything in ``source`` not yet piped (per the checkpoint) appended to ``target``; returns once
-    the query has caught up (availableNow stops by itself)."""
+    the query has caught up (availableNow stops by itself). Each micro-batch is read by at least
+    ``min_partitions`` tasks, so that several tasks stage and commit together."""
     q = (spark.readStream.format("compactlog").option("path", str(path)).option("subscribe", source)
          .option("startingOffsets", "earliest").option("maxOffsetsPerTrigger", str(max_per_trigger))
+         .option("minPartitions", str(min_partitions))
          .option("includeHeaders", "true").load()
          .select("key", "value", "headers")
          .writeStream.format("compactlog").option("path", str(path)).option("topic", target)
@@ -31,7 +33,9 @@ def by_key(cl, topic):
 
 
 def staged_files(path):
-    return [p for p in (path / "__staging").rglob("*") if p.is_file()]
+    """What staging left behind: files, and the directories of writers (one per micro-batch's tasks,
+    one per commit)."""
+    return list((path / "__staging").rglob("*")) if (path / "__staging").exists() else []
 
 
 def test_a_stream_is_appended_once_in_order_per_key_with_the_target_codec(spark, tmp_path, tmp_path_factory):
@@ -59,6 +63,8 @@ def test_a_stream_is_appended_once_in_order_per_key_with_the_target_codec(spark,
 
 
 def test_a_bad_micro_batch_stops_the_query_and_appends_nothing_of_it(spark, tmp_path, tmp_path_factory):
+    """Two tasks: one stages the good record, the other fails on the keyless one; the abort removes
+    what the good task staged (a writer Spark makes for the abort has a directory of its own)."""
     with compactlog.open(tmp_path) as cl:
         cl.create_topic("in", 1)
         cl.create_topic("compacted", 1, {"cleanup.policy": "compact"})

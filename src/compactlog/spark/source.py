@@ -209,6 +209,7 @@ class CompactLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
 @dataclass
 class StagedBatches(WriterCommitMessage):
     files: list[str]
+    directory: str = ""  # the staging directory of the writer the task ran (see _remove_staging)
 
 
 class _StagingWriter:
@@ -223,7 +224,18 @@ class _StagingWriter:
     def write(self, iterator: Iterator[pa.RecordBatch]) -> StagedBatches:
         from .writer import stage_batches
 
-        return StagedBatches(stage_batches(self.wopts, iterator))
+        return StagedBatches(stage_batches(self.wopts, iterator), self.wopts.staging.directory)
+
+    def _remove_staging(self, messages: list[StagedBatches | None]) -> None:
+        """Remove this writer's staging directory and those the tasks staged in. They differ for a
+        stream: Spark makes a new writer for each micro-batch's tasks and another to commit or abort it,
+        each with a directory of its own."""
+        from ..storage.staging import JobStaging
+
+        theirs = {m.directory for m in messages if m is not None and m.directory}
+        for directory in sorted(theirs - {self.wopts.staging.directory}):
+            JobStaging(directory).remove()
+        self.wopts.staging.remove()
 
 
 class CompactLogWriter(_StagingWriter, DataSourceArrowWriter):
@@ -235,19 +247,19 @@ class CompactLogWriter(_StagingWriter, DataSourceArrowWriter):
         try:
             append_staged(self.wopts, _files(messages))
         finally:
-            self.wopts.staging.remove()
+            self._remove_staging(messages)
 
     def abort(self, messages: list[StagedBatches]) -> None:
-        self.wopts.staging.remove()  # also the files of killed tasks, which send no message
+        self._remove_staging(messages)  # also the files of killed tasks, which send no message
 
 
 class CompactLogStreamWriter(_StagingWriter, DataSourceStreamArrowWriter):
     """``df.writeStream``: each micro-batch is staged by its tasks and appended at its commit.
 
     Delivery is at least once, as with Spark's Kafka sink: a query restarted after a failure between
-    a micro-batch's append and Spark's commit log entry appends that micro-batch again. The query's
-    staging directory lives as long as the query; it is emptied after each micro-batch, and removed when
-    one fails (which stops the query).
+    a micro-batch's append and Spark's commit log entry appends that micro-batch again. Each
+    micro-batch's tasks stage in a directory of their own (Spark makes a writer for them), which the
+    commit or abort removes with what is in it, and the directory of the writer Spark makes to commit.
     """
 
     def commit(self, messages: list[StagedBatches], batchId: int) -> None:
@@ -256,10 +268,10 @@ class CompactLogStreamWriter(_StagingWriter, DataSourceStreamArrowWriter):
         try:
             append_staged(self.wopts, _files(messages))
         finally:
-            self.wopts.staging.clear()
+            self._remove_staging(messages)
 
     def abort(self, messages: list[StagedBatches], batchId: int) -> None:
-        self.wopts.staging.remove()
+        self._remove_staging(messages)
 
 
 def _files(messages: list[StagedBatches | None]) -> list[str]:

@@ -92,15 +92,6 @@ class JobStaging:
         if fd is not None:
             os.close(fd)
 
-    def clear(self) -> None:
-        """Driver side, between the micro-batches of a streaming query: emptied of what the tasks
-        staged, but still there for the next micro-batch's tasks."""
-        for child in Path(self.directory).iterdir():
-            if child.is_dir():
-                shutil.rmtree(child)
-            elif child.name != DRIVER_LOCK:
-                child.unlink()
-
     def _gone(self) -> InvalidRequestError:
         return InvalidRequestError(f"the job was aborted: its staging directory {self.directory} is gone")
 
