@@ -93,3 +93,31 @@ def test_min_partitions_alone_replaces_the_byte_cut(topic):
     assert len(by_bytes) > 3  # many segments of partition 0
     assert len(plan(minPartitions="2")) == 2  # one piece each for partitions 0 and 2
     assert plan(minPartitions="2", maxPartitionBytes="1000") == by_bytes  # already more than 2
+
+
+def test_without_either_option_a_read_has_a_range_per_core_and_no_byte_cut(topic, monkeypatch):
+    """The default: at least one range per task slot (a one-partition topic read by every core), cut at
+    equal offset counts as minPartitions cuts; maxPartitionBytes named alone keeps its byte cut only."""
+    from compactlog.spark.options import CORES_ENV, SourceOptions
+    from compactlog.spark.source import plan_ranges
+
+    path, _ = topic
+    plan = lambda **o: [(r.partition, r.start, r.end) for r in plan_ranges(  # noqa: E731
+        SourceOptions.parse({"path": str(path), "subscribe": "t", **o}))]
+    for cores in (1, 2, 5, 9):
+        monkeypatch.setenv(CORES_ENV, str(cores))
+        assert plan() == plan(minPartitions=str(cores), maxPartitionBytes=str(2**63 - 1))
+        assert max(2, cores) <= len(plan()) <= cores + 1  # partitions 0 and 2 hold records, each a piece at least
+    assert plan(maxPartitionBytes="1000") == plan(maxPartitionBytes="1000", minPartitions="1")  # no default minimum
+    monkeypatch.setenv(CORES_ENV, "not a number")  # (not ours to refuse: this machine's cores then)
+    monkeypatch.setattr("os.cpu_count", lambda: 3)
+    assert 3 <= len(plan()) <= 4
+
+
+@pytest.mark.parametrize("master,cores", [("local", 1), ("local[3]", 3), ("local[ 4 , 2]", 4), ("local[*]", 6),
+                                          ("spark://127.0.0.1:7077", None), ("local-cluster[2,1,1024]", None)])
+def test_a_local_masters_task_slots_are_known_before_it_starts(master, cores, monkeypatch):
+    from compactlog.spark.session import local_cores
+
+    monkeypatch.setattr("os.cpu_count", lambda: 6)
+    assert local_cores(master) == cores

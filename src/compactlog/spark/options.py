@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import dataclass
 from typing import Mapping
@@ -12,6 +13,18 @@ from ..errors import InvalidConfigError, UnknownTopicOrPartitionError, shown
 
 EARLIEST, LATEST = -2, -1  # Spark's Kafka source uses these in per-partition offset JSON
 NO_BYTE_CUT = 2**63 - 1
+# The cores Spark runs tasks on, when the session was made by ``spark_session`` (which knows its master);
+# the planner of a read runs in a process of its own and cannot ask Spark.
+CORES_ENV = "COMPACTLOG_SPARK_CORES"
+
+
+def default_cores() -> int:
+    """How many ranges a read is cut into at least when the caller names neither ``minPartitions`` nor
+    ``maxPartitionBytes``: the task slots of a local master (``CORES_ENV``), else this machine's cores."""
+    raw = os.environ.get(CORES_ENV, "")
+    if raw.isdigit() and int(raw) > 0:
+        return int(raw)
+    return os.cpu_count() or 1
 
 
 class OptionError(InvalidConfigError, ValueError):
@@ -88,11 +101,12 @@ class SourceOptions:
             ending=_offsets(opts.get("endingoffsets", "latest"), "endingOffsets"),
             include_headers=_bool_option(opts, "includeheaders", "includeHeaders", False),
             max_offsets_per_trigger=_int_option(opts, "maxoffsetspertrigger", "maxOffsetsPerTrigger", None, 1),
-            # with minPartitions alone, the ranges are its pieces: no byte cut unless asked for too
-            max_partition_bytes=_int_option(opts, "maxpartitionbytes", "maxPartitionBytes",
-                                            NO_BYTE_CUT if "minpartitions" in opts else 128 << 20, 1),
+            # No byte cut unless asked for; and unless either is named, at least one range per core
+            # (Spark's Kafka source reads one per partition, which leaves cores idle on a small topic)
+            max_partition_bytes=_int_option(opts, "maxpartitionbytes", "maxPartitionBytes", NO_BYTE_CUT, 1),
             partitions={t: topics[t]["partitions"] for t in wanted},
-            min_partitions=_int_option(opts, "minpartitions", "minPartitions", None, 1),
+            min_partitions=_int_option(opts, "minpartitions", "minPartitions",
+                                       None if "maxpartitionbytes" in opts else default_cores(), 1),
             read_compacted=_bool_option(opts, "readcompacted", "readCompacted", False),
             check_crcs=_bool_option(opts, "kafka.check.crcs", "kafka.check.crcs", True),
             isolation=_isolation_option(opts),

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
+
+from .options import CORES_ENV
 
 
 def spark_session(master: str | None = None, app_name: str = "compactlog", extra: dict[str, str] | None = None):
@@ -22,6 +25,9 @@ def spark_session(master: str | None = None, app_name: str = "compactlog", extra
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         conf["spark.driver.host"] = "127.0.0.1"
         conf["spark.driver.bindAddress"] = "127.0.0.1"
+    cores = local_cores(master)
+    if cores:  # the source's planner cuts a read into at least this many ranges (options.default_cores)
+        os.environ[CORES_ENV] = str(cores)
     if master.startswith("local"):
         # Python workers (and Spark's planner processes, which read only the environment) would otherwise
         # be whatever "python3" is first on PATH, which lacks compactlog when it lives in a virtual
@@ -36,6 +42,18 @@ def spark_session(master: str | None = None, app_name: str = "compactlog", extra
 
         spark.dataSource.register(CompactLogDataSource)
     return spark
+
+
+def local_cores(master: str) -> int | None:
+    """The task slots of a local master (``local``, ``local[N]``, ``local[*]``, ``local[N, retries]``);
+    None for a cluster, whose executors are not known before they register."""
+    m = re.fullmatch(r"local(?:\[\s*(\*|\d+)\s*(?:,\s*\d+\s*)?\])?", master.strip())
+    if m is None:
+        return None
+    n = m.group(1)
+    if n is None:
+        return 1
+    return (os.cpu_count() or 1) if n == "*" else max(int(n), 1)
 
 
 def _found_by_spark() -> bool:
