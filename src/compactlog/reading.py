@@ -107,12 +107,17 @@ def read_runs(part: PartitionView, start: int, end: int | None = None, *, isolat
 def _as_runs(batches: Iterator[RecordBatch], run_bytes: int) -> Iterator[BatchRun]:
     group: list[RecordBatch] = []
     size = 0
-    for b in batches:
-        group.append(b)
-        size += b.size
-        if size >= run_bytes:
+    try:
+        for b in batches:
+            group.append(b)
+            size += b.size
+            if size >= run_bytes:
+                yield BatchRun.of(group)
+                group, size = [], 0
+    except CompactLogError:  # the batches before damage go out first, as read_batches hands them out
+        if group:
             yield BatchRun.of(group)
-            group, size = [], 0
+        raise
     if group:
         yield BatchRun.of(group)
 

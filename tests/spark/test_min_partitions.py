@@ -110,7 +110,7 @@ def test_without_either_option_a_read_has_a_range_per_core_and_no_byte_cut(topic
         assert max(2, cores) <= len(plan()) <= cores + 1  # partitions 0 and 2 hold records, each a piece at least
     assert plan(maxPartitionBytes="1000") == plan(maxPartitionBytes="1000", minPartitions="1")  # no default minimum
     monkeypatch.setenv(CORES_ENV, "not a number")  # (not ours to refuse: this machine's cores then)
-    monkeypatch.setattr("os.cpu_count", lambda: 3)
+    monkeypatch.setattr("compactlog.spark.options.machine_cores", lambda: 3)
     assert 3 <= len(plan()) <= 4
 
 
@@ -119,5 +119,5 @@ def test_without_either_option_a_read_has_a_range_per_core_and_no_byte_cut(topic
 def test_a_local_masters_task_slots_are_known_before_it_starts(master, cores, monkeypatch):
     from compactlog.spark.session import local_cores
 
-    monkeypatch.setattr("os.cpu_count", lambda: 6)
+    monkeypatch.setattr("compactlog.spark.session.machine_cores", lambda: 6)
     assert local_cores(master) == cores

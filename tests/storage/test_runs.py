@@ -164,3 +164,79 @@ def test_read_committed_runs_leave_out_aborted_data_as_read_batches_does(tmp_pat
                for b in r.batches()]
     assert got == [w[:3] for w in want]
     assert [w[0] for w in want] == [0, 2, 5, 6, 8, 11]  # the aborted batches (3, 9) are not there
+
+
+def _offsets(items) -> list[int]:
+    out = []
+    for x in items:
+        for b in (x.batches() if isinstance(x, BatchRun) else [x]):
+            out.extend(range(b.base_offset, b.last_offset + 1))
+    return out
+
+
+@pytest.mark.parametrize("fail_at", [1, 2, 3])
+def test_a_segment_swapped_away_mid_read_loses_nothing(tmp_path, fail_at):
+    """A file gone when the walk reaches it (the owner's cleaner swapped it): the read lists again and
+    goes on from the last batch handed out; a run held back while the next read was awaited is handed
+    out first, not skipped."""
+    from compactlog.storage import reader
+
+    n = _write(tmp_path, [5] * 30, 1000, Codec.NONE)
+    with open_snapshot(tmp_path, T, 0) as snap:
+        bases, segment_at = snap._listing()
+        assert len(bases) > fail_at
+
+        for read in (reader.read_batches, reader.read_runs):
+            failing = {fail_at}
+
+            def flaky(k):
+                if k in failing:
+                    failing.discard(k)
+                    raise FileNotFoundError("swapped away")
+                return segment_at(k)
+
+            got = _offsets(read((bases, flaky), 0, None, relist=snap._listing))
+            assert got == list(range(n)), read.__name__
+
+
+@pytest.mark.parametrize("field,xor", [(0, 0x40), (8 + 3, 0x10), (16, 0x01), (23 + 3, 0x05), (70, 0x04)])
+@pytest.mark.parametrize("view", ["live", "read_committed"])
+def test_damage_meets_a_bulk_reader_after_the_same_batches(tmp_path, field, xor, view):
+    """Header or record damage in the middle of a read: a bulk reader gets every batch a batch reader
+    gets before the error (none held back and dropped), then the same error."""
+    _write(tmp_path, [5] * 300, 1 << 30, Codec.NONE)
+    log = next((tmp_path / f"{T}-0").glob("*.log"))
+    with open_snapshot(tmp_path, T, 0) as snap:
+        positions = [int(str(b.origin).rsplit(" ", 1)[1]) for b in snap.batches(0)]
+    data = bytearray(log.read_bytes())
+    data[positions[150] + field] ^= xor
+    log.write_bytes(bytes(data))
+    level = READ_COMMITTED if view == "read_committed" else "read_uncommitted"
+    outcomes = []
+    for read in (read_batches, read_runs):
+        got = []
+        with open_snapshot(tmp_path, T, 0) as snap:
+            try:
+                for x in read(snap, 0, None, isolation=level):
+                    got.append(x)
+                    got[-1] = _offsets([x])
+                error = None
+            except CorruptRecordError as exc:
+                error = str(exc)
+        outcomes.append(([o for part in got for o in part], error))
+    assert outcomes[0] == outcomes[1]
+    assert outcomes[0][1] is not None and len(outcomes[0][0]) >= 5 * 149
+
+
+def test_capped_cuts_a_run_at_batch_boundaries_by_record_count(tmp_path):
+    from compactlog.records.columns import capped
+
+    _write(tmp_path, [7] * 50 + [40] + [3] * 10, 1 << 30, Codec.NONE)
+    with open_snapshot(tmp_path, T, 0) as snap:
+        runs = list(snap.runs(0))
+    pieces = [p for r in runs for p in capped(r, 20)]
+    assert _offsets(pieces) == _offsets(runs)  # every batch once, in order
+    for p in pieces:
+        counts = [b.record_count for b in p.batches()]
+        assert sum(counts) <= 20 or len(counts) == 1  # a batch of more goes alone
+    assert [p for r in runs for p in capped(r)] == runs  # under the default cap: the runs themselves

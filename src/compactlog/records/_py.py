@@ -123,7 +123,10 @@ def verify_batches(data: Any, table: Any) -> int:
     the 61-byte header, with magic 2 and the CRC-32C of its bytes [21, size) as stored. Returns the first
     row that fails (``RecordBatch.ensure_valid`` says why), or -1."""
     mv = memoryview(data).cast("B")
-    flat = memoryview(table).cast("B").cast("q")
+    raw = memoryview(table)
+    if raw.format not in ("q", "l", "<q", "<l", "=q", "=l") or raw.itemsize != 8 or not raw.c_contiguous:
+        raise ValueError("table must be a C-contiguous int64 array")
+    flat = raw.cast("B").cast("q")
     if len(flat) % 4:
         raise ValueError("table must hold 4 int64 a batch")
     for i in range(len(flat) // 4):

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..errors import CorruptRecordError
 from . import kernels
-from .runs import BatchRun
+from .runs import ROW, BatchRun
 from .batch import (
     COMPRESSION_MASK,
     CONTROL_BIT,
@@ -38,6 +38,23 @@ def header_field(buffer: Any, positions: np.ndarray, name: str) -> np.ndarray:
     at = FIELD_OFFSETS[name]
     raw = np.frombuffer(buffer, dtype=np.uint8)[positions[:, None] + np.arange(at, at + width)]
     return raw.view(code).ravel().astype(np.int64)
+
+
+def capped(run: BatchRun, max_records: int = CHUNK_RECORDS) -> Iterator[BatchRun]:
+    """``run`` cut at batch boundaries into runs of at most ``max_records`` records by their headers (a
+    batch holding more goes alone), so that what one scan decompresses and tables stays bounded
+    whatever the batches hold."""
+    rows = run.rows()
+    counts = np.maximum(header_field(run.buffer, np.ascontiguousarray(rows[:, 0]), "recordsCount"), 0)
+    if int(counts.sum()) <= max_records:
+        yield run
+        return
+    ends = np.cumsum(counts)
+    start, done = 0, 0
+    while start < len(rows):
+        stop = max(int(np.searchsorted(ends, done + max_records, side="right")), start + 1)
+        yield BatchRun(run.buffer, run.table[start * ROW : stop * ROW], run.origin)
+        start, done = stop, int(ends[stop - 1])
 
 
 class Chunk:

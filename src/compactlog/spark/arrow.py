@@ -8,7 +8,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..records import kernels
-from ..records.columns import Chunk
+from ..records.columns import Chunk, capped
 from ..reading import COMPACTED, LIVE, READ_UNCOMMITTED, open_snapshot, read_runs
 
 # Spark's Kafka source's columns: name -> (type in DDL, the same as Spark's DataType.simpleString writes it)
@@ -90,8 +90,9 @@ def read_partition(path: str, topic: str, partition: int, start: int, end: int, 
         return
     with open_snapshot(path, topic, partition) as snap:
         # each run of one read buffer is scanned where it lies: no object per batch, no copy of the records
-        for run in read_runs(snap, start, end, isolation=isolation, view=COMPACTED if read_compacted else LIVE,
-                             check_crcs=check_crcs, run_bytes=chunk_bytes):
+        runs = read_runs(snap, start, end, isolation=isolation, view=COMPACTED if read_compacted else LIVE,
+                         check_crcs=check_crcs, run_bytes=chunk_bytes)
+        for run in (part for whole in runs for part in capped(whole)):  # at most CHUNK_RECORDS records a scan
             rb = chunk_to_arrow(Chunk.scan_run(run), topic, partition, start, end, include_headers, columns)
             if rb is not None:
                 yield rb

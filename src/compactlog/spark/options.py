@@ -21,10 +21,20 @@ CORES_ENV = "COMPACTLOG_SPARK_CORES"
 def default_cores() -> int:
     """How many ranges a read is cut into at least when the caller names neither ``minPartitions`` nor
     ``maxPartitionBytes``: the task slots of a local master (``CORES_ENV``), else this machine's cores."""
-    raw = os.environ.get(CORES_ENV, "")
-    if raw.isdigit() and int(raw) > 0:
-        return int(raw)
-    return os.cpu_count() or 1
+    try:
+        told = int(os.environ.get(CORES_ENV, ""))
+    except ValueError:
+        told = 0
+    return told if told > 0 else machine_cores()
+
+
+def machine_cores() -> int:
+    """The cores this process may run on (its CPU affinity, as a container limits it), as Spark's
+    ``local[*]`` counts them."""
+    try:
+        return max(len(os.sched_getaffinity(0)), 1)
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 class OptionError(InvalidConfigError, ValueError):

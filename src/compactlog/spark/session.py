@@ -6,7 +6,7 @@ import os
 import re
 import sys
 
-from .options import CORES_ENV
+from .options import CORES_ENV, machine_cores
 
 
 def spark_session(master: str | None = None, app_name: str = "compactlog", extra: dict[str, str] | None = None):
@@ -28,6 +28,8 @@ def spark_session(master: str | None = None, app_name: str = "compactlog", extra
     cores = local_cores(master)
     if cores:  # the source's planner cuts a read into at least this many ranges (options.default_cores)
         os.environ[CORES_ENV] = str(cores)
+    else:  # a cluster's task slots are not known here: not those of an earlier local session either
+        os.environ.pop(CORES_ENV, None)
     if master.startswith("local"):
         # Python workers (and Spark's planner processes, which read only the environment) would otherwise
         # be whatever "python3" is first on PATH, which lacks compactlog when it lives in a virtual
@@ -53,7 +55,7 @@ def local_cores(master: str) -> int | None:
     n = m.group(1)
     if n is None:
         return 1
-    return (os.cpu_count() or 1) if n == "*" else max(int(n), 1)
+    return machine_cores() if n == "*" else max(int(n), 1)
 
 
 def _found_by_spark() -> bool:

@@ -108,57 +108,78 @@ def _retrying(listing: Listing, start: int, end: int | None, check_crcs: bool,
 
 def _read(listing: Listing, at: list[int], end: int | None, check_crcs: bool, join: bool) -> Iterator[BatchRun]:
     """The walk over the segments: the segment walk's runs cut to [at, end), CRCs checked a run at a time.
-    With ``join``, consecutive runs of one read buffer go out as one (the walk hands out the last batch
-    of a read apart, once the next header agrees with it); a reader of single batches does not wait for
-    that."""
+    With ``join``, consecutive runs of one read (one buffer, one file position) go out as one (the walk
+    hands out the last batch of a read apart, once the next header agrees with it); a reader of single
+    batches does not wait for that. ``at[0]`` moves only as runs go out: a retry after a file was
+    swapped away resumes after the last batch handed out, and what was held back goes out before any
+    error."""
     bases, segment_at = listing
+    want = at[0]  # the next offset to look for
     expected: int | None = None  # the offset after the last batch read, carried across segments
-    pending: BatchRun | None = None  # (join) a run held back while the next may lie in the same buffer
-    for k in range(max(bisect.bisect_right(bases, at[0]) - 1, 0), len(bases)):
-        if end is not None and bases[k] >= end:
-            break
-        seg = segment_at(k)
-        if expected is None:
-            found = seg.translate_offset(at[0])
-            if found is None:
-                continue
-            walk = seg.runs(found[0])
-        else:  # from the batch before, so a hole between segments is seen as one
-            walk = seg.runs(0, expected=expected)
-        for buf, position, rows, _batch in walk:
-            n = len(rows) // ROW
-            lo = bisect.bisect_left(rows[3::ROW], at[0])  # batches wholly below the wanted offset: passed
-            hi = n if end is None else bisect.bisect_left(rows[2::ROW], end)  # from one at the end: over
-            part = rows[lo * ROW : hi * ROW]  # copied: the walk writes its rows again
-            table = array("q", bytes(part) if isinstance(part, memoryview) else part)
-            bad = kernels.verify_batches(buf, table) if check_crcs and len(table) else -1
-            good = table if bad < 0 else table[: bad * ROW]
-            if len(good):
-                run = BatchRun(buf, good, _origins(seg, position))
-                at[0] = run.next_offset
-                if pending is not None and pending.buffer is not buf:
-                    yield pending
-                    pending = None
-                if join:
-                    pending = _joined(pending, run)
-                else:
-                    yield run
-            if bad >= 0 or hi < n:
-                if pending is not None:
-                    yield pending
-                if bad >= 0:
-                    raise _damage(seg, buf, position, table[bad * ROW : bad * ROW + 2])
-                return
-            expected = rows[-1] + 1
-    if pending is not None:
-        yield pending
+    held = _Held()
+    try:
+        for k in range(max(bisect.bisect_right(bases, want) - 1, 0), len(bases)):
+            if end is not None and bases[k] >= end:
+                break
+            seg = segment_at(k)
+            if expected is None:
+                found = seg.translate_offset(want)
+                if found is None:
+                    continue
+                walk = seg.runs(found[0])
+            else:  # from the batch before, so a hole between segments is seen as one
+                walk = seg.runs(0, expected=expected)
+            for buf, position, rows, _batch in walk:
+                n = len(rows) // ROW
+                lo = bisect.bisect_left(rows[3::ROW], want)  # batches wholly below the wanted offset: passed
+                hi = n if end is None else bisect.bisect_left(rows[2::ROW], end)  # from one at the end: over
+                part = rows[lo * ROW : hi * ROW]  # copied: the walk writes its rows again
+                table = array("q", bytes(part) if isinstance(part, memoryview) else part)
+                bad = kernels.verify_batches(buf, table) if check_crcs and len(table) else -1
+                good = table if bad < 0 else table[: bad * ROW]
+                if len(good):
+                    want = good[-1] + 1
+                    if not held.joins(buf, position):
+                        yield from held.out(at)
+                    held.add(buf, position, good, seg)
+                    if not join:
+                        yield from held.out(at)
+                if bad >= 0 or hi < n:
+                    yield from held.out(at)
+                    if bad >= 0:
+                        raise _damage(seg, buf, position, table[bad * ROW : bad * ROW + 2])
+                    return
+                expected = rows[-1] + 1
+    except (CorruptRecordError, OSError):
+        yield from held.out(at)  # what was read before the damage (or a file swapped away) goes out first
+        raise
+    yield from held.out(at)
 
 
-def _joined(pending: BatchRun | None, run: BatchRun) -> BatchRun:
-    """``run`` after ``pending`` (both in one buffer, from one file position), as one run."""
-    if pending is None:
-        return run
-    return BatchRun(run.buffer, pending.table + run.table, run.origin)
+class _Held:
+    """The rows of one read held back until the next read shows the run is whole (``_read``'s join)."""
+
+    __slots__ = ("buf", "position", "seg", "tables")
+
+    def __init__(self) -> None:
+        self.buf, self.position, self.seg, self.tables = None, -1, None, []
+
+    def joins(self, buf, position: int) -> bool:
+        return not self.tables or (buf is self.buf and position == self.position)
+
+    def add(self, buf, position: int, table: array, seg: LogSegment) -> None:
+        self.buf, self.position, self.seg = buf, position, seg
+        self.tables.append(table)
+
+    def out(self, at: list[int]) -> Iterator[BatchRun]:
+        """The held rows as one run (nothing when none are held); ``at[0]`` moves past them."""
+        if not self.tables:
+            return
+        table = self.tables[0] if len(self.tables) == 1 else array("q", b"".join(t.tobytes() for t in self.tables))
+        run = BatchRun(self.buf, table, _origins(self.seg, self.position))
+        self.tables = []
+        at[0] = run.next_offset
+        yield run
 
 
 def _origins(seg: LogSegment, position: int) -> Callable[[int], BatchOrigin]:
