@@ -129,6 +129,26 @@ def test_a_listing_taken_before_a_swap_reads_on_after_it(tmp_path):
     assert kept <= set(offsets)  # nothing the cleaner kept was skipped
 
 
+def test_a_segment_opened_before_a_merge_under_its_name_is_read_afresh(tmp_path):
+    """A reader had opened the first segment; the cleaner then merges the first segments into one file
+    that takes the first one's name. When the read reaches a segment swapped away it lists again, and
+    the first segment must be opened again: read on from the old file, its records would end where
+    that file ended and the offsets merged into the new one would pass for a gap cleaning left."""
+    cfg = {"cleanup.policy": "compact", "segment.bytes": "1000", "min.cleanable.dirty.ratio": "0.01",
+           "file.delete.delay.ms": "0"}
+    with compactlog.open(tmp_path) as cl:
+        cl.create_topic("t", 1, cfg)
+        cl.produce_batch("t", [(b"k%d" % i, b"v%d" % i) for i in range(150)], batch_bytes=120)  # no key twice
+        snap = PartitionSnapshot.open(tmp_path, "t", 0)
+        snap.segment(0)  # a reader has reached the first segment
+        assert len(snap.bases) > 3
+        cl.alter_topic_config("t", {"segment.bytes": "1000000"})
+        assert cl.clean("t").compactions  # the closed segments merge into one, under base 0's name
+        offsets = [o for b in snap.batches(0) for o in range(b.base_offset, b.last_offset + 1)]
+        snap.close()
+    assert offsets == list(range(150))  # every record, none skipped as a cleaned gap
+
+
 def test_a_snapshot_starts_where_the_owner_moved_the_log_start(tmp_path):
     """A reader in another process sees the checkpointed log start offset (DeleteRecords moved it inside a
     segment), as the owner's Log does; a checkpoint beyond the log end is not believed."""

@@ -362,6 +362,19 @@ class LogSegment:
         if held is not None:
             yield held
 
+    def replaced(self) -> bool:
+        """Whether this reader's segment no longer is the file its name holds (removed, or another file
+        renamed over it). Only a read-only segment keeps its file open from the start; the owner's are
+        never replaced under it."""
+        if not self.read_only or self._handle < 0:
+            return False
+        try:
+            now = os.stat(self.log_path)
+        except FileNotFoundError:
+            return True
+        held = os.fstat(self._handle)
+        return (now.st_ino, now.st_dev) != (held.st_ino, held.st_dev)
+
     def translate_offset(self, offset: int) -> tuple[int, RecordBatch] | None:
         """(position, batch) of the first batch whose last offset is >= ``offset``, or None.
 

@@ -142,8 +142,7 @@ class PartitionSnapshot:
         seg = self._open.get(key)
         if seg is None:
             seg = self._open[key] = LogSegment(self.directory, key[0], temp_suffix=key[1], read_only=True)
-            last = i == len(self._listing_) - 1  # the owner may be appending to it right now
-            seg.bounds = Bounds(None if last else self._listing_[i + 1][0], self.gaps_below, last)
+            self._bound(i, seg)
             if len(self._open) > MAX_OPEN_SEGMENTS and not self._eager:
                 for old in sorted(self._open)[: len(self._open) - MAX_OPEN_SEGMENTS]:
                     if old < key:
@@ -205,8 +204,24 @@ class PartitionSnapshot:
     def _listing(self) -> Listing:
         return self.bases, self.segment
 
+    def _bound(self, i: int, seg: LogSegment) -> None:
+        """What the listing says of segment ``i``'s offsets: below the next one's base, unless it is the
+        last (which the owner may be appending to right now)."""
+        last = i == len(self._listing_) - 1
+        seg.bounds = Bounds(None if last else self._listing_[i + 1][0], self.gaps_below, last)
+
     def _relist(self) -> Listing:
+        """List the directory again. A segment opened before whose file is gone or was replaced (the
+        cleaner swaps a merged segment in under the first one's name) is dropped, so that it is opened
+        afresh: read on, its old records would stop where the old file ended, and the walk would take
+        the offsets after them, cleaned into the new file, for a gap cleaning left."""
         self._listing_ = list_segments(self.directory)
+        where = {key: i for i, key in enumerate(self._listing_)}
+        for key, seg in list(self._open.items()):
+            if key not in where or seg.replaced():
+                self._open.pop(key).close_handlers()
+            else:
+                self._bound(where[key], seg)
         return self._listing()
 
     # offsets and batches -------------------------------------------------------------------------
