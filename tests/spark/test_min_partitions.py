@@ -96,14 +96,18 @@ def test_min_partitions_alone_replaces_the_byte_cut(topic):
 
 
 def test_without_either_option_a_read_has_a_range_per_core_and_no_byte_cut(topic, monkeypatch):
-    """The default: at least one range per task slot (a one-partition topic read by every core), cut at
-    equal offset counts as minPartitions cuts; maxPartitionBytes named alone keeps its byte cut only."""
+    """The default: a range per task slot (a one-partition topic read by every core), cut at equal
+    offset counts as minPartitions cuts, but no piece under about 4 MiB (a small read, a micro-batch,
+    stays a range a partition); maxPartitionBytes named alone keeps its byte cut only."""
     from compactlog.spark.options import CORES_ENV, SourceOptions
     from compactlog.spark.source import plan_ranges
 
     path, _ = topic
     plan = lambda **o: [(r.partition, r.start, r.end) for r in plan_ranges(  # noqa: E731
         SourceOptions.parse({"path": str(path), "subscribe": "t", **o}))]
+    monkeypatch.setenv(CORES_ENV, "4")
+    assert plan() == plan(minPartitions="1")  # a read of a few kilobytes: one range a partition
+    monkeypatch.setattr("compactlog.spark.source.MIN_PIECE_BYTES", 1)  # as if each byte were worth a piece
     for cores in (1, 2, 5, 9):
         monkeypatch.setenv(CORES_ENV, str(cores))
         assert plan() == plan(minPartitions=str(cores), maxPartitionBytes=str(2**63 - 1))

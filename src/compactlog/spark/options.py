@@ -76,6 +76,9 @@ class SourceOptions:
     # Spark's Kafka source's minPartitions: at least this many Spark partitions, the larger ranges cut
     # into pieces of equal offset counts (inside segments and batches)
     min_partitions: int | None = None
+    # with neither minPartitions nor maxPartitionBytes: the task slots a read is cut for (pieces of at
+    # least MIN_PIECE_BYTES, so a small read, a micro-batch say, stays one task a partition)
+    slots: int | None = None
     read_compacted: bool = False  # the compacted view (compact-topic) instead of the whole log
     check_crcs: bool = True  # kafka.check.crcs: verify every batch read (Kafka's consumer default)
     # kafka.isolation.level, as Spark's Kafka source passes it to its consumer: read_committed ends each
@@ -111,12 +114,12 @@ class SourceOptions:
             ending=_offsets(opts.get("endingoffsets", "latest"), "endingOffsets"),
             include_headers=_bool_option(opts, "includeheaders", "includeHeaders", False),
             max_offsets_per_trigger=_int_option(opts, "maxoffsetspertrigger", "maxOffsetsPerTrigger", None, 1),
-            # No byte cut unless asked for; and unless either is named, at least one range per core
-            # (Spark's Kafka source reads one per partition, which leaves cores idle on a small topic)
+            # No byte cut unless asked for; and unless either is named, a range per task slot for a read
+            # large enough (Spark's Kafka source reads one per partition, leaving cores idle)
             max_partition_bytes=_int_option(opts, "maxpartitionbytes", "maxPartitionBytes", NO_BYTE_CUT, 1),
             partitions={t: topics[t]["partitions"] for t in wanted},
-            min_partitions=_int_option(opts, "minpartitions", "minPartitions",
-                                       None if "maxpartitionbytes" in opts else default_cores(), 1),
+            min_partitions=_int_option(opts, "minpartitions", "minPartitions", None, 1),
+            slots=None if "minpartitions" in opts or "maxpartitionbytes" in opts else default_cores(),
             read_compacted=_bool_option(opts, "readcompacted", "readCompacted", False),
             check_crcs=_bool_option(opts, "kafka.check.crcs", "kafka.check.crcs", True),
             isolation=_isolation_option(opts),

@@ -30,6 +30,9 @@ from .arrow import KAFKA_COLUMNS, kafka_columns, kafka_schema_ddl, read_partitio
 from .options import OptionError, SourceOptions
 
 
+MIN_PIECE_BYTES = 4 << 20  # the smallest piece a read is cut into by default (see plan_ranges)
+
+
 @dataclass
 class PartitionRange(InputPartition):
     """One Spark partition: offsets [start, end) of one topic-partition."""
@@ -83,8 +86,11 @@ def plan_ranges(opts: SourceOptions, ends: dict[tuple[str, int], int] | None = N
                 starts: dict[tuple[str, int], int] | None = None,
                 columns: tuple[str, ...] | None = None) -> list[PartitionRange]:
     """One range per topic-partition, split at segment boundaries when it exceeds maxPartitionBytes;
-    then, with ``minPartitions``, cut further into pieces as Spark's Kafka source cuts them."""
+    then, with ``minPartitions``, cut further into pieces as Spark's Kafka source cuts them. With
+    neither option, the pieces are as many as the task slots, but none smaller than about
+    ``MIN_PIECE_BYTES`` (Spark's file sources split no finer than their 4 MB open cost either)."""
     spans: list[tuple[str, int, int, int]] = []
+    read_bytes = 0  # the stored bytes of the ranges, estimated from their share of each partition's offsets
     for topic in opts.topics:
         for p in range(opts.partitions[topic]):
             with open_snapshot(opts.path, topic, p) as snap:
@@ -93,16 +99,21 @@ def plan_ranges(opts: SourceOptions, ends: dict[tuple[str, int], int] | None = N
                 end = ends[(topic, p)] if ends else opts.end_for(topic, p, lo, hi)
                 if start >= end:
                     continue
-                cuts, acc = [start], 0
+                cuts, acc, total = [start], 0, 0
                 for base, size in snap.sizes():
                     if start < base < end and acc >= opts.max_partition_bytes and not opts.read_compacted:
                         cuts.append(base)
                         acc = 0
                     acc += size
+                    total += size
                 cuts.append(end)
                 spans += [(topic, p, a, b) for a, b in zip(cuts, cuts[1:]) if a < b]
-    if opts.min_partitions and not opts.read_compacted:
-        spans = min_partitions(spans, opts.min_partitions)
+                read_bytes += total * (end - start) // max(hi - lo, end - start, 1)
+    wanted = opts.min_partitions
+    if wanted is None and opts.slots:
+        wanted = min(opts.slots, max(1, read_bytes // MIN_PIECE_BYTES))
+    if wanted and not opts.read_compacted:
+        spans = min_partitions(spans, wanted)
     return [PartitionRange(opts.path, topic, p, a, b, opts.include_headers, opts.read_compacted, opts.check_crcs,
                            opts.isolation, columns) for topic, p, a, b in spans]
 
