@@ -45,6 +45,12 @@ def begin(data_dir: str | os.PathLike[str]) -> JobStaging:
     return JobStaging.begin(data_dir, locked=False)
 
 
+def discard(directory: str) -> None:
+    """The holder's side, after the job: a staging directory its tasks staged in, and what it holds,
+    removed (a stream's tasks stage in a directory other than the committing writer's own)."""
+    JobStaging(directory).remove()
+
+
 class BatchStager:
     """Task side: validates batches and stages them in one file of its own in the job's directory,
     created with the first batch. Use as a context manager: a task that fails removes its file (it

@@ -241,11 +241,11 @@ class _StagingWriter:
         """Remove this writer's staging directory and those the tasks staged in. They differ for a
         stream: Spark makes a new writer for each micro-batch's tasks and another to commit or abort it,
         each with a directory of its own."""
-        from ..storage.staging import JobStaging
+        from ..staged_appends import discard
 
         theirs = {m.directory for m in messages if m is not None and m.directory}
         for directory in sorted(theirs - {self.wopts.staging.directory}):
-            JobStaging(directory).remove()
+            discard(directory)
         self.wopts.staging.remove()
 
 
