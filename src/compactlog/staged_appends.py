@@ -38,11 +38,11 @@ INT32 = struct.Struct(">i")
 STAGED_SUFFIX = ".batches"
 
 
-def begin(data_dir: str | os.PathLike[str]) -> JobStaging:
+def begin(data_dir: str | os.PathLike[str], group: str | None = None) -> JobStaging:
     """The holder's side, before the job: the job's staging directory (a missing data directory is
-    named, not made). Unlocked: a data source's driver side runs in short-lived workers (see
-    ``JobStaging.begin``)."""
-    return JobStaging.begin(data_dir, locked=False)
+    named, not made), in ``group`` when given. Unlocked: a data source's driver side runs in
+    short-lived workers (see ``JobStaging.begin``)."""
+    return JobStaging.begin(data_dir, locked=False, group=group)
 
 
 def discard(directory: str) -> None:

@@ -74,3 +74,24 @@ def test_a_bad_micro_batch_stops_the_query_and_appends_nothing_of_it(spark, tmp_
     with compactlog.open(tmp_path) as cl:
         assert cl.end_offsets("compacted") == {0: 0}
     assert not staged_files(tmp_path)
+
+
+def test_an_abort_removes_what_a_task_staged_though_its_message_never_came(tmp_path):
+    """Spark aborts a micro-batch as soon as one task fails; a task still running then finishes and
+    stages after the abort was decided, so its message is not among the abort's. The writers of one
+    query share a staging group (named after the checkpoint), which the abort removes whole."""
+    import pyarrow as pa
+
+    from compactlog.spark.source import CompactLogStreamWriter
+
+    with compactlog.open(tmp_path) as cl:
+        cl.create_topic("out", 1)
+    options = {"path": str(tmp_path), "topic": "out", "checkpointLocation": str(tmp_path / "ckpt")}
+    tasks = CompactLogStreamWriter(dict(options), False)  # the writer Spark ships to the tasks
+    staged = tasks.write(iter([pa.record_batch({"key": pa.array([b"k"]), "value": pa.array([b"v"])})]))
+    assert staged.files and staged_files(tmp_path)
+    CompactLogStreamWriter(dict(options), False).abort([None], 0)  # the writer Spark makes to abort
+    assert not staged_files(tmp_path)
+    other = CompactLogStreamWriter({**options, "checkpointLocation": str(tmp_path / "other")}, False)
+    assert other.wopts.staging.group().directory != tasks.wopts.staging.group().directory
+    other.abort([None], 0)

@@ -9,6 +9,7 @@ validated append path (``compactlog.staged_appends``); an aborted job leaves not
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
 from typing import Iterator
 
@@ -230,7 +231,10 @@ class _StagingWriter:
     def __init__(self, options: dict[str, str], overwrite: bool) -> None:
         from .writer import WriteOptions
 
-        self.wopts = WriteOptions.parse(options, overwrite)
+        self.wopts = WriteOptions.parse(options, overwrite, self._group(options))
+
+    def _group(self, options: dict[str, str]) -> str | None:
+        return None
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> StagedBatches:
         from .writer import stage_batches
@@ -268,10 +272,21 @@ class CompactLogStreamWriter(_StagingWriter, DataSourceStreamArrowWriter):
     """``df.writeStream``: each micro-batch is staged by its tasks and appended at its commit.
 
     Delivery is at least once, as with Spark's Kafka sink: a query restarted after a failure between
-    a micro-batch's append and Spark's commit log entry appends that micro-batch again. Each
-    micro-batch's tasks stage in a directory of their own (Spark makes a writer for them), which the
-    commit or abort removes with what is in it, and the directory of the writer Spark makes to commit.
+    a micro-batch's append and Spark's commit log entry appends that micro-batch again. Spark makes a
+    writer for each micro-batch's tasks and another to commit or abort it; all of them stage in one
+    group directory named after the query's checkpoint location, which the commit or abort removes
+    whole, so a task whose commit message an abort never received leaves nothing behind either.
     """
+
+    def _group(self, options: dict[str, str]) -> str | None:
+        """The query's staging group, named after its checkpoint location (one active query a
+        checkpoint): every writer Spark makes for the query stages in it."""
+        import hashlib
+
+        checkpoint = {k.lower(): v for k, v in options.items()}.get("checkpointlocation")
+        if not checkpoint:
+            return None
+        return "stream-" + hashlib.sha256(os.path.abspath(checkpoint).encode()).hexdigest()[:24]
 
     def commit(self, messages: list[StagedBatches], batchId: int) -> None:
         from .writer import append_staged
@@ -279,10 +294,20 @@ class CompactLogStreamWriter(_StagingWriter, DataSourceStreamArrowWriter):
         try:
             append_staged(self.wopts, _files(messages))
         finally:
-            self._remove_staging(messages)
+            self._remove_all(messages)
 
     def abort(self, messages: list[StagedBatches], batchId: int) -> None:
-        self._remove_staging(messages)
+        self._remove_all(messages)
+
+    def _remove_all(self, messages: list[StagedBatches | None]) -> None:
+        """After a micro-batch, what every writer of the query staged: its tasks have all ended (a commit
+        comes after the last; an abort's late tasks then find no directory and stage nothing) and the
+        next micro-batch's writer is made after this one ends."""
+        group = self.wopts.staging.group()
+        if group is None:  # no checkpoint location: the directories the messages name, and this one
+            self._remove_staging(messages)
+        else:
+            group.remove()
 
 
 def _files(messages: list[StagedBatches | None]) -> list[str]:

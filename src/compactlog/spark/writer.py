@@ -44,7 +44,8 @@ class WriteOptions:
     batch_bytes: int = BATCH_BYTES  # the producer's batch.size, named kafka.batch.size as in Spark's Kafka sink
 
     @classmethod
-    def parse(cls, options: dict[str, str], overwrite: bool) -> "WriteOptions":
+    def parse(cls, options: dict[str, str], overwrite: bool, group: str | None = None) -> "WriteOptions":
+        """``group``: the staging group of a streaming query (``staged_appends.begin``)."""
         opts = {k.lower(): v for k, v in options.items()}
         if overwrite:
             raise InvalidRequestError("a topic is an append-only log: use mode('append')")
@@ -53,7 +54,7 @@ class WriteOptions:
         size = opts.get("kafka.batch.size", str(BATCH_BYTES))
         if not size.isdigit():
             raise InvalidRequestError(f'option "kafka.batch.size" must be a number of bytes, 0 or more, not {size!r}')
-        return cls(opts["path"], opts.get("topic"), begin(opts["path"]), int(size))
+        return cls(opts["path"], opts.get("topic"), begin(opts["path"], group), int(size))
 
 
 def _column(batch: pa.RecordBatch, name: str):

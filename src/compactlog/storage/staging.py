@@ -44,15 +44,21 @@ class JobStaging:
     directory: str
 
     @classmethod
-    def begin(cls, data_dir: str | Path, locked: bool = True) -> "JobStaging":
+    def begin(cls, data_dir: str | Path, locked: bool = True, group: str | None = None) -> "JobStaging":
         """Driver side, before the job: a fresh directory (a missing data directory is named, not made).
 
         ``locked=False`` for the data source's writes: Spark calls a Python data source's driver side
         in short-lived Python workers (one creates the writer, another commits), so no process lives as
         long as the job to hold a lock. Their directories carry no lock file, and no sweep touches them.
-        """
+        ``group`` (unlocked only): the directory goes in ``__staging/<group>``, which the jobs of one
+        streaming query share, so that its commit or abort can remove what every writer of a
+        micro-batch staged (``JobStaging.group``)."""
         root = require_data_dir(data_dir) / STAGING_DIR
         name = uuid.uuid4().hex
+        if group is not None:
+            if locked or not group or "/" in group or group.startswith("."):
+                raise ValueError(f"a staging group is a plain name of unlocked jobs, not {group!r}")
+            name = f"{group}/{name}"
         out = cls(str(root / name))
         if not locked:
             Path(out.directory).mkdir(parents=True)
@@ -84,6 +90,11 @@ class JobStaging:
         except FileNotFoundError:
             raise self._gone() from None
         return path
+
+    def group(self) -> "JobStaging | None":
+        """The directory of the group this job's directory was made in (see ``begin``), or None."""
+        parent = Path(self.directory).parent
+        return None if parent.name == STAGING_DIR else JobStaging(str(parent))
 
     def remove(self) -> None:
         """Driver side, after the job: the directory and everything in it, then its lock."""
