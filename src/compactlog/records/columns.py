@@ -6,7 +6,6 @@ all their records with one kernel call into one int64 table, and work on whole c
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Iterable, Iterator
 
 import numpy as np
@@ -57,6 +56,19 @@ def capped(run: BatchRun, max_records: int = CHUNK_RECORDS) -> Iterator[BatchRun
         start, done = stop, int(ends[stop - 1])
 
 
+def _scan_where_they_lie(base: Any, views: list, counts: Any, base_offsets: Any,
+                         verify: bool) -> tuple[np.ndarray, np.ndarray, int]:
+    """``kernels.scan_batches`` over batches that view ``base``: (column table, first row of each batch,
+    the kernel's answer). The table has rows for every count, but never more than the buffer could hold
+    (7 bytes a record at least): a count beyond that is impossible, and is refused before anything is
+    scanned."""
+    counts = np.asarray(counts, dtype=np.int64)
+    cols = np.empty((max(0, min(int(counts.sum()), len(memoryview(base)) // 7)), kernels.NCOLS), dtype=np.int64)
+    rows = np.empty(len(views) + 1, dtype=np.int64)
+    bad = kernels.scan_batches(base, views, counts, np.ascontiguousarray(base_offsets, dtype=np.int64), verify, cols, rows)
+    return cols, rows, bad
+
+
 class Chunk:
     """Consecutive batches with every data batch's records scanned into one column table.
 
@@ -100,10 +112,8 @@ class Chunk:
             return cls.scan(run.batches(), verify)
         mv = memoryview(run.buffer)
         views = [mv[p : p + n] for p, n in table[:, :2].tolist()]
-        cols = np.empty((max(0, min(int(counts.sum()), len(mv) // 7)), kernels.NCOLS), dtype=np.int64)
-        rows = np.empty(len(table) + 1, dtype=np.int64)
         try:
-            bad = kernels.scan_batches(run.buffer, views, counts, np.ascontiguousarray(table[:, 2]), verify, cols, rows)
+            cols, rows, bad = _scan_where_they_lie(run.buffer, views, counts, table[:, 2], verify)
         except kernels.KernelError:
             bad = 0  # the batch objects' scan names the batch and its fault
         if bad != -1:
@@ -160,14 +170,9 @@ class Chunk:
         counts = [0 if b.is_control else b.record_count for b in batches]
         if any(in_buffer(b) is not base or (n and b.attributes & COMPRESSION_MASK) for b, n in zip(batches, counts)):
             return None
-        # rows for every count, but never more than the buffer could hold (7 bytes a record at least):
-        # a count beyond that is impossible, and is refused before anything is scanned
-        total = sum(counts)
-        cols = np.empty((max(0, min(total, len(memoryview(base)) // 7)), kernels.NCOLS), dtype=np.int64)
-        rows = np.empty(len(batches) + 1, dtype=np.int64)
         try:
-            bad = kernels.scan_batches(base, [b.buffer for b in batches], np.asarray(counts, dtype=np.int64),
-                                       np.asarray([b.base_offset for b in batches], dtype=np.int64), verify, cols, rows)
+            cols, rows, bad = _scan_where_they_lie(base, [b.buffer for b in batches], counts,
+                                                   [b.base_offset for b in batches], verify)
         except kernels.KernelError as exc:  # section i is batch i
             raise CorruptRecordError(f"{batches[exc.section or 0].where}: {exc.reason}") from None
         if bad != -1:

@@ -214,12 +214,14 @@ class PartitionSnapshot:
         """List the directory again. A segment opened before whose file is gone or was replaced (the
         cleaner swaps a merged segment in under the first one's name) is dropped, so that it is opened
         afresh: read on, its old records would stop where the old file ended, and the walk would take
-        the offsets after them, cleaned into the new file, for a gap cleaning left."""
+        the offsets after them, cleaned into the new file, for a gap cleaning left. It is dropped, not
+        closed: a walk still holding it reads its old file on, whose descriptor goes with the last
+        reference (a closed segment would open the new file by name under the old one's facts)."""
         self._listing_ = list_segments(self.directory)
         where = {key: i for i, key in enumerate(self._listing_)}
         for key, seg in list(self._open.items()):
             if key not in where or seg.replaced():
-                self._open.pop(key).close_handlers()
+                del self._open[key]
             else:
                 self._bound(where[key], seg)
         return self._listing()
