@@ -11,7 +11,10 @@ fixed few seconds, shown apart), then three measured rounds, each source once a 
 the median, and the ratio the median of the rounds' ratios to Parquet in the same round. The query touches key, value and offset, so
 neither source can skip the value bytes: per key, the highest offset and the value bytes.
 
-Usage: python bench/bench_spark.py [--records 10000000] [--keys 1000000]
+The topic's batches are uncompressed unless ``--codec`` says otherwise; Parquet is written with Spark's
+default codec (snappy), whatever the topic's: the Parquet a Spark user would otherwise keep.
+
+Usage: python bench/bench_spark.py [--records 10000000] [--keys 1000000] [--codec none|lz4|zstd|...]
 """
 
 from __future__ import annotations
@@ -79,7 +82,8 @@ def main() -> None:
         for master in ("local[2]", "local[1]"):
             runs[master] = run_child(CHILD, data, parquet, master, str(ROUNDS))
             console.print(f"{master}: {json.dumps(runs[master])}")
-        t = Table(title=f"read + groupBy(key) over {args.records:,} records: medians of {ROUNDS} rounds, "
+        t = Table(title=f"read + groupBy(key) over {args.records:,} records ({args.codec} topic, snappy Parquet): "
+                        f"medians of {ROUNDS} rounds, "
                         "each round every source once (after a round that starts the workers)")
         for col in ("master", "source", "first round s", "seconds", "rows/s", "vs Parquet, median of rounds"):
             t.add_column(col, justify="right")

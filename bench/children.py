@@ -27,6 +27,8 @@ def bench_start(name: str, records: int = 10_000_000, keys: int = 1_000_000):
     ap.add_argument("--records", type=int, default=records)
     ap.add_argument("--keys", type=int, default=keys)
     ap.add_argument("--master", default="local[*]", help="Spark master, for the benchmarks that use Spark")
+    ap.add_argument("--codec", default="none", choices=("none", "gzip", "snappy", "lz4", "zstd"),
+                    help="the topic's batches' compression (benchmarks on the cleaner's data)")
     args = ap.parse_args()
     return args, Console(width=max(Console().width, 120)), tempfile.mkdtemp(prefix=f"compactlog-{name}-bench-")
 
@@ -43,10 +45,10 @@ def write_copies(root: str, names: list[str], args, console) -> list[str]:
 
     paths = [os.path.join(root, n) for n in names]
     t0 = time.perf_counter()
-    size = write_topic(paths[0], args.records, args.keys, Codec.NONE)
+    size = write_topic(paths[0], args.records, args.keys, Codec[args.codec.upper()])
     for p in paths[1:]:
         shutil.copytree(paths[0], p)
     times = "once" if len(paths) == 1 else f"{len(paths)} times"
-    console.print(f"wrote {args.records:,} records ({size / 1e6:,.0f} MB) {times} in "
+    console.print(f"wrote {args.records:,} records ({size / 1e6:,.0f} MB, {args.codec}) {times} in "
                   f"{time.perf_counter() - t0:.0f} s; {os.cpu_count()} cores")
     return paths

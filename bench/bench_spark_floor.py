@@ -1,0 +1,180 @@
+"""What Spark's Python data source API costs by itself: the floor under any source or sink written in
+Python, measured beside ours and Parquet in one run.
+
+Reads: a "floor" source hands Spark Arrow batches that are already built (our source's own batches of
+the Kafka source's seven columns, written beforehand to an Arrow file per range and memory-mapped), so
+what is left is Spark's part: the batches written to a socket by the worker, read by the JVM, turned
+into rows. Ours is read with its defaults; Parquet is the same rows in Spark's default format. The query
+is bench_spark.py's (per key: the highest offset and the value bytes). A Python source can come no
+nearer to Parquet than the floor does.
+
+Appends: a "floor" sink takes the Arrow batches Spark hands a Python writer and drops them; ours appends
+the same cached DataFrame to an lz4 topic of three partitions (``kafka.batch.size`` 262144); Parquet
+writes it with lz4 (bench_spark_write.py's DataFrame and topic).
+
+Rounds take turns, every contender once a round, after a first round that is not counted; figures are
+medians of ``ROUNDS`` rounds and ratios are medians of the rounds' ratios to Parquet.
+
+Usage: python bench/bench_spark_floor.py [--records 10000000] [--keys 1000000] [--master local[2]]
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import statistics
+import sys
+
+from rich.table import Table
+
+sys.path.insert(0, os.path.dirname(__file__))
+from children import bench_start, run_child, write_copies  # noqa: E402
+
+ROUNDS = 5
+APPEND_RECORDS = 2_000_000
+
+CHILD = """
+import json, sys, time
+from pyspark.sql import functions as F
+from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, DataSourceReader, InputPartition, WriterCommitMessage
+import compactlog
+from compactlog.spark.session import spark_session
+
+data, root, master, rounds, append_records = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+SCHEMA = "key binary, value binary, topic string, partition int, offset long, timestamp timestamp, timestampType int"
+
+
+class FloorReader(DataSourceReader):
+    def __init__(self, files):
+        self.files = files
+
+    def partitions(self):
+        return [InputPartition(f) for f in self.files]
+
+    def read(self, partition):
+        import pyarrow as pa
+        reader = pa.ipc.open_file(pa.memory_map(partition.value))
+        for i in range(reader.num_record_batches):
+            yield reader.get_batch(i)
+
+
+class Dropped(WriterCommitMessage):
+    pass
+
+
+class FloorWriter(DataSourceArrowWriter):
+    def write(self, iterator):
+        for _ in iterator:
+            pass
+        return Dropped()
+
+
+class Floor(DataSource):
+    @classmethod
+    def name(cls):
+        return "floor"
+
+    def schema(self):
+        return SCHEMA
+
+    def reader(self, schema):
+        return FloorReader(json.loads(self.options["files"]))
+
+    def writer(self, schema, overwrite):
+        return FloorWriter()
+
+
+spark = spark_session(master)
+spark.dataSource.register(Floor)
+ours = spark.read.format("compactlog").option("path", data).option("subscribe", "bench").load()
+parquet = f"{root}/parquet-read"
+ours.write.parquet(parquet)
+# the floor reads the same ranges as ours: one per task slot, at equal offset counts
+slots = spark.sparkContext.defaultParallelism
+end = 0
+with compactlog.open(data) as cl:
+    end = cl.end_offsets("bench")[0]
+files = []
+for i in range(slots):
+    from compactlog.spark.arrow import read_partition
+    import pyarrow as pa
+    files.append(f"{root}/floor-{i}.arrow")
+    batches = read_partition(data, "bench", 0, end * i // slots, end * (i + 1) // slots, False)
+    first = next(batches)
+    with pa.ipc.new_file(files[-1], first.schema) as sink:
+        sink.write_batch(first)
+        for b in batches:
+            sink.write_batch(b)
+
+
+def query(df):
+    return df.groupBy("key").agg(F.max("offset").alias("o"), F.sum(F.length("value")).alias("b")).agg(
+        F.count("*"), F.sum("b")).collect()[0]
+
+
+reads = {"floor (batches built beforehand)": spark.read.format("floor").option("files", json.dumps(files)).load(),
+         "compactlog (defaults)": ours, "parquet": spark.read.parquet(parquet)}
+df = spark.range(append_records).select(
+    F.concat(F.lit("key-"), (F.col("id") % 100000).cast("string")).alias("key"),
+    F.concat(F.lit('{"price": '), F.col("id").cast("string"),
+             F.lit(', "currency": "EUR", "note": "'), F.lit("x" * 48), F.lit('"}')).alias("value"),
+).cache()
+df.count()
+
+
+def append(name, rep):
+    if name.startswith("floor"):
+        df.write.format("floor").mode("append").save()
+    elif name.startswith("compactlog"):
+        path = f"{root}/append-{rep}"
+        with compactlog.open(path) as cl:
+            cl.create_topic("bench", 3, {"compression.type": "lz4"})
+        df.write.format("compactlog").option("path", path).option("topic", "bench") \\
+            .option("kafka.batch.size", "262144").mode("append").save()
+    else:
+        df.write.mode("overwrite").option("compression", "lz4").parquet(f"{root}/parquet-write")
+
+
+out = {"read": {}, "append": {}}
+answers = set()
+for rep in range(1 + rounds):
+    for name, frame in reads.items():
+        t0 = time.perf_counter()
+        answers.add(tuple(query(frame)))
+        out["read"].setdefault(name, []).append(time.perf_counter() - t0)
+    for name in ("floor (batches dropped)", "compactlog (batch.size 262144)", "parquet (lz4)"):
+        t0 = time.perf_counter()
+        append(name, rep)
+        out["append"].setdefault(name, []).append(time.perf_counter() - t0)
+assert len(answers) == 1, answers  # every source read the same rows
+spark.stop()
+print(json.dumps(out))
+"""
+
+
+def main() -> None:
+    args, console, root = bench_start("spark-floor")
+    try:
+        (data,) = write_copies(root, ["data"], args, console)
+        master = "local[2]" if args.master == "local[*]" else args.master
+        r = run_child(CHILD, data, root, master, str(ROUNDS), str(APPEND_RECORDS))
+        console.print(json.dumps(r))
+        t = Table(title=f"Spark's Python data source API alone ({master}, {os.cpu_count()} cores): medians of "
+                        f"{ROUNDS} rounds after a first one")
+        for col in ("", "contender", "seconds", "rows/s", "vs Parquet, median of rounds"):
+            t.add_column(col, justify="right")
+        for what, rows in (("read + groupBy", args.records), ("append", APPEND_RECORDS)):
+            runs = {name: times[1:] for name, times in r["read" if what != "append" else "append"].items()}
+            pq = next(times for name, times in runs.items() if name.startswith("parquet"))
+            for name, times in runs.items():
+                ratio = statistics.median(p / m for p, m in zip(pq, times))
+                t.add_row(what, name, f"{statistics.median(times):.2f}", f"{rows / statistics.median(times):,.0f}",
+                          f"{ratio:.2f}x")
+        console.print(t)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
