@@ -821,3 +821,50 @@ def test_gather_column_builds_arrow_binary_arrays():
         arr = pa.Array.from_buffers(pa.binary(), 5, [None if validity is None else pa.py_buffer(validity),
                                                      pa.py_buffer(offsets), pa.py_buffer(vals)], null_count=nulls)
         assert arr.to_pylist() == expected
+
+
+@pytest.mark.parametrize("impl", [TWIN] + ([COMPILED] if COMPILED is not None else []), ids=lambda m: m.__name__)
+@given(rows=st.lists(st.tuples(st.none() | st.binary(max_size=300), st.none() | st.binary(max_size=300),
+                               st.integers(-(1 << 40), 1 << 40)), max_size=40))
+@settings(max_examples=60, deadline=None)
+def test_encode_columns_writes_what_encode_records_writes(impl, rows):
+    """A columnar writer's records (Arrow's layout: spans into one data buffer, -1 for null) encode to
+    the very bytes the per-record kernel writes for the same keys, values and timestamps."""
+    def column(items):
+        data, spans = bytearray(b"pad"), []  # spans need not start at 0
+        for item in items:
+            spans += [len(data), -1 if item is None else len(item)]
+            data += item or b""
+        return bytes(data), np.array(spans, dtype=np.int64)
+
+    keys, values, stamps = [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows]
+    kd, ks = column(keys)
+    vd, vs = column(values)
+    base = stamps[0] if stamps else 0
+    got = impl.encode_columns(kd, ks, vd, vs, np.array(stamps, dtype=np.int64), base)
+    assert got == kernels.encode_records(keys, values, stamps, base, None, None)
+    decoded = decode(got, len(rows), 100, base)
+    assert [(r.offset, r.key, r.value, r.timestamp) for r in decoded] == [
+        (100 + i, k, v, t) for i, (k, v, t) in enumerate(rows)]
+
+
+@pytest.mark.parametrize("impl", [TWIN] + ([COMPILED] if COMPILED is not None else []), ids=lambda m: m.__name__)
+def test_encode_columns_refuses_spans_outside_their_data_and_deltas_beyond_64_bits(impl):
+    kd, vd = b"abc", b"value"
+    ts = np.array([0, 0], dtype=np.int64)
+    ok = np.array([0, 3, 1, -1], dtype=np.int64)
+    assert impl.encode_columns(kd, ok, vd, np.array([0, 5, 0, 0], dtype=np.int64), ts, 0)
+    for spans, column, what in ((np.array([0, 3, 1, 3], dtype=np.int64), "k", "the key of record 1 lies outside key_data"),
+                                (np.array([0, 5, -1, 1], dtype=np.int64), "v", "the value of record 1 lies outside value_data"),
+                                (np.array([6, 0, 0, 0], dtype=np.int64), "v", "the value of record 0 lies outside value_data"),
+                                (np.array([0, -2, 0, 0], dtype=np.int64), "k", "the key of record 0 lies outside key_data")):
+        k, v = (spans, np.array([0, 5, 0, 0], dtype=np.int64)) if column == "k" else (ok, spans)
+        with pytest.raises(ValueError, match=what):
+            impl.encode_columns(kd, k, vd, v, ts, 0)
+    with pytest.raises(ValueError, match="a .position, length. pair per timestamp"):
+        impl.encode_columns(kd, ok[:2], vd, ok, ts, 0)
+    with pytest.raises(ValueError, match="must be a C-contiguous int64 array"):
+        impl.encode_columns(kd, ok.astype(np.int32), vd, ok, ts, 0)
+    huge = np.array([(1 << 63) - 1], dtype=np.int64)
+    with pytest.raises(ValueError, match="does not fit in 64 bits"):
+        impl.encode_columns(kd, ok[:2], vd, ok[:2], huge, -5)

@@ -1067,6 +1067,92 @@ done:
     return result;
 }
 
+/* encode_columns(key_data, key_spans, value_data, value_spans, timestamps, base_timestamp) -> bytes
+ * The records section of len(timestamps) records (offset deltas 0..n-1, no headers) from columns laid out
+ * as Arrow lays them: record i's key is key_data[pos:pos + len] for (pos, len) = key_spans[i], a null key
+ * when len is -1, and its value likewise. A columnar writer encodes a DataFrame's rows without a Python
+ * object per record. Every span and timestamp delta is checked before anything is written. */
+static int column_record_size(const int64_t *ks, const int64_t *vs, const int64_t *ts, int64_t base, Py_ssize_t i,
+                              Py_ssize_t klen, Py_ssize_t vlen, Py_ssize_t *size, int *why) {
+    int64_t kp = ks[2 * i], kl = ks[2 * i + 1], vp = vs[2 * i], vl = vs[2 * i + 1], delta;
+    if (kl != -1 && !span_ok(kp, kl, klen)) return (*why = 1), -1;
+    if (vl != -1 && !span_ok(vp, vl, vlen)) return (*why = 2), -1;
+    if (__builtin_sub_overflow(ts[i], base, &delta)) return (*why = 3), -1;
+    Py_ssize_t body = 1 + varint_size(zigzag(delta)) + varint_size(zigzag(i)) + 1 /* no headers */ +
+                      (kl == -1 ? 1 : varint_size(zigzag(kl)) + (Py_ssize_t)kl) +
+                      (vl == -1 ? 1 : varint_size(zigzag(vl)) + (Py_ssize_t)vl);
+    *size = body;
+    return 0;
+}
+
+static inline void put_span(wbuf *w, const uint8_t *data, int64_t pos, int64_t len) {
+    put_varint(w, len);
+    if (len > 0) {
+        memcpy(w->buf + w->len, data + pos, (size_t)len);
+        w->len += len;
+    }
+}
+
+static PyObject *encode_columns(PyObject *self, PyObject *args) {
+    PyObject *objs[5];
+    long long base;
+    if (!PyArg_ParseTuple(args, "OOOOOL", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &base)) return NULL;
+    static const int kinds[5] = {B_BYTES, B_I64, B_BYTES, B_I64, B_I64};
+    static const char *const names[5] = {"key_data", "key_spans", "value_data", "value_spans", "timestamps"};
+    Py_buffer b[5];
+    if (take_buffers(5, objs, kinds, names, b) < 0) return NULL;
+    const Py_ssize_t n = b[4].len / 8;
+    PyObject *result = NULL;
+    if (b[1].len != 16 * n || b[3].len != 16 * n) {
+        PyErr_SetString(PyExc_ValueError, "key_spans and value_spans must hold a (position, length) pair per timestamp");
+        goto done;
+    }
+    if (n > (Py_ssize_t)INT32_MAX + 1) {
+        PyErr_SetString(PyExc_ValueError, "a batch holds at most 2^31 records");
+        goto done;
+    }
+    const int64_t *ks = (const int64_t *)b[1].buf, *vs = (const int64_t *)b[3].buf, *ts = (const int64_t *)b[4].buf;
+    Py_ssize_t total = 0, bad = -1, size = 0;
+    int why = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (column_record_size(ks, vs, ts, base, i, b[0].len, b[2].len, &size, &why) < 0) {
+            bad = i;
+            break;
+        }
+        total += varint_size(zigzag(size)) + size;
+    }
+    Py_END_ALLOW_THREADS
+    if (bad >= 0) {
+        if (why == 3)
+            PyErr_Format(PyExc_ValueError, "timestamp %lld of record %zd minus the base timestamp %lld does not fit in 64 bits",
+                         (long long)ts[bad], bad, base);
+        else
+            PyErr_Format(PyExc_ValueError, "the %s of record %zd lies outside %s", why == 1 ? "key" : "value", bad,
+                         why == 1 ? "key_data" : "value_data");
+        goto done;
+    }
+    result = PyBytes_FromStringAndSize(NULL, total);
+    if (!result) goto done;
+    wbuf w = {PyBytes_AS_STRING(result), 0, total};
+    const uint8_t *kd = (const uint8_t *)b[0].buf, *vd = (const uint8_t *)b[2].buf;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++) {
+        column_record_size(ks, vs, ts, base, i, b[0].len, b[2].len, &size, &why);
+        put_varint(&w, size);
+        w.buf[w.len++] = 0; /* attributes */
+        put_varint(&w, ts[i] - base);
+        put_varint(&w, i);
+        put_span(&w, kd, ks[2 * i], ks[2 * i + 1]);
+        put_span(&w, vd, vs[2 * i], vs[2 * i + 1]);
+        put_varint(&w, 0);
+    }
+    Py_END_ALLOW_THREADS
+done:
+    release_buffers(5, b);
+    return result;
+}
+
 /* Appends record rr of d to w with its timestamp delta moved by shift and everything after the delta
  * (offset delta, key, value, headers) copied byte for byte; -1 with an exception set on failure. */
 static int put_rebased(wbuf *w, const uint8_t *d, const int64_t *rr, long long shift) {
@@ -2027,6 +2113,7 @@ static PyMethodDef methods[] = {
     {"summarize_records", summarize_records, METH_VARARGS, "Validate records and return the facts append validation needs."},
     {"decode_records", decode_records, METH_VARARGS, "Decode records into record tuples."},
     {"encode_records", encode_records, METH_VARARGS, "Encode records into an uncompressed records section."},
+    {"encode_columns", encode_columns, METH_VARARGS, "Encode records from key and value columns (no headers)."},
     {"rebase_records", rebase_records, METH_VARARGS, "Chosen records with their timestamp deltas moved."},
     {"assemble_batches", assemble_batches, METH_VARARGS, "Batches rebuilt around their kept records, in one call."},
     {"offset_map_put", offset_map_put, METH_VARARGS, "Put keyed records into the cleaner's offset map until it is full."},

@@ -38,6 +38,9 @@ class RecordKernels(Protocol):
                        headers: Sequence[Sequence[Header]] | Sequence[Header] | None,
                        header_offsets: Sequence[int] | None = None, /) -> bytes: ...
 
+    def encode_columns(self, key_data: Buffer, key_spans: Int64Array, value_data: Buffer, value_spans: Int64Array,
+                       timestamps: Int64Array, base_timestamp: int, /) -> bytes: ...
+
     def scan_records(self, data: Buffer, count: int, out: Int64Array, /) -> int: ...
 
     def scan_many(self, data: Buffer, starts: Int64Array, ends: Int64Array, counts: Int64Array, out: Int64Array,

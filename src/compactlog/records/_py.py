@@ -123,10 +123,7 @@ def verify_batches(data: Any, table: Any) -> int:
     the 61-byte header, with magic 2 and the CRC-32C of its bytes [21, size) as stored. Returns the first
     row that fails (``RecordBatch.ensure_valid`` says why), or -1."""
     mv = memoryview(data).cast("B")
-    raw = memoryview(table)
-    if raw.format not in ("q", "l", "<q", "<l", "=q", "=l") or raw.itemsize != 8 or not raw.c_contiguous:
-        raise ValueError("table must be a C-contiguous int64 array")
-    flat = raw.cast("B").cast("q")
+    flat = _int64_view(table, "table")
     if len(flat) % 4:
         raise ValueError("table must hold 4 int64 a batch")
     for i in range(len(flat) // 4):
@@ -541,6 +538,44 @@ def murmur2(data: Any) -> int:
     h = (h * m) & 0xFFFFFFFF
     h ^= h >> 15
     return h - (1 << 32) if h & 0x80000000 else h
+
+
+def encode_columns(key_data: Any, key_spans: Any, value_data: Any, value_spans: Any, timestamps: Any,
+                   base_timestamp: int) -> bytes:
+    """The records section of ``len(timestamps)`` records (offset deltas 0..n-1, no headers) from
+    columns as Arrow lays them out: record i's key is ``key_data[pos:pos + len]`` for ``(pos, len) =
+    key_spans[i]``, a null key when ``len`` is -1, and its value likewise. Every span and timestamp delta
+    is checked before anything is built."""
+    ts = _int64_view(timestamps, "timestamps").tolist()
+    ks, vs = _int64_view(key_spans, "key_spans").tolist(), _int64_view(value_spans, "value_spans").tolist()
+    n = len(ts)
+    if len(ks) != 2 * n or len(vs) != 2 * n:
+        raise ValueError("key_spans and value_spans must hold a (position, length) pair per timestamp")
+    if n > (1 << 31):
+        raise ValueError("a batch holds at most 2^31 records")
+    kd, vd = memoryview(key_data).cast("B"), memoryview(value_data).cast("B")
+    keys, values = [], []
+    for i in range(n):
+        for name, data, spans, out in (("key", kd, ks, keys), ("value", vd, vs, values)):
+            pos, length = spans[2 * i], spans[2 * i + 1]
+            if length == -1:
+                out.append(None)
+            elif 0 <= pos <= len(data) and 0 <= length <= len(data) - pos:
+                out.append(bytes(data[pos : pos + length]))
+            else:
+                raise ValueError(f"the {name} of record {i} lies outside {name}_data")
+        if not -(1 << 63) <= ts[i] - base_timestamp < (1 << 63):
+            raise ValueError(f"timestamp {ts[i]} of record {i} minus the base timestamp {base_timestamp} does not "
+                             "fit in 64 bits")
+    return encode_records(keys, values, ts, base_timestamp, None, None)
+
+
+def _int64_view(obj: Any, what: str) -> memoryview:
+    """An int64 array's items as one flat view, refused as the compiled kernels refuse anything else."""
+    mv = memoryview(obj)
+    if mv.itemsize != 8 or mv.format.lstrip("@=<") not in ("q", "l") or not mv.c_contiguous:
+        raise ValueError(f"{what} must be a C-contiguous int64 array")
+    return mv.cast("B").cast("q")
 
 
 def partition_for_keys(keys: Sequence[Any], num_partitions: int) -> list[int]:

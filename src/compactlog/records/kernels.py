@@ -74,6 +74,7 @@ def __getattr__(name: str) -> Any:
 
 
 encode_records = _impl.encode_records
+encode_columns = _impl.encode_columns
 scan_records = _impl.scan_records
 scan_many = _impl.scan_many
 decode_records = _impl.decode_records

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Iterator
 
 import numpy as np
@@ -24,7 +25,7 @@ import pyarrow.compute as pc
 from ..errors import InvalidRequestError, UnknownTopicOrPartitionError, shown
 from ..producer import DEFAULT_BATCH_BYTES, BuiltInPartitioner, ProducerPlan, header_bytes, record_sizes
 from ..reading import topic_metadata
-from ..records.batch import build_batch
+from ..records.batch import build_batch, build_columns_batch
 from ..staged_appends import INT32 as _PART  # noqa: F401 - the staging entries' int32 (tests stage by hand)
 from ..staged_appends import BatchStager, JobStaging, begin
 from ..staged_appends import append_staged as append_staged_batches
@@ -113,11 +114,43 @@ def _headers(col) -> _Headers | None:
 
 
 @dataclass
+class _Column:
+    """A binary column as Arrow lays it out: one data buffer and each row's (position, length) in it,
+    length -1 for null. Batches are encoded from it by the record kernels without a Python object per
+    row; the objects are made only where a row's bytes are needed one by one."""
+
+    data: object  # a buffer (pa.Buffer or bytes)
+    spans: np.ndarray  # (rows, 2) int64
+    array: pa.Array
+
+    @classmethod
+    def of(cls, arr: pa.Array) -> "_Column":
+        large = pa.types.is_large_binary(arr.type)
+        validity, offsets, data = arr.buffers()
+        off = np.frombuffer(offsets, dtype=np.int64 if large else np.int32, count=len(arr) + 1,
+                            offset=arr.offset * (8 if large else 4)).astype(np.int64)
+        spans = np.empty((len(arr), 2), dtype=np.int64)
+        spans[:, 0] = off[:-1]
+        np.subtract(off[1:], off[:-1], out=spans[:, 1])
+        if arr.null_count:
+            spans[~arr.is_valid().to_numpy(zero_copy_only=False), 1] = -1
+        return cls(b"" if data is None else data, spans, arr)
+
+    def lengths(self) -> np.ndarray:
+        return self.spans[:, 1]
+
+    @cached_property
+    def objects(self) -> np.ndarray:
+        """Each row's bytes (None for null), for the per-record paths (headers, key hashing)."""
+        return _objects(self.array.to_pylist())
+
+
+@dataclass
 class _Rows:
     """One Arrow batch of the DataFrame as columns: what a task needs to build record batches."""
 
-    keys: np.ndarray  # object: bytes | None
-    values: np.ndarray  # object: bytes | None
+    keys: _Column
+    values: _Column
     sizes: np.ndarray  # int64: each record's size in a batch (producer.record_sizes)
     timestamps: np.ndarray  # int64 milliseconds
     headers: _Headers | None
@@ -129,17 +162,15 @@ class _Rows:
         value = _column(rb, "value")
         if value is None:
             raise InvalidRequestError("a DataFrame written to compactlog needs a value column")
-        value = _bytes_column(value)
+        values = _Column.of(_bytes_column(value))
         key = _column(rb, "key")
-        key = pa.nulls(rb.num_rows, pa.binary()) if key is None else _bytes_column(key)
+        keys = _Column.of(pa.nulls(rb.num_rows, pa.binary()) if key is None else _bytes_column(key))
         timestamps = _timestamps(_column(rb, "timestamp"), rb.num_rows, now_ms)
         headers = _headers(_column(rb, "headers"))
-        sizes = record_sizes(pc.fill_null(pc.binary_length(key), -1).to_numpy(zero_copy_only=False),
-                             pc.fill_null(pc.binary_length(value), -1).to_numpy(zero_copy_only=False),
-                             None if headers is None else headers.row_bytes,
+        sizes = record_sizes(keys.lengths(), values.lengths(), None if headers is None else headers.row_bytes,
                              None if headers is None else headers.lengths, timestamps)
-        return cls(_objects(key.to_pylist()), _objects(value.to_pylist()), sizes, timestamps, headers,
-                   _column(rb, "topic") if with_topic_column else None, _explicit(_column(rb, "partition"), rb.num_rows))
+        return cls(keys, values, sizes, timestamps, headers, _column(rb, "topic") if with_topic_column else None,
+                   _explicit(_column(rb, "partition"), rb.num_rows))
 
 
 def _timestamps(col, n: int, now_ms: int) -> np.ndarray:
@@ -174,7 +205,7 @@ def _plan_for(topic: str, meta: dict | None, data_dir: str, batch_bytes: int) ->
 def _partitions(plan: ProducerPlan, rows: _Rows, picked: np.ndarray) -> np.ndarray:
     """Each picked row's partition: its partition column, else murmur2 of its key as Kafka's producer
     does, else the sticky partition."""
-    parts = plan.partition(rows.keys[picked].tolist(), rows.sizes[picked], rows.explicit[picked])
+    parts = plan.partition(rows.keys.objects[picked].tolist(), rows.sizes[picked], rows.explicit[picked])
     if parts.max() >= plan.partitioner.partitions:
         raise UnknownTopicOrPartitionError(f"Partition {int(parts.max())} of topic {shown(plan.topic)} does not exist.")
     return parts
@@ -206,8 +237,12 @@ def stage_batches(opts: WriteOptions, iterator: Iterator[pa.RecordBatch]) -> lis
 
                     def build(s: int, e: int, idx=idx, rows=rows, plan=plan) -> bytes:
                         chunk = idx[s:e]
-                        headers, offsets = (None, None) if rows.headers is None else rows.headers.take(chunk)
-                        return build_batch(rows.keys[chunk].tolist(), rows.values[chunk].tolist(),
+                        if rows.headers is None:
+                            return build_columns_batch(rows.keys.data, rows.keys.spans[chunk], rows.values.data,
+                                                       rows.values.spans[chunk], rows.timestamps[chunk],
+                                                       codec=plan.codec, level=plan.level)
+                        headers, offsets = rows.headers.take(chunk)
+                        return build_batch(rows.keys.objects[chunk].tolist(), rows.values.objects[chunk].tolist(),
                                            rows.timestamps[chunk].tolist(), headers=headers, header_offsets=offsets,
                                            codec=plan.codec, level=plan.level)
 
