@@ -180,7 +180,13 @@ class BuiltInPartitioner:
                   explicit: np.ndarray | None = None) -> np.ndarray:
         """Each record's partition: ``explicit`` where it is >= 0, else by key, else sticky (``sizes``
         are the records' sizes, :func:`record_sizes`; ``batch_bytes`` is the producer's batch.size)."""
-        parts = np.asarray(kernels.partition_for_keys(keys, self.partitions), dtype=np.int64)
+        return self.partition_hashed(np.asarray(kernels.partition_for_keys(keys, self.partitions), dtype=np.int64),
+                                     sizes, batch_bytes, explicit)
+
+    def partition_hashed(self, parts: np.ndarray, sizes: np.ndarray, batch_bytes: int,
+                         explicit: np.ndarray | None = None) -> np.ndarray:
+        """:meth:`partition` with the keys already hashed to their partitions (-1 for a null key), as a
+        columnar writer hashes them (``kernels.partition_spans``); ``parts`` is overwritten."""
         if explicit is not None:
             parts = np.where(explicit >= 0, explicit, parts)
         keyless = np.flatnonzero(parts < 0)
@@ -236,6 +242,10 @@ class ProducerPlan:
     def partition(self, keys: Sequence[bytes | None], sizes: np.ndarray, explicit: np.ndarray | None = None) -> np.ndarray:
         """Each record's partition (see :class:`BuiltInPartitioner`)."""
         return self.partitioner.partition(keys, sizes, self.batch_bytes, explicit)
+
+    def partition_hashed(self, parts: np.ndarray, sizes: np.ndarray, explicit: np.ndarray | None = None) -> np.ndarray:
+        """Each record's partition, its key already hashed (see :meth:`BuiltInPartitioner.partition_hashed`)."""
+        return self.partitioner.partition_hashed(parts, sizes, self.batch_bytes, explicit)
 
     def batches(self, partition: int, sizes: np.ndarray, build: Callable[[int, int], bytes],
                 records: Sequence[int] | None = None) -> Iterator[bytes]:

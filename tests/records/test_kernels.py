@@ -868,3 +868,31 @@ def test_encode_columns_refuses_spans_outside_their_data_and_deltas_beyond_64_bi
     huge = np.array([(1 << 63) - 1], dtype=np.int64)
     with pytest.raises(ValueError, match="does not fit in 64 bits"):
         impl.encode_columns(kd, ok[:2], vd, ok[:2], huge, -5)
+
+
+@pytest.mark.parametrize("impl", [TWIN] + ([COMPILED] if COMPILED is not None else []), ids=lambda m: m.__name__)
+@given(keys=st.lists(st.none() | st.binary(max_size=40), max_size=50), partitions=st.integers(1, 50))
+@settings(max_examples=60, deadline=None)
+def test_partition_spans_is_kafkas_partition_of_each_key_of_a_column(impl, keys, partitions):
+    data, spans = bytearray(b"xx"), []
+    for k in keys:
+        spans += [len(data), -1 if k is None else len(k)]
+        data += k or b""
+    out = np.full(len(keys), 99, dtype=np.int64)
+    impl.partition_spans(bytes(data), np.array(spans, dtype=np.int64), partitions, out)
+    assert out.tolist() == kernels.partition_for_keys(keys, partitions) == [
+        -1 if k is None else (kafka_murmur2(k) & 0x7FFFFFFF) % partitions for k in keys]
+
+
+@pytest.mark.parametrize("impl", [TWIN] + ([COMPILED] if COMPILED is not None else []), ids=lambda m: m.__name__)
+def test_partition_spans_refuses_spans_outside_the_data_before_writing_any(impl):
+    out = np.full(2, 7, dtype=np.int64)
+    with pytest.raises(ValueError, match="the key of record 1 lies outside key_data"):
+        impl.partition_spans(b"abc", np.array([0, 3, 2, 2], dtype=np.int64), 3, out)
+    assert out.tolist() == [7, 7]
+    with pytest.raises(ValueError, match="a .position, length. pair per row of out"):
+        impl.partition_spans(b"abc", np.array([0, 3], dtype=np.int64), 3, out)
+    with pytest.raises(ValueError, match="num_partitions must be positive"):
+        impl.partition_spans(b"abc", np.array([0, 3, 0, 1], dtype=np.int64), 0, out)
+    with pytest.raises(ValueError, match="out must be a C-contiguous int64 array"):
+        impl.partition_spans(b"abc", np.array([0, 3, 0, 1], dtype=np.int64), 3, np.zeros(2, dtype=np.int32))

@@ -1655,6 +1655,41 @@ static PyObject *murmur2(PyObject *self, PyObject *arg) {
     return PyLong_FromLong(h);
 }
 
+/* partition_spans(key_data, key_spans, num_partitions, out) -> None
+ * partition_for_keys for keys given as a column (encode_columns' spans: (position, length), -1 for a null
+ * key): out[i] is key i's partition, -1 for a null one. Every span is checked before any is hashed. */
+static PyObject *partition_spans(PyObject *self, PyObject *args) {
+    PyObject *objs[3];
+    long long n;
+    if (!PyArg_ParseTuple(args, "OOLO", &objs[0], &objs[1], &n, &objs[2])) return NULL;
+    if (n <= 0) return PyErr_Format(PyExc_ValueError, "num_partitions must be positive, got %lld", n);
+    static const int kinds[3] = {B_BYTES, B_I64, B_I64_W};
+    static const char *const names[3] = {"key_data", "key_spans", "out"};
+    Py_buffer b[3];
+    if (take_buffers(3, objs, kinds, names, b) < 0) return NULL;
+    const Py_ssize_t rows = b[2].len / 8;
+    const int64_t *ks = (const int64_t *)b[1].buf;
+    int64_t *out = (int64_t *)b[2].buf;
+    const uint8_t *kd = (const uint8_t *)b[0].buf;
+    Py_ssize_t bad = -1;
+    if (b[1].len != 16 * rows) {
+        release_buffers(3, b);
+        return PyErr_Format(PyExc_ValueError, "key_spans must hold a (position, length) pair per row of out");
+    }
+    for (Py_ssize_t i = 0; i < rows && bad < 0; i++)
+        if (ks[2 * i + 1] != -1 && !span_ok(ks[2 * i], ks[2 * i + 1], b[0].len)) bad = i;
+    if (bad < 0) {
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t i = 0; i < rows; i++)
+            out[i] = ks[2 * i + 1] == -1 ? -1
+                                         : ((long long)murmur2_raw(kd + ks[2 * i], (Py_ssize_t)ks[2 * i + 1]) & 0x7fffffffLL) % n;
+        Py_END_ALLOW_THREADS
+    }
+    release_buffers(3, b);
+    if (bad >= 0) return PyErr_Format(PyExc_ValueError, "the key of record %zd lies outside key_data", bad);
+    Py_RETURN_NONE;
+}
+
 static PyObject *partition_for_keys(PyObject *self, PyObject *args) {
     PyObject *keys_obj;
     long long n;
@@ -2128,6 +2163,7 @@ static PyMethodDef methods[] = {
     {"walk_headers", walk_headers, METH_VARARGS, "Walk the batch headers that pass storage.integrity's header rules."},
     {"murmur2", murmur2, METH_O, "Kafka's murmur2 hash as a signed 32-bit int."},
     {"partition_for_keys", partition_for_keys, METH_VARARGS, "Kafka's default partition of each key (-1 for null)."},
+    {"partition_spans", partition_spans, METH_VARARGS, "Kafka's default partition of each key of a column (-1 for null)."},
     {NULL, NULL, 0, NULL},
 };
 

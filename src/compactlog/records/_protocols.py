@@ -75,6 +75,9 @@ class RecordKernels(Protocol):
 
     def partition_for_keys(self, keys: Sequence[Buffer | None], num_partitions: int, /) -> list[int]: ...
 
+    def partition_spans(self, key_data: Buffer, key_spans: Int64Array, num_partitions: int, out: Int64Array,
+                        /) -> None: ...
+
     def key_hash(self, key: Buffer, /) -> bytes: ...
 
     def offset_map_put(self, table: Buffer, slots: int, max_entries: int, size: int, data: Buffer, cols: Int64Array,

@@ -585,6 +585,25 @@ def partition_for_keys(keys: Sequence[Any], num_partitions: int) -> list[int]:
     return [-1 if k is None else (murmur2(k) & 0x7FFFFFFF) % num_partitions for k in keys]
 
 
+def partition_spans(key_data: Any, key_spans: Any, num_partitions: int, out: Any) -> None:
+    """``partition_for_keys`` for keys given as a column (``encode_columns``' spans: (position, length),
+    -1 for a null key): ``out[i]`` is key i's partition, -1 for a null one. Every span is checked before
+    any is hashed."""
+    if num_partitions <= 0:
+        raise ValueError(f"num_partitions must be positive, got {num_partitions}")
+    spans = _int64_view(key_spans, "key_spans")
+    dest = _int64_view(out, "out")
+    if len(spans) != 2 * len(dest):
+        raise ValueError("key_spans must hold a (position, length) pair per row of out")
+    data = memoryview(key_data).cast("B")
+    pairs = [(spans[2 * i], spans[2 * i + 1]) for i in range(len(dest))]
+    for i, (pos, length) in enumerate(pairs):
+        if length != -1 and not (0 <= pos <= len(data) and 0 <= length <= len(data) - pos):
+            raise ValueError(f"the key of record {i} lies outside key_data")
+    for i, (pos, length) in enumerate(pairs):
+        dest[i] = -1 if length == -1 else (murmur2(data[pos : pos + length]) & 0x7FFFFFFF) % num_partitions
+
+
 def summarize_records(data: Any, count: int) -> RecordsSummary:
     """Validate like ``scan_records`` and return what append validation needs, without columns."""
     _check_count(count)

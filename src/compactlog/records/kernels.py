@@ -89,6 +89,7 @@ verify_batches = _impl.verify_batches
 walk_headers = _impl.walk_headers
 murmur2 = _impl.murmur2
 partition_for_keys = _impl.partition_for_keys
+partition_spans = _impl.partition_spans
 key_hash = _impl.key_hash
 offset_map_put = _impl.offset_map_put
 offset_map_get = _impl.offset_map_get

@@ -25,6 +25,7 @@ import pyarrow.compute as pc
 from ..errors import InvalidRequestError, UnknownTopicOrPartitionError, shown
 from ..producer import DEFAULT_BATCH_BYTES, BuiltInPartitioner, ProducerPlan, header_bytes, record_sizes
 from ..reading import topic_metadata
+from ..records import kernels
 from ..records.batch import build_batch, build_columns_batch
 from ..staged_appends import INT32 as _PART  # noqa: F401 - the staging entries' int32 (tests stage by hand)
 from ..staged_appends import BatchStager, JobStaging, begin
@@ -141,7 +142,7 @@ class _Column:
 
     @cached_property
     def objects(self) -> np.ndarray:
-        """Each row's bytes (None for null), for the per-record paths (headers, key hashing)."""
+        """Each row's bytes (None for null), for the per-record path that headers take."""
         return _objects(self.array.to_pylist())
 
 
@@ -205,7 +206,9 @@ def _plan_for(topic: str, meta: dict | None, data_dir: str, batch_bytes: int) ->
 def _partitions(plan: ProducerPlan, rows: _Rows, picked: np.ndarray) -> np.ndarray:
     """Each picked row's partition: its partition column, else murmur2 of its key as Kafka's producer
     does, else the sticky partition."""
-    parts = plan.partition(rows.keys.objects[picked].tolist(), rows.sizes[picked], rows.explicit[picked])
+    hashed = np.empty(len(picked), dtype=np.int64)
+    kernels.partition_spans(rows.keys.data, rows.keys.spans[picked], plan.partitioner.partitions, hashed)
+    parts = plan.partition_hashed(hashed, rows.sizes[picked], rows.explicit[picked])
     if parts.max() >= plan.partitioner.partitions:
         raise UnknownTopicOrPartitionError(f"Partition {int(parts.max())} of topic {shown(plan.topic)} does not exist.")
     return parts
