@@ -896,3 +896,13 @@ def test_partition_spans_refuses_spans_outside_the_data_before_writing_any(impl)
         impl.partition_spans(b"abc", np.array([0, 3, 0, 1], dtype=np.int64), 0, out)
     with pytest.raises(ValueError, match="out must be a C-contiguous int64 array"):
         impl.partition_spans(b"abc", np.array([0, 3, 0, 1], dtype=np.int64), 3, np.zeros(2, dtype=np.int32))
+
+
+@pytest.mark.parametrize("impl", [TWIN] + ([COMPILED] if COMPILED is not None else []), ids=lambda m: m.__name__)
+def test_the_column_kernels_take_empty_columns_and_refuse_out_overlapping_the_spans(impl):
+    none = np.zeros((0, 2), dtype=np.int64)
+    assert impl.encode_columns(b"", none, b"", none, np.zeros(0, dtype=np.int64), 0) == b""
+    impl.partition_spans(b"", none, 3, np.zeros(0, dtype=np.int64))
+    spans = np.array([0, 8, 0, 64], dtype=np.int64)  # out is the second pair: hashing key 0 rewrites key 1's span
+    with pytest.raises(ValueError, match="key_spans changed while the keys were hashed"):
+        impl.partition_spans(bytes(range(64)), spans[0:4], 1 << 62, spans[2:4])

@@ -236,3 +236,16 @@ def test_rows_are_encoded_from_sliced_columns_with_nulls_and_empty_bytes(topic, 
     assert write(topic, [rb.slice(1, 5)]) == 5  # rows 1..5: the first and the last are outside the slice
     got = records(topic)
     assert [(r.offset, r.key, r.value) for r in got] == list(zip(range(5), raw_keys[1:6], raw_values[1:6]))
+
+
+def test_fixed_size_and_view_columns_are_cast_and_other_types_are_refused_by_name(topic):
+    rb = pa.record_batch({"key": pa.array([b"ab", b"cd"], pa.binary(2)),
+                          "value": pa.array([b"x" * 20, b"y"], pa.binary_view()),
+                          "partition": pa.array([1, 1], pa.int32())})
+    assert write(topic, [rb]) == 2
+    assert [(r.key, r.value) for r in records(topic)] == [(b"ab", b"x" * 20), (b"cd", b"y")]
+    bad = pa.record_batch({"key": pa.array([b"a"]), "value": pa.array([7], pa.int64())})
+    with pytest.raises(InvalidRequestError, match="the value column of a DataFrame written to compactlog must be "
+                                                  "binary or string, not int64"):
+        write(topic, [bad])
+    assert len(records(topic)) == 2

@@ -1072,13 +1072,15 @@ done:
  * as Arrow lays them: record i's key is key_data[pos:pos + len] for (pos, len) = key_spans[i], a null key
  * when len is -1, and its value likewise. A columnar writer encodes a DataFrame's rows without a Python
  * object per record. Every span and timestamp delta is checked before anything is written. */
-static int column_record_size(const int64_t *ks, const int64_t *vs, const int64_t *ts, int64_t base, Py_ssize_t i,
+/* The size of record `od` (its offset delta) without its length varint: key (kp, kl) and value (vp, vl)
+ * checked against their data, the timestamp delta against 64 bits (why: 1 key, 2 value, 3 timestamp). */
+static int column_record_size(int64_t kp, int64_t kl, int64_t vp, int64_t vl, int64_t ts, int64_t base, Py_ssize_t od,
                               Py_ssize_t klen, Py_ssize_t vlen, Py_ssize_t *size, int *why) {
-    int64_t kp = ks[2 * i], kl = ks[2 * i + 1], vp = vs[2 * i], vl = vs[2 * i + 1], delta;
+    int64_t delta;
     if (kl != -1 && !span_ok(kp, kl, klen)) return (*why = 1), -1;
     if (vl != -1 && !span_ok(vp, vl, vlen)) return (*why = 2), -1;
-    if (__builtin_sub_overflow(ts[i], base, &delta)) return (*why = 3), -1;
-    Py_ssize_t body = 1 + varint_size(zigzag(delta)) + varint_size(zigzag(i)) + 1 /* no headers */ +
+    if (__builtin_sub_overflow(ts, base, &delta)) return (*why = 3), -1;
+    Py_ssize_t body = 1 + varint_size(zigzag(delta)) + varint_size(zigzag(od)) + 1 /* no headers */ +
                       (kl == -1 ? 1 : varint_size(zigzag(kl)) + (Py_ssize_t)kl) +
                       (vl == -1 ? 1 : varint_size(zigzag(vl)) + (Py_ssize_t)vl);
     *size = body;
@@ -1116,7 +1118,8 @@ static PyObject *encode_columns(PyObject *self, PyObject *args) {
     int why = 0;
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t i = 0; i < n; i++) {
-        if (column_record_size(ks, vs, ts, base, i, b[0].len, b[2].len, &size, &why) < 0) {
+        if (column_record_size(ks[2 * i], ks[2 * i + 1], vs[2 * i], vs[2 * i + 1], ts[i], base, i, b[0].len, b[2].len,
+                               &size, &why) < 0) {
             bad = i;
             break;
         }
@@ -1138,16 +1141,27 @@ static PyObject *encode_columns(PyObject *self, PyObject *args) {
     const uint8_t *kd = (const uint8_t *)b[0].buf, *vd = (const uint8_t *)b[2].buf;
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t i = 0; i < n; i++) {
-        column_record_size(ks, vs, ts, base, i, b[0].len, b[2].len, &size, &why);
+        /* the caller's arrays are read again: each record is checked again and must fit what is left, so
+         * arrays changed meanwhile (by another thread, or overlapping) cannot make a write go astray */
+        int64_t kp = ks[2 * i], kl = ks[2 * i + 1], vp = vs[2 * i], vl = vs[2 * i + 1], t = ts[i];
+        if (column_record_size(kp, kl, vp, vl, t, base, i, b[0].len, b[2].len, &size, &why) < 0 ||
+            varint_size(zigzag(size)) + size > total - w.len) {
+            bad = i;
+            break;
+        }
         put_varint(&w, size);
         w.buf[w.len++] = 0; /* attributes */
-        put_varint(&w, ts[i] - base);
+        put_varint(&w, t - base);
         put_varint(&w, i);
-        put_span(&w, kd, ks[2 * i], ks[2 * i + 1]);
-        put_span(&w, vd, vs[2 * i], vs[2 * i + 1]);
+        put_span(&w, kd, kp, kl);
+        put_span(&w, vd, vp, vl);
         put_varint(&w, 0);
     }
     Py_END_ALLOW_THREADS
+    if (bad >= 0 || w.len != total) {
+        Py_CLEAR(result);
+        PyErr_SetString(PyExc_ValueError, "the spans or timestamps changed while the records were encoded");
+    }
 done:
     release_buffers(5, b);
     return result;
@@ -1678,15 +1692,23 @@ static PyObject *partition_spans(PyObject *self, PyObject *args) {
     }
     for (Py_ssize_t i = 0; i < rows && bad < 0; i++)
         if (ks[2 * i + 1] != -1 && !span_ok(ks[2 * i], ks[2 * i + 1], b[0].len)) bad = i;
+    int changed = 0;
     if (bad < 0) {
         Py_BEGIN_ALLOW_THREADS
-        for (Py_ssize_t i = 0; i < rows; i++)
-            out[i] = ks[2 * i + 1] == -1 ? -1
-                                         : ((long long)murmur2_raw(kd + ks[2 * i], (Py_ssize_t)ks[2 * i + 1]) & 0x7fffffffLL) % n;
+        for (Py_ssize_t i = 0; i < rows; i++) {
+            /* read once and checked again: out may overlap key_spans, or another thread change them */
+            int64_t pos = ks[2 * i], len = ks[2 * i + 1];
+            if (len != -1 && !span_ok(pos, len, b[0].len)) {
+                changed = 1;
+                break;
+            }
+            out[i] = len == -1 ? -1 : ((long long)murmur2_raw(kd + pos, (Py_ssize_t)len) & 0x7fffffffLL) % n;
+        }
         Py_END_ALLOW_THREADS
     }
     release_buffers(3, b);
     if (bad >= 0) return PyErr_Format(PyExc_ValueError, "the key of record %zd lies outside key_data", bad);
+    if (changed) return PyErr_Format(PyExc_ValueError, "key_spans changed while the keys were hashed");
     Py_RETURN_NONE;
 }
 

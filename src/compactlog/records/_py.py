@@ -546,14 +546,17 @@ def encode_columns(key_data: Any, key_spans: Any, value_data: Any, value_spans: 
     columns as Arrow lays them out: record i's key is ``key_data[pos:pos + len]`` for ``(pos, len) =
     key_spans[i]``, a null key when ``len`` is -1, and its value likewise. Every span and timestamp delta
     is checked before anything is built."""
+    kd = memoryview(key_data).cast("B")  # the arguments are taken in order, as the compiled kernel takes them
+    ks = _int64_view(key_spans, "key_spans").tolist()
+    vd = memoryview(value_data).cast("B")
+    vs = _int64_view(value_spans, "value_spans").tolist()
     ts = _int64_view(timestamps, "timestamps").tolist()
-    ks, vs = _int64_view(key_spans, "key_spans").tolist(), _int64_view(value_spans, "value_spans").tolist()
+    _check_int64(base_timestamp)
     n = len(ts)
     if len(ks) != 2 * n or len(vs) != 2 * n:
         raise ValueError("key_spans and value_spans must hold a (position, length) pair per timestamp")
     if n > (1 << 31):
         raise ValueError("a batch holds at most 2^31 records")
-    kd, vd = memoryview(key_data).cast("B"), memoryview(value_data).cast("B")
     keys, values = [], []
     for i in range(n):
         for name, data, spans, out in (("key", kd, ks, keys), ("value", vd, vs, values)):
@@ -575,7 +578,15 @@ def _int64_view(obj: Any, what: str) -> memoryview:
     mv = memoryview(obj)
     if mv.itemsize != 8 or mv.format.lstrip("@=<") not in ("q", "l") or not mv.c_contiguous:
         raise ValueError(f"{what} must be a C-contiguous int64 array")
+    if not mv.nbytes:  # a view with a 0 in its shape cannot be cast
+        return memoryview(bytearray()).cast("q")
     return mv.cast("B").cast("q")
+
+
+def _check_int64(value: int) -> None:
+    """An int argument the compiled kernels take as a C long long: refused there beyond 64 bits."""
+    if not -(1 << 63) <= value < (1 << 63):
+        raise OverflowError("int too big to convert")
 
 
 def partition_for_keys(keys: Sequence[Any], num_partitions: int) -> list[int]:
@@ -589,18 +600,25 @@ def partition_spans(key_data: Any, key_spans: Any, num_partitions: int, out: Any
     """``partition_for_keys`` for keys given as a column (``encode_columns``' spans: (position, length),
     -1 for a null key): ``out[i]`` is key i's partition, -1 for a null one. Every span is checked before
     any is hashed."""
+    _check_int64(num_partitions)
     if num_partitions <= 0:
         raise ValueError(f"num_partitions must be positive, got {num_partitions}")
+    data = memoryview(key_data).cast("B")
     spans = _int64_view(key_spans, "key_spans")
     dest = _int64_view(out, "out")
     if len(spans) != 2 * len(dest):
         raise ValueError("key_spans must hold a (position, length) pair per row of out")
-    data = memoryview(key_data).cast("B")
-    pairs = [(spans[2 * i], spans[2 * i + 1]) for i in range(len(dest))]
-    for i, (pos, length) in enumerate(pairs):
-        if length != -1 and not (0 <= pos <= len(data) and 0 <= length <= len(data) - pos):
+    def inside(i: int) -> bool:
+        pos, length = spans[2 * i], spans[2 * i + 1]
+        return length == -1 or (0 <= pos <= len(data) and 0 <= length <= len(data) - pos)
+
+    for i in range(len(dest)):
+        if not inside(i):
             raise ValueError(f"the key of record {i} lies outside key_data")
-    for i, (pos, length) in enumerate(pairs):
+    for i in range(len(dest)):  # read again, as the compiled kernel does: out may overlap key_spans
+        if not inside(i):
+            raise ValueError("key_spans changed while the keys were hashed")
+        pos, length = spans[2 * i], spans[2 * i + 1]
         dest[i] = -1 if length == -1 else (murmur2(data[pos : pos + length]) & 0x7FFFFFFF) % num_partitions
 
 

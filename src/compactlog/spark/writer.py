@@ -71,10 +71,19 @@ def _objects(items: list) -> np.ndarray:
     return out
 
 
-def _bytes_column(arr) -> pa.Array:
-    if pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type):
+def _bytes_column(arr, name: str) -> pa.Array:
+    """A key, value or header value column as binary or large_binary, the layouts ``_Column`` reads: a
+    string is its UTF-8 bytes, fixed-size and view types are cast; anything else is refused by name."""
+    t = arr.type
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t):
+        return arr
+    if pa.types.is_large_string(t):
+        return pc.cast(arr, pa.large_binary())
+    if (pa.types.is_string(t) or pa.types.is_fixed_size_binary(t) or pa.types.is_binary_view(t)
+            or pa.types.is_string_view(t) or pa.types.is_null(t)):
         return pc.cast(arr, pa.binary())
-    return arr
+    raise InvalidRequestError(f"the {name} column of a DataFrame written to compactlog must be binary or string, "
+                              f"not {t}")
 
 
 @dataclass(frozen=True)
@@ -104,7 +113,7 @@ def _headers(col) -> _Headers | None:
     lengths = np.where(col.is_null().to_numpy(zero_copy_only=False), 0, np.diff(offsets))
     lo, hi = int(offsets[0]), int(offsets[-1])
     keys, values = col.values.slice(lo, hi - lo).flatten()
-    values = _bytes_column(values)
+    values = _bytes_column(values, "headers' value")
     per_pair = header_bytes(pc.binary_length(keys).to_numpy(zero_copy_only=False),
                             pc.fill_null(pc.binary_length(values), -1).to_numpy(zero_copy_only=False))
     total = np.zeros(len(per_pair) + 1, dtype=np.int64)
@@ -163,9 +172,9 @@ class _Rows:
         value = _column(rb, "value")
         if value is None:
             raise InvalidRequestError("a DataFrame written to compactlog needs a value column")
-        values = _Column.of(_bytes_column(value))
+        values = _Column.of(_bytes_column(value, "value"))
         key = _column(rb, "key")
-        keys = _Column.of(pa.nulls(rb.num_rows, pa.binary()) if key is None else _bytes_column(key))
+        keys = _Column.of(pa.nulls(rb.num_rows, pa.binary()) if key is None else _bytes_column(key, "key"))
         timestamps = _timestamps(_column(rb, "timestamp"), rb.num_rows, now_ms)
         headers = _headers(_column(rb, "headers"))
         sizes = record_sizes(keys.lengths(), values.lengths(), None if headers is None else headers.row_bytes,
