@@ -861,7 +861,7 @@ def test_encode_columns_refuses_spans_outside_their_data_and_deltas_beyond_64_bi
         k, v = (spans, np.array([0, 5, 0, 0], dtype=np.int64)) if column == "k" else (ok, spans)
         with pytest.raises(ValueError, match=what):
             impl.encode_columns(kd, k, vd, v, ts, 0)
-    with pytest.raises(ValueError, match="a .position, length. pair per timestamp"):
+    with pytest.raises(ValueError, match="must hold a pair per timestamp"):
         impl.encode_columns(kd, ok[:2], vd, ok, ts, 0)
     with pytest.raises(ValueError, match="must be a C-contiguous int64 array"):
         impl.encode_columns(kd, ok.astype(np.int32), vd, ok, ts, 0)
@@ -906,3 +906,48 @@ def test_the_column_kernels_take_empty_columns_and_refuse_out_overlapping_the_sp
     spans = np.array([0, 8, 0, 64], dtype=np.int64)  # out is the second pair: hashing key 0 rewrites key 1's span
     with pytest.raises(ValueError, match="key_spans changed while the keys were hashed"):
         impl.partition_spans(bytes(range(64)), spans[0:4], 1 << 62, spans[2:4])
+
+
+@pytest.mark.parametrize("impl", [TWIN] + ([COMPILED] if COMPILED is not None else []), ids=lambda m: m.__name__)
+@given(rows=st.lists(st.tuples(st.none() | st.binary(max_size=50), st.none() | st.binary(max_size=50),
+                               st.lists(st.tuples(st.binary(max_size=20), st.none() | st.binary(max_size=20)),
+                                        max_size=4)), max_size=30))
+@settings(max_examples=60, deadline=None)
+def test_encode_columns_with_header_columns_writes_what_encode_records_writes(impl, rows):
+    def column(items):
+        data, spans = bytearray(b"#"), []
+        for item in items:
+            spans += [len(data), -1 if item is None else len(item)]
+            data += item or b""
+        return bytes(data), np.array(spans, dtype=np.int64)
+
+    keys, values, headers = [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows]
+    pairs = [p for h in headers for p in h]
+    ranges, first = [], 1  # pair 0 belongs to no record: ranges need not start at 0
+    for h in headers:
+        ranges += [first, len(h)]
+        first += len(h)
+    hkd, hks = column([b"unused"] + [k for k, _ in pairs])
+    hvd, hvs = column([None] + [v for _, v in pairs])
+    kd, ks = column(keys)
+    vd, vs = column(values)
+    stamps = np.arange(len(rows), dtype=np.int64) * 7
+    got = impl.encode_columns(kd, ks, vd, vs, stamps, 0, hkd, hks, hvd, hvs, np.array(ranges, dtype=np.int64))
+    assert got == kernels.encode_records(keys, values, stamps.tolist(), 0, None, headers)
+
+
+@pytest.mark.parametrize("impl", [TWIN] + ([COMPILED] if COMPILED is not None else []), ids=lambda m: m.__name__)
+def test_encode_columns_refuses_header_ranges_and_spans_that_do_not_hold(impl):
+    one = np.array([0, 1], dtype=np.int64)
+    ts = np.zeros(1, dtype=np.int64)
+    hk, hv = np.array([0, 2], dtype=np.int64), np.array([0, -1], dtype=np.int64)
+    assert impl.encode_columns(b"k", one, b"v", one, ts, 0, b"hk", hk, b"", hv, np.array([0, 1], dtype=np.int64))
+    cases = ((b"hk", hk, b"", hv, [0, 2], "the header range of record 0 lies outside the header columns"),
+             (b"hk", np.array([0, -1], dtype=np.int64), b"", hv, [0, 1], "a header key of record 0 is null"),
+             (b"h", hk, b"", hv, [0, 1], "a header key of record 0 is null or lies outside header_key_data"),
+             (b"hk", hk, b"", np.array([0, 3], dtype=np.int64), [0, 1], "a header value of record 0 lies outside"))
+    for hkd, hks, hvd, hvs, ranges, what in cases:
+        with pytest.raises(ValueError, match=what):
+            impl.encode_columns(b"k", one, b"v", one, ts, 0, hkd, hks, hvd, hvs, np.array(ranges, dtype=np.int64))
+    with pytest.raises(ValueError, match="given together or not at all"):
+        impl.encode_columns(b"k", one, b"v", one, ts, 0, b"hk", hk, None, hv, np.array([0, 1], dtype=np.int64))

@@ -1067,58 +1067,137 @@ done:
     return result;
 }
 
-/* encode_columns(key_data, key_spans, value_data, value_spans, timestamps, base_timestamp) -> bytes
- * The records section of len(timestamps) records (offset deltas 0..n-1, no headers) from columns laid out
- * as Arrow lays them: record i's key is key_data[pos:pos + len] for (pos, len) = key_spans[i], a null key
- * when len is -1, and its value likewise. A columnar writer encodes a DataFrame's rows without a Python
- * object per record. Every span and timestamp delta is checked before anything is written. */
+/* encode_columns(key_data, key_spans, value_data, value_spans, timestamps, base_timestamp[, header_key_data,
+ *                header_key_spans, header_value_data, header_value_spans, header_ranges]) -> bytes
+ * The records section of len(timestamps) records (offset deltas 0..n-1) from columns laid out as Arrow
+ * lays them: record i's key is key_data[pos:pos + len] for (pos, len) = key_spans[i], a null key when len
+ * is -1, and its value likewise. With headers, record i's are the pairs header_ranges[i] = (first, count)
+ * of the header columns (pair j's key by header_key_spans[j], never null; its value by header_value_spans[j],
+ * -1 for null). A columnar writer encodes a DataFrame's rows without a Python object per record. Every
+ * span and timestamp delta is checked before anything is written, and again as it is written. */
+typedef struct {
+    const int64_t *ks, *vs, *ranges; /* pairs' key and value spans; each record's (first pair, count) */
+    const uint8_t *kd, *vd;
+    Py_ssize_t klen, vlen, pairs;
+} header_cols;
+
+enum { BAD_KEY = 1, BAD_VALUE, BAD_TIMESTAMP, BAD_RANGE, BAD_HEADER_KEY, BAD_HEADER_VALUE };
+
+static inline Py_ssize_t span_bytes(int64_t len) { return len == -1 ? 1 : varint_size(zigzag(len)) + (Py_ssize_t)len; }
+
+/* The bytes of record i's headers (their count's varint included), or -1 with why set. */
+static Py_ssize_t header_bytes_of(const header_cols *h, Py_ssize_t i, int *why) {
+    if (!h) return 1; /* a count of 0 */
+    int64_t first = h->ranges[2 * i], count = h->ranges[2 * i + 1];
+    if (!span_ok(first, count, h->pairs)) return (*why = BAD_RANGE), -1;
+    Py_ssize_t total = varint_size(zigzag(count));
+    for (int64_t j = first; j < first + count; j++) {
+        int64_t kp = h->ks[2 * j], kl = h->ks[2 * j + 1], vp = h->vs[2 * j], vl = h->vs[2 * j + 1];
+        if (kl == -1 || !span_ok(kp, kl, h->klen)) return (*why = BAD_HEADER_KEY), -1;
+        if (vl != -1 && !span_ok(vp, vl, h->vlen)) return (*why = BAD_HEADER_VALUE), -1;
+        total += span_bytes(kl) + span_bytes(vl);
+    }
+    return total;
+}
+
 /* The size of record `od` (its offset delta) without its length varint: key (kp, kl) and value (vp, vl)
- * checked against their data, the timestamp delta against 64 bits (why: 1 key, 2 value, 3 timestamp). */
+ * checked against their data, the timestamp delta against 64 bits, the headers against theirs. */
 static int column_record_size(int64_t kp, int64_t kl, int64_t vp, int64_t vl, int64_t ts, int64_t base, Py_ssize_t od,
-                              Py_ssize_t klen, Py_ssize_t vlen, Py_ssize_t *size, int *why) {
+                              Py_ssize_t klen, Py_ssize_t vlen, const header_cols *h, Py_ssize_t *size, int *why) {
     int64_t delta;
-    if (kl != -1 && !span_ok(kp, kl, klen)) return (*why = 1), -1;
-    if (vl != -1 && !span_ok(vp, vl, vlen)) return (*why = 2), -1;
-    if (__builtin_sub_overflow(ts, base, &delta)) return (*why = 3), -1;
-    Py_ssize_t body = 1 + varint_size(zigzag(delta)) + varint_size(zigzag(od)) + 1 /* no headers */ +
-                      (kl == -1 ? 1 : varint_size(zigzag(kl)) + (Py_ssize_t)kl) +
-                      (vl == -1 ? 1 : varint_size(zigzag(vl)) + (Py_ssize_t)vl);
-    *size = body;
+    if (kl != -1 && !span_ok(kp, kl, klen)) return (*why = BAD_KEY), -1;
+    if (vl != -1 && !span_ok(vp, vl, vlen)) return (*why = BAD_VALUE), -1;
+    if (__builtin_sub_overflow(ts, base, &delta)) return (*why = BAD_TIMESTAMP), -1;
+    Py_ssize_t hbytes = header_bytes_of(h, od, why);
+    if (hbytes < 0) return -1;
+    *size = 1 + varint_size(zigzag(delta)) + varint_size(zigzag(od)) + span_bytes(kl) + span_bytes(vl) + hbytes;
     return 0;
 }
 
-static inline void put_span(wbuf *w, const uint8_t *data, int64_t pos, int64_t len) {
+/* Writes a span checked again against its data and the room left; -1 when either fails. */
+static inline int put_span_checked(wbuf *w, const uint8_t *data, Py_ssize_t datalen, int64_t pos, int64_t len) {
+    if (len != -1 && !span_ok(pos, len, datalen)) return -1;
+    if (span_bytes(len) > w->cap - w->len) return -1;
     put_varint(w, len);
     if (len > 0) {
         memcpy(w->buf + w->len, data + pos, (size_t)len);
         w->len += len;
     }
+    return 0;
+}
+
+static int put_column_record(wbuf *w, const uint8_t *kd, Py_ssize_t klen, const uint8_t *vd, Py_ssize_t vlen,
+                             const int64_t *ks, const int64_t *vs, const int64_t *ts, int64_t base,
+                             const header_cols *h, Py_ssize_t i, int *why) {
+    int64_t kp = ks[2 * i], kl = ks[2 * i + 1], vp = vs[2 * i], vl = vs[2 * i + 1], t = ts[i];
+    Py_ssize_t size;
+    if (column_record_size(kp, kl, vp, vl, t, base, i, klen, vlen, h, &size, why) < 0) return -1;
+    if (varint_size(zigzag(size)) + size > w->cap - w->len) return -1;
+    put_varint(w, size);
+    w->buf[w->len++] = 0; /* attributes */
+    put_varint(w, t - base);
+    put_varint(w, i);
+    if (put_span_checked(w, kd, klen, kp, kl) < 0 || put_span_checked(w, vd, vlen, vp, vl) < 0) return -1;
+    if (!h) {
+        put_varint(w, 0);
+        return 0;
+    }
+    int64_t first = h->ranges[2 * i], count = h->ranges[2 * i + 1];
+    if (!span_ok(first, count, h->pairs) || varint_size(zigzag(count)) > w->cap - w->len) return -1;
+    put_varint(w, count);
+    for (int64_t j = first; j < first + count; j++)
+        if (h->ks[2 * j + 1] == -1 || put_span_checked(w, h->kd, h->klen, h->ks[2 * j], h->ks[2 * j + 1]) < 0 ||
+            put_span_checked(w, h->vd, h->vlen, h->vs[2 * j], h->vs[2 * j + 1]) < 0)
+            return -1;
+    return 0;
 }
 
 static PyObject *encode_columns(PyObject *self, PyObject *args) {
-    PyObject *objs[5];
+    PyObject *objs[10] = {NULL}, *ranges_obj = Py_None;
     long long base;
-    if (!PyArg_ParseTuple(args, "OOOOOL", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &base)) return NULL;
-    static const int kinds[5] = {B_BYTES, B_I64, B_BYTES, B_I64, B_I64};
-    static const char *const names[5] = {"key_data", "key_spans", "value_data", "value_spans", "timestamps"};
-    Py_buffer b[5];
-    if (take_buffers(5, objs, kinds, names, b) < 0) return NULL;
+    if (!PyArg_ParseTuple(args, "OOOOOL|OOOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &base, &objs[5],
+                          &objs[6], &objs[7], &objs[8], &ranges_obj))
+        return NULL;
+    const int with_headers = ranges_obj != Py_None;
+    for (int k = 5; k < 9; k++)
+        if ((objs[k] != NULL && objs[k] != Py_None) != with_headers)
+            return PyErr_Format(PyExc_ValueError, "the header columns and header_ranges are given together or not at all");
+    objs[9] = ranges_obj;
+    static const int kinds[10] = {B_BYTES, B_I64, B_BYTES, B_I64, B_I64, B_BYTES, B_I64, B_BYTES, B_I64, B_I64};
+    static const char *const names[10] = {"key_data", "key_spans", "value_data", "value_spans", "timestamps",
+                                          "header_key_data", "header_key_spans", "header_value_data",
+                                          "header_value_spans", "header_ranges"};
+    const int nb = with_headers ? 10 : 5;
+    Py_buffer b[10];
+    if (take_buffers(nb, objs, kinds, names, b) < 0) return NULL;
     const Py_ssize_t n = b[4].len / 8;
     PyObject *result = NULL;
-    if (b[1].len != 16 * n || b[3].len != 16 * n) {
-        PyErr_SetString(PyExc_ValueError, "key_spans and value_spans must hold a (position, length) pair per timestamp");
+    header_cols hc, *h = NULL;
+    if (b[1].len != 16 * n || b[3].len != 16 * n || (with_headers && b[9].len != 16 * n)) {
+        PyErr_SetString(PyExc_ValueError,
+                        "key_spans, value_spans and header_ranges must hold a pair per timestamp");
         goto done;
+    }
+    if (with_headers) {
+        if (b[6].len % 16 || b[8].len != b[6].len) {
+            PyErr_SetString(PyExc_ValueError, "header_key_spans and header_value_spans must hold a pair per header");
+            goto done;
+        }
+        hc = (header_cols){(const int64_t *)b[6].buf, (const int64_t *)b[8].buf, (const int64_t *)b[9].buf,
+                           (const uint8_t *)b[5].buf, (const uint8_t *)b[7].buf, b[5].len, b[7].len, b[6].len / 16};
+        h = &hc;
     }
     if (n > (Py_ssize_t)INT32_MAX + 1) {
         PyErr_SetString(PyExc_ValueError, "a batch holds at most 2^31 records");
         goto done;
     }
     const int64_t *ks = (const int64_t *)b[1].buf, *vs = (const int64_t *)b[3].buf, *ts = (const int64_t *)b[4].buf;
+    const uint8_t *kd = (const uint8_t *)b[0].buf, *vd = (const uint8_t *)b[2].buf;
     Py_ssize_t total = 0, bad = -1, size = 0;
     int why = 0;
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t i = 0; i < n; i++) {
-        if (column_record_size(ks[2 * i], ks[2 * i + 1], vs[2 * i], vs[2 * i + 1], ts[i], base, i, b[0].len, b[2].len,
+        if (column_record_size(ks[2 * i], ks[2 * i + 1], vs[2 * i], vs[2 * i + 1], ts[i], base, i, b[0].len, b[2].len, h,
                                &size, &why) < 0) {
             bad = i;
             break;
@@ -1127,35 +1206,31 @@ static PyObject *encode_columns(PyObject *self, PyObject *args) {
     }
     Py_END_ALLOW_THREADS
     if (bad >= 0) {
-        if (why == 3)
+        if (why == BAD_TIMESTAMP)
             PyErr_Format(PyExc_ValueError, "timestamp %lld of record %zd minus the base timestamp %lld does not fit in 64 bits",
                          (long long)ts[bad], bad, base);
+        else if (why == BAD_HEADER_KEY)
+            PyErr_Format(PyExc_ValueError, "a header key of record %zd is null or lies outside header_key_data", bad);
+        else if (why == BAD_HEADER_VALUE)
+            PyErr_Format(PyExc_ValueError, "a header value of record %zd lies outside header_value_data", bad);
+        else if (why == BAD_RANGE)
+            PyErr_Format(PyExc_ValueError, "the header range of record %zd lies outside the header columns", bad);
         else
-            PyErr_Format(PyExc_ValueError, "the %s of record %zd lies outside %s", why == 1 ? "key" : "value", bad,
-                         why == 1 ? "key_data" : "value_data");
+            PyErr_Format(PyExc_ValueError, "the %s of record %zd lies outside %s", why == BAD_KEY ? "key" : "value", bad,
+                         why == BAD_KEY ? "key_data" : "value_data");
         goto done;
     }
     result = PyBytes_FromStringAndSize(NULL, total);
     if (!result) goto done;
     wbuf w = {PyBytes_AS_STRING(result), 0, total};
-    const uint8_t *kd = (const uint8_t *)b[0].buf, *vd = (const uint8_t *)b[2].buf;
     Py_BEGIN_ALLOW_THREADS
+    /* the caller's arrays are read again: each record is checked again and must fit what is left, so
+     * arrays changed meanwhile (by another thread, or overlapping) cannot make a write go astray */
     for (Py_ssize_t i = 0; i < n; i++) {
-        /* the caller's arrays are read again: each record is checked again and must fit what is left, so
-         * arrays changed meanwhile (by another thread, or overlapping) cannot make a write go astray */
-        int64_t kp = ks[2 * i], kl = ks[2 * i + 1], vp = vs[2 * i], vl = vs[2 * i + 1], t = ts[i];
-        if (column_record_size(kp, kl, vp, vl, t, base, i, b[0].len, b[2].len, &size, &why) < 0 ||
-            varint_size(zigzag(size)) + size > total - w.len) {
+        if (put_column_record(&w, kd, b[0].len, vd, b[2].len, ks, vs, ts, base, h, i, &why) < 0) {
             bad = i;
             break;
         }
-        put_varint(&w, size);
-        w.buf[w.len++] = 0; /* attributes */
-        put_varint(&w, t - base);
-        put_varint(&w, i);
-        put_span(&w, kd, kp, kl);
-        put_span(&w, vd, vp, vl);
-        put_varint(&w, 0);
     }
     Py_END_ALLOW_THREADS
     if (bad >= 0 || w.len != total) {
@@ -1163,7 +1238,7 @@ static PyObject *encode_columns(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "the spans or timestamps changed while the records were encoded");
     }
 done:
-    release_buffers(5, b);
+    release_buffers(nb, b);
     return result;
 }
 
@@ -2170,7 +2245,7 @@ static PyMethodDef methods[] = {
     {"summarize_records", summarize_records, METH_VARARGS, "Validate records and return the facts append validation needs."},
     {"decode_records", decode_records, METH_VARARGS, "Decode records into record tuples."},
     {"encode_records", encode_records, METH_VARARGS, "Encode records into an uncompressed records section."},
-    {"encode_columns", encode_columns, METH_VARARGS, "Encode records from key and value columns (no headers)."},
+    {"encode_columns", encode_columns, METH_VARARGS, "Encode records from key, value and header columns."},
     {"rebase_records", rebase_records, METH_VARARGS, "Chosen records with their timestamp deltas moved."},
     {"assemble_batches", assemble_batches, METH_VARARGS, "Batches rebuilt around their kept records, in one call."},
     {"offset_map_put", offset_map_put, METH_VARARGS, "Put keyed records into the cleaner's offset map until it is full."},

@@ -541,35 +541,74 @@ def murmur2(data: Any) -> int:
 
 
 def encode_columns(key_data: Any, key_spans: Any, value_data: Any, value_spans: Any, timestamps: Any,
-                   base_timestamp: int) -> bytes:
-    """The records section of ``len(timestamps)`` records (offset deltas 0..n-1, no headers) from
-    columns as Arrow lays them out: record i's key is ``key_data[pos:pos + len]`` for ``(pos, len) =
-    key_spans[i]``, a null key when ``len`` is -1, and its value likewise. Every span and timestamp delta
-    is checked before anything is built."""
+                   base_timestamp: int, header_key_data: Any = None, header_key_spans: Any = None,
+                   header_value_data: Any = None, header_value_spans: Any = None, header_ranges: Any = None) -> bytes:
+    """The records section of ``len(timestamps)`` records (offset deltas 0..n-1) from columns as Arrow
+    lays them out: record i's key is ``key_data[pos:pos + len]`` for ``(pos, len) = key_spans[i]``, a null
+    key when ``len`` is -1, and its value likewise. With headers, record i's are the pairs
+    ``header_ranges[i] = (first, count)`` of the header columns (pair j's key by ``header_key_spans[j]``,
+    never null; its value by ``header_value_spans[j]``, -1 for null). Every span and timestamp delta is
+    checked before anything is built."""
+    with_headers = header_ranges is not None
+    if any((x is not None) != with_headers for x in (header_key_data, header_key_spans, header_value_data,
+                                                     header_value_spans)):
+        raise ValueError("the header columns and header_ranges are given together or not at all")
     kd = memoryview(key_data).cast("B")  # the arguments are taken in order, as the compiled kernel takes them
     ks = _int64_view(key_spans, "key_spans").tolist()
     vd = memoryview(value_data).cast("B")
     vs = _int64_view(value_spans, "value_spans").tolist()
     ts = _int64_view(timestamps, "timestamps").tolist()
     _check_int64(base_timestamp)
+    if with_headers:
+        hkd = memoryview(header_key_data).cast("B")
+        hks = _int64_view(header_key_spans, "header_key_spans").tolist()
+        hvd = memoryview(header_value_data).cast("B")
+        hvs = _int64_view(header_value_spans, "header_value_spans").tolist()
+        ranges = _int64_view(header_ranges, "header_ranges").tolist()
     n = len(ts)
-    if len(ks) != 2 * n or len(vs) != 2 * n:
-        raise ValueError("key_spans and value_spans must hold a (position, length) pair per timestamp")
+    if len(ks) != 2 * n or len(vs) != 2 * n or (with_headers and len(ranges) != 2 * n):
+        raise ValueError("key_spans, value_spans and header_ranges must hold a pair per timestamp")
+    if with_headers and (len(hks) % 2 or len(hvs) != len(hks)):
+        raise ValueError("header_key_spans and header_value_spans must hold a pair per header")
     if n > (1 << 31):
         raise ValueError("a batch holds at most 2^31 records")
-    keys, values = [], []
+
+    def piece(data: memoryview, spans: list[int], j: int) -> bytes | None:
+        pos, length = spans[2 * j], spans[2 * j + 1]
+        if length == -1:
+            return None
+        if 0 <= pos <= len(data) and 0 <= length <= len(data) - pos:
+            return bytes(data[pos : pos + length])
+        raise IndexError
+
+    keys, values, pairs, offsets = [], [], [], [0]
     for i in range(n):
         for name, data, spans, out in (("key", kd, ks, keys), ("value", vd, vs, values)):
-            pos, length = spans[2 * i], spans[2 * i + 1]
-            if length == -1:
-                out.append(None)
-            elif 0 <= pos <= len(data) and 0 <= length <= len(data) - pos:
-                out.append(bytes(data[pos : pos + length]))
-            else:
-                raise ValueError(f"the {name} of record {i} lies outside {name}_data")
+            try:
+                out.append(piece(data, spans, i))
+            except IndexError:
+                raise ValueError(f"the {name} of record {i} lies outside {name}_data") from None
         if not -(1 << 63) <= ts[i] - base_timestamp < (1 << 63):
             raise ValueError(f"timestamp {ts[i]} of record {i} minus the base timestamp {base_timestamp} does not "
                              "fit in 64 bits")
+        if with_headers:
+            first, count = ranges[2 * i], ranges[2 * i + 1]
+            if not (0 <= first <= len(hks) // 2 and 0 <= count <= len(hks) // 2 - first):
+                raise ValueError(f"the header range of record {i} lies outside the header columns")
+            for j in range(first, first + count):
+                try:
+                    key = piece(hkd, hks, j)
+                    if key is None:
+                        raise IndexError
+                except IndexError:
+                    raise ValueError(f"a header key of record {i} is null or lies outside header_key_data") from None
+                try:
+                    pairs.append((key, piece(hvd, hvs, j)))
+                except IndexError:
+                    raise ValueError(f"a header value of record {i} lies outside header_value_data") from None
+            offsets.append(len(pairs))
+    if with_headers:
+        return encode_records(keys, values, ts, base_timestamp, None, pairs, offsets)
     return encode_records(keys, values, ts, base_timestamp, None, None)
 
 

@@ -403,15 +403,16 @@ def build_batch(
 
 
 def build_columns_batch(key_data: Any, key_spans: Any, value_data: Any, value_spans: Any, timestamps: Any, *,
-                        codec: Codec = Codec.NONE, level: int | None = None) -> bytes:
+                        headers: tuple | None = None, codec: Codec = Codec.NONE, level: int | None = None) -> bytes:
     """:func:`build_batch` of records given as columns, as Arrow lays them out (``kernels.encode_columns``:
-    spans into one data buffer per column, -1 for null; timestamps an int64 array; no headers), so a
-    columnar writer makes no Python object per record. A plain producer batch: CreateTime, no producer."""
+    spans into one data buffer per column, -1 for null; timestamps an int64 array; ``headers`` None or the
+    kernel's five header arguments), so a columnar writer makes no Python object per record. A plain
+    producer batch: CreateTime, no producer."""
     n = len(timestamps)
     if not n:
         return build_batch([], [], codec=codec, level=level)
     first, latest = int(timestamps[0]), int(timestamps.max())
-    body = kernels.encode_columns(key_data, key_spans, value_data, value_spans, timestamps, first)
+    body = kernels.encode_columns(key_data, key_spans, value_data, value_spans, timestamps, first, *(headers or ()))
     if codec is not Codec.NONE:
         body = compress(codec, body, level)
     return assemble_batch(BatchInfo(), int(codec), n - 1, first, latest, n, body)

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from functools import cached_property
 from typing import Iterator
 
 import numpy as np
@@ -26,7 +25,7 @@ from ..errors import InvalidRequestError, UnknownTopicOrPartitionError, shown
 from ..producer import DEFAULT_BATCH_BYTES, BuiltInPartitioner, ProducerPlan, header_bytes, record_sizes
 from ..reading import topic_metadata
 from ..records import kernels
-from ..records.batch import build_batch, build_columns_batch
+from ..records.batch import build_columns_batch
 from ..staged_appends import INT32 as _PART  # noqa: F401 - the staging entries' int32 (tests stage by hand)
 from ..staged_appends import BatchStager, JobStaging, begin
 from ..staged_appends import append_staged as append_staged_batches
@@ -64,13 +63,6 @@ def _column(batch: pa.RecordBatch, name: str):
     return None if idx < 0 else batch.column(idx)
 
 
-def _objects(items: list) -> np.ndarray:
-    """A numpy object array over Python values, so rows are picked by index arrays in C."""
-    out = np.empty(len(items), dtype=object)
-    out[:] = items
-    return out
-
-
 def _bytes_column(arr, name: str) -> pa.Array:
     """A key, value or header value column as binary or large_binary, the layouts ``_Column`` reads: a
     string is its UTF-8 bytes, fixed-size and view types are cast; anything else is refused by name."""
@@ -86,52 +78,14 @@ def _bytes_column(arr, name: str) -> pa.Array:
                               f"not {t}")
 
 
-@dataclass(frozen=True)
-class _Headers:
-    """A headers column as Arrow lays it out: every row's (key, value) pairs in one flat array, row i's
-    from ``starts[i]`` for ``lengths[i]`` pairs. Batches are built from it without a list per row."""
-
-    pairs: np.ndarray  # object: (str, bytes | None)
-    starts: np.ndarray  # int64
-    lengths: np.ndarray  # int64
-    row_bytes: np.ndarray  # int64: the encoded bytes of each row's headers
-
-    def take(self, rows: np.ndarray) -> tuple[list, list[int]]:
-        """The flat pairs and the n + 1 offsets of ``rows``, for ``build_batch(header_offsets=...)``."""
-        lengths = self.lengths[rows]
-        offsets = np.zeros(len(rows) + 1, dtype=np.int64)
-        np.cumsum(lengths, out=offsets[1:])
-        picked = np.repeat(self.starts[rows] - offsets[:-1], lengths) + np.arange(offsets[-1])
-        return self.pairs[picked].tolist(), offsets.tolist()
-
-
-def _headers(col) -> _Headers | None:
-    """The headers column, or None when no row has a header; a null list is no headers."""
-    if col is None or not pc.sum(pc.list_value_length(col)).as_py():
-        return None
-    offsets = col.offsets.to_numpy().astype(np.int64)
-    lengths = np.where(col.is_null().to_numpy(zero_copy_only=False), 0, np.diff(offsets))
-    lo, hi = int(offsets[0]), int(offsets[-1])
-    keys, values = col.values.slice(lo, hi - lo).flatten()
-    values = _bytes_column(values, "headers' value")
-    per_pair = header_bytes(pc.binary_length(keys).to_numpy(zero_copy_only=False),
-                            pc.fill_null(pc.binary_length(values), -1).to_numpy(zero_copy_only=False))
-    total = np.zeros(len(per_pair) + 1, dtype=np.int64)
-    np.cumsum(per_pair, out=total[1:])
-    starts = offsets[:-1] - lo
-    return _Headers(_objects(list(zip(keys.to_pylist(), values.to_pylist()))), starts, lengths,
-                    total[starts + lengths] - total[starts])
-
-
 @dataclass
 class _Column:
     """A binary column as Arrow lays it out: one data buffer and each row's (position, length) in it,
     length -1 for null. Batches are encoded from it by the record kernels without a Python object per
-    row; the objects are made only where a row's bytes are needed one by one."""
+    row."""
 
     data: object  # a buffer (pa.Buffer or bytes)
     spans: np.ndarray  # (rows, 2) int64
-    array: pa.Array
 
     @classmethod
     def of(cls, arr: pa.Array) -> "_Column":
@@ -144,15 +98,46 @@ class _Column:
         np.subtract(off[1:], off[:-1], out=spans[:, 1])
         if arr.null_count:
             spans[~arr.is_valid().to_numpy(zero_copy_only=False), 1] = -1
-        return cls(b"" if data is None else data, spans, arr)
+        return cls(b"" if data is None else data, spans)
 
     def lengths(self) -> np.ndarray:
         return self.spans[:, 1]
 
-    @cached_property
-    def objects(self) -> np.ndarray:
-        """Each row's bytes (None for null), for the per-record path that headers take."""
-        return _objects(self.array.to_pylist())
+
+
+@dataclass(frozen=True)
+class _Headers:
+    """A headers column as Arrow lays it out: every row's (key, value) pairs in two flat columns, row i's
+    from ``starts[i]`` for ``lengths[i]`` pairs. Batches are encoded from it without an object per pair."""
+
+    keys: _Column
+    values: _Column
+    starts: np.ndarray  # int64
+    lengths: np.ndarray  # int64
+    row_bytes: np.ndarray  # int64: the encoded bytes of each row's headers
+
+    def columns(self, rows: np.ndarray) -> tuple:
+        """The header arguments of ``kernels.encode_columns`` for ``rows``."""
+        ranges = np.empty((len(rows), 2), dtype=np.int64)
+        ranges[:, 0] = self.starts[rows]
+        ranges[:, 1] = self.lengths[rows]
+        return self.keys.data, self.keys.spans, self.values.data, self.values.spans, ranges
+
+
+def _headers(col) -> _Headers | None:
+    """The headers column, or None when no row has a header; a null list is no headers."""
+    if col is None or not pc.sum(pc.list_value_length(col)).as_py():
+        return None
+    offsets = col.offsets.to_numpy().astype(np.int64)
+    lengths = np.where(col.is_null().to_numpy(zero_copy_only=False), 0, np.diff(offsets))
+    lo, hi = int(offsets[0]), int(offsets[-1])
+    keys, values = col.values.slice(lo, hi - lo).flatten()
+    keys, values = _Column.of(_bytes_column(keys, "headers' key")), _Column.of(_bytes_column(values, "headers' value"))
+    per_pair = header_bytes(keys.lengths(), values.lengths())
+    total = np.zeros(len(per_pair) + 1, dtype=np.int64)
+    np.cumsum(per_pair, out=total[1:])
+    starts = offsets[:-1] - lo
+    return _Headers(keys, values, starts, lengths, total[starts + lengths] - total[starts])
 
 
 @dataclass
@@ -249,14 +234,10 @@ def stage_batches(opts: WriteOptions, iterator: Iterator[pa.RecordBatch]) -> lis
 
                     def build(s: int, e: int, idx=idx, rows=rows, plan=plan) -> bytes:
                         chunk = idx[s:e]
-                        if rows.headers is None:
-                            return build_columns_batch(rows.keys.data, rows.keys.spans[chunk], rows.values.data,
-                                                       rows.values.spans[chunk], rows.timestamps[chunk],
-                                                       codec=plan.codec, level=plan.level)
-                        headers, offsets = rows.headers.take(chunk)
-                        return build_batch(rows.keys.objects[chunk].tolist(), rows.values.objects[chunk].tolist(),
-                                           rows.timestamps[chunk].tolist(), headers=headers, header_offsets=offsets,
-                                           codec=plan.codec, level=plan.level)
+                        return build_columns_batch(rows.keys.data, rows.keys.spans[chunk], rows.values.data,
+                                                   rows.values.spans[chunk], rows.timestamps[chunk],
+                                                   headers=None if rows.headers is None else rows.headers.columns(chunk),
+                                                   codec=plan.codec, level=plan.level)
 
                     for data in plan.batches(p, rows.sizes[idx], build):
                         stager.stage(topic, p, plan.config, data, now_ms)
