@@ -951,3 +951,17 @@ def test_encode_columns_refuses_header_ranges_and_spans_that_do_not_hold(impl):
             impl.encode_columns(b"k", one, b"v", one, ts, 0, hkd, hks, hvd, hvs, np.array(ranges, dtype=np.int64))
     with pytest.raises(ValueError, match="given together or not at all"):
         impl.encode_columns(b"k", one, b"v", one, ts, 0, b"hk", hk, None, hv, np.array([0, 1], dtype=np.int64))
+
+
+@pytest.mark.parametrize("impl", [TWIN] + ([COMPILED] if COMPILED is not None else []), ids=lambda m: m.__name__)
+def test_encode_columns_refuses_a_record_beyond_kafkas_record_length(impl):
+    """Kafka's record length is an int32 varint: headers adding up past 2^31 - 1 bytes are refused before
+    anything is allocated (the spans are checked against a large sparse map, never read)."""
+    size = 1 << 32
+    with mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | getattr(mmap, "MAP_NORESERVE", 0)) as big:
+        one = np.array([0, 1], dtype=np.int64)
+        ts = np.zeros(1, dtype=np.int64)
+        keys = np.array([0, 1 << 30] * 3, dtype=np.int64)  # three header keys of 1 GiB each
+        values = np.array([0, -1] * 3, dtype=np.int64)
+        with pytest.raises(ValueError, match="record 0 would take more than 2\\^31 - 1 bytes"):
+            impl.encode_columns(b"k", one, b"v", one, ts, 0, big, keys, b"", values, np.array([0, 3], dtype=np.int64))

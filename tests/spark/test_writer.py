@@ -249,3 +249,23 @@ def test_fixed_size_and_view_columns_are_cast_and_other_types_are_refused_by_nam
                                                   "binary or string, not int64"):
         write(topic, [bad])
     assert len(records(topic)) == 2
+
+
+def test_a_null_header_key_is_refused_by_name(topic):
+    rb = pa.record_batch({"value": pa.array([b"1"]), "partition": pa.array([0], pa.int32()),
+                          "headers": pa.array([[{"key": None, "value": b"x"}]], HEADERS)})
+    with pytest.raises(InvalidRequestError, match="a header in the headers column has a null key"):
+        write(topic, [rb])
+    assert records(topic) == []
+
+
+def test_a_headers_column_of_another_list_layout_is_cast_and_a_non_list_is_refused(topic):
+    pair = pa.struct([("key", pa.string()), ("value", pa.binary())])
+    fixed = pa.array([[{"key": "a", "value": b"1"}], [{"key": "b", "value": None}]], pa.list_(pair, 1))
+    rb = pa.record_batch({"value": pa.array([b"x", b"y"]), "partition": pa.array([0, 0], pa.int32()), "headers": fixed})
+    assert write(topic, [rb]) == 2
+    assert [list(r.headers) for r in records(topic)] == [[("a", b"1")], [("b", None)]]
+    for headers in (pa.array(["a=1"]), pa.array([[{"key": "a", "value": b"1"}]], pa.list_view(pair))):
+        bad = pa.record_batch({"value": pa.array([b"z"]), "headers": headers})
+        with pytest.raises(InvalidRequestError, match="the headers column .* must be an array of \\(key, value\\) structs"):
+            write(topic, [bad])

@@ -1081,9 +1081,14 @@ typedef struct {
     Py_ssize_t klen, vlen, pairs;
 } header_cols;
 
-enum { BAD_KEY = 1, BAD_VALUE, BAD_TIMESTAMP, BAD_RANGE, BAD_HEADER_KEY, BAD_HEADER_VALUE };
+enum { BAD_KEY = 1, BAD_VALUE, BAD_TIMESTAMP, BAD_RANGE, BAD_HEADER_KEY, BAD_HEADER_VALUE, BAD_SIZE };
 
 static inline Py_ssize_t span_bytes(int64_t len) { return len == -1 ? 1 : varint_size(zigzag(len)) + (Py_ssize_t)len; }
+
+/* The bytes of record i's headers (their count's varint included), or -1 with why set. */
+/* Kafka's record length is an int32 varint: no record may take more bytes than that, which also keeps
+ * every sum below from overflowing (each span is at most its buffer, a record at most this). */
+#define MAX_RECORD_BYTES ((Py_ssize_t)INT32_MAX)
 
 /* The bytes of record i's headers (their count's varint included), or -1 with why set. */
 static Py_ssize_t header_bytes_of(const header_cols *h, Py_ssize_t i, int *why) {
@@ -1095,22 +1100,26 @@ static Py_ssize_t header_bytes_of(const header_cols *h, Py_ssize_t i, int *why) 
         int64_t kp = h->ks[2 * j], kl = h->ks[2 * j + 1], vp = h->vs[2 * j], vl = h->vs[2 * j + 1];
         if (kl == -1 || !span_ok(kp, kl, h->klen)) return (*why = BAD_HEADER_KEY), -1;
         if (vl != -1 && !span_ok(vp, vl, h->vlen)) return (*why = BAD_HEADER_VALUE), -1;
-        total += span_bytes(kl) + span_bytes(vl);
+        total += span_bytes(kl) + span_bytes(vl); /* each below 2^62: no overflow before the check */
+        if (total > MAX_RECORD_BYTES) return (*why = BAD_SIZE), -1;
     }
     return total;
 }
 
 /* The size of record `od` (its offset delta) without its length varint: key (kp, kl) and value (vp, vl)
- * checked against their data, the timestamp delta against 64 bits, the headers against theirs. */
+ * checked against their data, the timestamp delta against 64 bits, the headers against theirs, the
+ * whole against Kafka's largest record. */
 static int column_record_size(int64_t kp, int64_t kl, int64_t vp, int64_t vl, int64_t ts, int64_t base, Py_ssize_t od,
                               Py_ssize_t klen, Py_ssize_t vlen, const header_cols *h, Py_ssize_t *size, int *why) {
     int64_t delta;
     if (kl != -1 && !span_ok(kp, kl, klen)) return (*why = BAD_KEY), -1;
     if (vl != -1 && !span_ok(vp, vl, vlen)) return (*why = BAD_VALUE), -1;
     if (__builtin_sub_overflow(ts, base, &delta)) return (*why = BAD_TIMESTAMP), -1;
+    if (span_bytes(kl) > MAX_RECORD_BYTES || span_bytes(vl) > MAX_RECORD_BYTES) return (*why = BAD_SIZE), -1;
     Py_ssize_t hbytes = header_bytes_of(h, od, why);
     if (hbytes < 0) return -1;
     *size = 1 + varint_size(zigzag(delta)) + varint_size(zigzag(od)) + span_bytes(kl) + span_bytes(vl) + hbytes;
+    if (*size > MAX_RECORD_BYTES) return (*why = BAD_SIZE), -1;
     return 0;
 }
 
@@ -1126,6 +1135,8 @@ static inline int put_span_checked(wbuf *w, const uint8_t *data, Py_ssize_t data
     return 0;
 }
 
+/* Writes record i, its fields read once each; -1 when a field fails its check again, the record would
+ * not fit, or what was written is not the size its length says (the arrays changed meanwhile). */
 static int put_column_record(wbuf *w, const uint8_t *kd, Py_ssize_t klen, const uint8_t *vd, Py_ssize_t vlen,
                              const int64_t *ks, const int64_t *vs, const int64_t *ts, int64_t base,
                              const header_cols *h, Py_ssize_t i, int *why) {
@@ -1134,22 +1145,25 @@ static int put_column_record(wbuf *w, const uint8_t *kd, Py_ssize_t klen, const 
     if (column_record_size(kp, kl, vp, vl, t, base, i, klen, vlen, h, &size, why) < 0) return -1;
     if (varint_size(zigzag(size)) + size > w->cap - w->len) return -1;
     put_varint(w, size);
+    const Py_ssize_t start = w->len;
     w->buf[w->len++] = 0; /* attributes */
     put_varint(w, t - base);
     put_varint(w, i);
     if (put_span_checked(w, kd, klen, kp, kl) < 0 || put_span_checked(w, vd, vlen, vp, vl) < 0) return -1;
     if (!h) {
         put_varint(w, 0);
-        return 0;
+    } else {
+        int64_t first = h->ranges[2 * i], count = h->ranges[2 * i + 1];
+        if (!span_ok(first, count, h->pairs) || varint_size(zigzag(count)) > w->cap - w->len) return -1;
+        put_varint(w, count);
+        for (int64_t j = first; j < first + count; j++) {
+            int64_t hkp = h->ks[2 * j], hkl = h->ks[2 * j + 1], hvp = h->vs[2 * j], hvl = h->vs[2 * j + 1];
+            if (hkl == -1 || put_span_checked(w, h->kd, h->klen, hkp, hkl) < 0 ||
+                put_span_checked(w, h->vd, h->vlen, hvp, hvl) < 0)
+                return -1;
+        }
     }
-    int64_t first = h->ranges[2 * i], count = h->ranges[2 * i + 1];
-    if (!span_ok(first, count, h->pairs) || varint_size(zigzag(count)) > w->cap - w->len) return -1;
-    put_varint(w, count);
-    for (int64_t j = first; j < first + count; j++)
-        if (h->ks[2 * j + 1] == -1 || put_span_checked(w, h->kd, h->klen, h->ks[2 * j], h->ks[2 * j + 1]) < 0 ||
-            put_span_checked(w, h->vd, h->vlen, h->vs[2 * j], h->vs[2 * j + 1]) < 0)
-            return -1;
-    return 0;
+    return w->len - start == size ? 0 : -1;
 }
 
 static PyObject *encode_columns(PyObject *self, PyObject *args) {
@@ -1213,6 +1227,8 @@ static PyObject *encode_columns(PyObject *self, PyObject *args) {
             PyErr_Format(PyExc_ValueError, "a header key of record %zd is null or lies outside header_key_data", bad);
         else if (why == BAD_HEADER_VALUE)
             PyErr_Format(PyExc_ValueError, "a header value of record %zd lies outside header_value_data", bad);
+        else if (why == BAD_SIZE)
+            PyErr_Format(PyExc_ValueError, "record %zd would take more than 2^31 - 1 bytes", bad);
         else if (why == BAD_RANGE)
             PyErr_Format(PyExc_ValueError, "the header range of record %zd lies outside the header columns", bad);
         else

@@ -573,43 +573,59 @@ def encode_columns(key_data: Any, key_spans: Any, value_data: Any, value_spans: 
     if n > (1 << 31):
         raise ValueError("a batch holds at most 2^31 records")
 
-    def piece(data: memoryview, spans: list[int], j: int) -> bytes | None:
-        pos, length = spans[2 * j], spans[2 * j + 1]
-        if length == -1:
-            return None
-        if 0 <= pos <= len(data) and 0 <= length <= len(data) - pos:
-            return bytes(data[pos : pos + length])
-        raise IndexError
+    def inside(data: memoryview, pos: int, length: int) -> bool:
+        return length == -1 or (0 <= pos <= len(data) and 0 <= length <= len(data) - pos)
 
+    def span_bytes(length: int) -> int:
+        return 1 if length == -1 else _varint_bytes(length) + length
+
+    limit = (1 << 31) - 1  # Kafka's record length is an int32 varint
     keys, values, pairs, offsets = [], [], [], [0]
-    for i in range(n):
-        for name, data, spans, out in (("key", kd, ks, keys), ("value", vd, vs, values)):
-            try:
-                out.append(piece(data, spans, i))
-            except IndexError:
-                raise ValueError(f"the {name} of record {i} lies outside {name}_data") from None
+    for i in range(n):  # checked in the compiled kernel's order, before anything is built
+        kp, kl, vp, vl = ks[2 * i], ks[2 * i + 1], vs[2 * i], vs[2 * i + 1]
+        if not inside(kd, kp, kl):
+            raise ValueError(f"the key of record {i} lies outside key_data")
+        if not inside(vd, vp, vl):
+            raise ValueError(f"the value of record {i} lies outside value_data")
         if not -(1 << 63) <= ts[i] - base_timestamp < (1 << 63):
             raise ValueError(f"timestamp {ts[i]} of record {i} minus the base timestamp {base_timestamp} does not "
                              "fit in 64 bits")
+        if span_bytes(kl) > limit or span_bytes(vl) > limit:
+            raise ValueError(f"record {i} would take more than 2^31 - 1 bytes")
+        header_bytes = 1
         if with_headers:
             first, count = ranges[2 * i], ranges[2 * i + 1]
             if not (0 <= first <= len(hks) // 2 and 0 <= count <= len(hks) // 2 - first):
                 raise ValueError(f"the header range of record {i} lies outside the header columns")
+            header_bytes = _varint_bytes(count)
             for j in range(first, first + count):
-                try:
-                    key = piece(hkd, hks, j)
-                    if key is None:
-                        raise IndexError
-                except IndexError:
-                    raise ValueError(f"a header key of record {i} is null or lies outside header_key_data") from None
-                try:
-                    pairs.append((key, piece(hvd, hvs, j)))
-                except IndexError:
-                    raise ValueError(f"a header value of record {i} lies outside header_value_data") from None
+                hkp, hkl, hvp, hvl = hks[2 * j], hks[2 * j + 1], hvs[2 * j], hvs[2 * j + 1]
+                if hkl == -1 or not inside(hkd, hkp, hkl):
+                    raise ValueError(f"a header key of record {i} is null or lies outside header_key_data")
+                if not inside(hvd, hvp, hvl):
+                    raise ValueError(f"a header value of record {i} lies outside header_value_data")
+                header_bytes += span_bytes(hkl) + span_bytes(hvl)
+                if header_bytes > limit:
+                    raise ValueError(f"record {i} would take more than 2^31 - 1 bytes")
+            pairs += [(bytes(hkd[hks[2 * j] : hks[2 * j] + hks[2 * j + 1]]),
+                       None if hvs[2 * j + 1] == -1 else bytes(hvd[hvs[2 * j] : hvs[2 * j] + hvs[2 * j + 1]]))
+                      for j in range(first, first + count)]
             offsets.append(len(pairs))
+        size = (1 + _varint_bytes(ts[i] - base_timestamp) + _varint_bytes(i) + span_bytes(kl) + span_bytes(vl)
+                + header_bytes)
+        if size > limit:
+            raise ValueError(f"record {i} would take more than 2^31 - 1 bytes")
+        keys.append(None if kl == -1 else bytes(kd[kp : kp + kl]))
+        values.append(None if vl == -1 else bytes(vd[vp : vp + vl]))
     if with_headers:
         return encode_records(keys, values, ts, base_timestamp, None, pairs, offsets)
     return encode_records(keys, values, ts, base_timestamp, None, None)
+
+
+def _varint_bytes(value: int) -> int:
+    """The bytes of ``value`` as a zigzag varint."""
+    z = (value << 1) ^ (value >> 63)
+    return max(1, ((z & 0xFFFFFFFFFFFFFFFF).bit_length() + 6) // 7)
 
 
 def _int64_view(obj: Any, what: str) -> memoryview:

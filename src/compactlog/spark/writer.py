@@ -126,12 +126,22 @@ class _Headers:
 
 def _headers(col) -> _Headers | None:
     """The headers column, or None when no row has a header; a null list is no headers."""
-    if col is None or not pc.sum(pc.list_value_length(col)).as_py():
+    if col is None:
+        return None
+    t = col.type
+    if not (pa.types.is_list(t) or pa.types.is_large_list(t)):
+        if not pa.types.is_fixed_size_list(t):  # (Arrow's own cast of list views loses pairs: refused, not cast)
+            raise InvalidRequestError("the headers column of a DataFrame written to compactlog must be an array of "
+                                      f"(key, value) structs, not {t}")
+        col = pc.cast(col, pa.list_(t.value_type))
+    if not pc.sum(pc.list_value_length(col)).as_py():
         return None
     offsets = col.offsets.to_numpy().astype(np.int64)
     lengths = np.where(col.is_null().to_numpy(zero_copy_only=False), 0, np.diff(offsets))
     lo, hi = int(offsets[0]), int(offsets[-1])
     keys, values = col.values.slice(lo, hi - lo).flatten()
+    if keys.null_count:  # (a null pair flattens to a null key too)
+        raise InvalidRequestError("a header in the headers column has a null key: Kafka header keys are strings")
     keys, values = _Column.of(_bytes_column(keys, "headers' key")), _Column.of(_bytes_column(values, "headers' value"))
     per_pair = header_bytes(keys.lengths(), values.lengths())
     total = np.zeros(len(per_pair) + 1, dtype=np.int64)
