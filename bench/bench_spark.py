@@ -28,7 +28,7 @@ import sys
 from rich.table import Table
 
 sys.path.insert(0, os.path.dirname(__file__))
-from children import bench_start, run_child, write_copies  # noqa: E402
+from children import bench_start, median_cells, run_child, write_copies  # noqa: E402
 
 ROUNDS = 3  # rounds measured per master, each source once a round (run to run this machine moves by 10-15%)
 
@@ -91,10 +91,7 @@ def main() -> None:
             pq = r["parquet"]["runs"][1:]
             for name, x in r.items():
                 assert x["keys"] == r["parquet"]["keys"] and x["value_bytes"] == r["parquet"]["value_bytes"]
-                mine = x["runs"][1:]
-                ratio = statistics.median(p / m for p, m in zip(pq, mine))
-                t.add_row(master, name, f"{x['runs'][0]:.1f}", f"{statistics.median(mine):.1f}",
-                          f"{args.records / statistics.median(mine):,.0f}", f"{ratio:.2f}x")
+                t.add_row(master, name, f"{x['runs'][0]:.1f}", *median_cells(args.records, x["runs"][1:], pq, digits=1))
         console.print(t)
         for name in runs["local[2]"]:
             one, two = (statistics.median(runs[m][name]["runs"][1:]) for m in ("local[1]", "local[2]"))

@@ -23,13 +23,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import statistics
 import sys
 
 from rich.table import Table
 
 sys.path.insert(0, os.path.dirname(__file__))
-from children import bench_start, run_child, write_copies  # noqa: E402
+from children import bench_start, median_cells, run_child, write_copies  # noqa: E402
 
 ROUNDS = 5
 APPEND_RECORDS = 2_000_000
@@ -168,9 +167,7 @@ def main() -> None:
             runs = {name: times[1:] for name, times in r["read" if what != "append" else "append"].items()}
             pq = next(times for name, times in runs.items() if name.startswith("parquet"))
             for name, times in runs.items():
-                ratio = statistics.median(p / m for p, m in zip(pq, times))
-                t.add_row(what, name, f"{statistics.median(times):.2f}", f"{rows / statistics.median(times):,.0f}",
-                          f"{ratio:.2f}x")
+                t.add_row(what, name, *median_cells(rows, times, pq))
         console.print(t)
     finally:
         shutil.rmtree(root, ignore_errors=True)

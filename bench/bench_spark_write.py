@@ -15,13 +15,12 @@ from __future__ import annotations
 
 import os
 import shutil
-import statistics
 import sys
 
 from rich.table import Table
 
 sys.path.insert(0, os.path.dirname(__file__))
-from children import bench_start, run_child  # noqa: E402
+from children import bench_start, median_cells, run_child  # noqa: E402
 
 ROUNDS = 3
 
@@ -72,10 +71,7 @@ def main() -> None:
             t.add_column(col, justify="right")
         pq = r["parquet"][1:]
         for name, runs in r.items():
-            mine = runs[1:]
-            med = statistics.median(mine)
-            t.add_row(name, f"{med:.2f}", f"{args.records / med:,.0f}",
-                      f"{statistics.median(p / m for p, m in zip(pq, mine)):.2f}x")
+            t.add_row(name, *median_cells(args.records, runs[1:], pq))
         console.print(t)
     finally:
         shutil.rmtree(root, ignore_errors=True)

@@ -52,3 +52,14 @@ def write_copies(root: str, names: list[str], args, console) -> list[str]:
     console.print(f"wrote {args.records:,} records ({size / 1e6:,.0f} MB, {args.codec}) {times} in "
                   f"{time.perf_counter() - t0:.0f} s; {os.cpu_count()} cores")
     return paths
+
+
+def median_cells(rows: int, mine: list[float], baseline: list[float], digits: int = 2) -> list[str]:
+    """A contender's table cells from its measured rounds: median seconds, rows/s at that median, and the
+    median of each round's ratio to the baseline's run in the same round (rounds in turn share the
+    machine's load of the moment, so a ratio is taken within a round, not between medians)."""
+    import statistics
+
+    med = statistics.median(mine)
+    ratio = statistics.median(b / m for b, m in zip(baseline, mine))
+    return [f"{med:.{digits}f}", f"{rows / med:,.0f}", f"{ratio:.2f}x"]
