@@ -12,6 +12,11 @@ Appends: a "floor" sink takes the Arrow batches Spark hands a Python writer and 
 the same cached DataFrame to an lz4 topic of three partitions (``kafka.batch.size`` 262144); Parquet
 writes it with lz4 (bench_spark_write.py's DataFrame and topic).
 
+Micro-batches: a "floor" stream source hands Spark 1,000 rows a micro-batch, built on the spot, and ours
+reads a 20,000 record topic with ``maxOffsetsPerTrigger`` 1,000; each is read to the end with
+``trigger(availableNow=True)`` and ``foreachBatch`` counting the rows; the figure is seconds per
+micro-batch, the fixed cost of a micro-batch from a Python stream source.
+
 Rounds take turns, every contender once a round, after a first round that is not counted; figures are
 medians of ``ROUNDS`` rounds and ratios are medians of the rounds' ratios to Parquet.
 
@@ -36,7 +41,9 @@ APPEND_RECORDS = 2_000_000
 CHILD = """
 import json, sys, time
 from pyspark.sql import functions as F
-from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, DataSourceReader, InputPartition, WriterCommitMessage
+from pyspark.sql.datasource import (DataSource, DataSourceArrowWriter, DataSourceReader, DataSourceStreamReader,
+                                    InputPartition, WriterCommitMessage)
+from pyspark.sql.streaming.datasource import ReadMaxRows, SupportsTriggerAvailableNow
 import compactlog
 from compactlog.spark.session import spark_session
 
@@ -69,10 +76,42 @@ class FloorWriter(DataSourceArrowWriter):
         return Dropped()
 
 
+STREAM_ROWS, STREAM_STEP = 20_000, 1_000
+
+
+class FloorStream(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    def initialOffset(self):
+        return {"o": 0}
+
+    def prepareForTriggerAvailableNow(self):
+        pass
+
+    def getDefaultReadLimit(self):
+        return ReadMaxRows(STREAM_STEP)
+
+    def latestOffset(self, start=None, limit=None):
+        return {"o": min(STREAM_ROWS, (start or {"o": 0})["o"] + STREAM_STEP)}
+
+    def partitions(self, start, end):
+        return [InputPartition((start["o"], end["o"]))]
+
+    def read(self, partition):
+        import pyarrow as pa
+        start, end = partition.value
+        yield pa.record_batch({"key": pa.array([b"k%d" % i for i in range(start, end)]),
+                               "value": pa.array([b"v" * 100] * (end - start))})
+
+    def commit(self, end):
+        pass
+
+
 class Floor(DataSource):
     @classmethod
     def name(cls):
         return "floor"
+
+    def streamReader(self, schema):
+        return FloorStream()
 
     def schema(self):
         return SCHEMA
@@ -122,6 +161,27 @@ df = spark.range(append_records).select(
 df.count()
 
 
+stream_data = f"{root}/stream"
+with compactlog.open(stream_data) as cl:
+    cl.create_topic("s", 1)
+    for i in range(STREAM_ROWS):
+        cl.produce("s", b"v" * 100, key=b"k%d" % i)
+streams = {"floor (rows made on the spot)": lambda: spark.readStream.format("floor").schema("key binary, value binary").load(),
+           "compactlog": lambda: spark.readStream.format("compactlog").option("path", stream_data).option("subscribe", "s")
+           .option("startingOffsets", "earliest").option("maxOffsetsPerTrigger", str(STREAM_STEP)).load()}
+
+
+def per_micro_batch(make):
+    counts = []
+    query = (make().writeStream.foreachBatch(lambda df, _: counts.append(df.count()))
+             .option("checkpointLocation", f"{root}/checkpoints/{time.perf_counter_ns()}")
+             .trigger(availableNow=True).start())
+    t0 = time.perf_counter()
+    query.awaitTermination()
+    assert sum(counts) == STREAM_ROWS, counts  # every row once
+    return (time.perf_counter() - t0) / len(counts)
+
+
 def append(name, rep):
     if name.startswith("floor"):
         df.write.format("floor").mode("append").save()
@@ -135,7 +195,7 @@ def append(name, rep):
         df.write.mode("overwrite").option("compression", "lz4").parquet(f"{root}/parquet-write")
 
 
-out = {"read": {}, "append": {}}
+out = {"read": {}, "append": {}, "micro-batch": {}}
 answers = set()
 for rep in range(1 + rounds):
     for name, frame in reads.items():
@@ -146,6 +206,8 @@ for rep in range(1 + rounds):
         t0 = time.perf_counter()
         append(name, rep)
         out["append"].setdefault(name, []).append(time.perf_counter() - t0)
+    for name, make in streams.items():
+        out["micro-batch"].setdefault(name, []).append(per_micro_batch(make))
 assert len(answers) == 1, answers  # every source read the same rows
 spark.stop()
 print(json.dumps(out))
@@ -169,6 +231,14 @@ def main() -> None:
             for name, times in runs.items():
                 t.add_row(what, name, *median_cells(rows, times, pq))
         console.print(t)
+        m = Table(title="one micro-batch of 1,000 rows from a Python stream source (availableNow): medians")
+        for col in ("contender", "seconds a micro-batch", "rows/s", "vs the floor, median of rounds"):
+            m.add_column(col, justify="right")
+        runs = {name: times[1:] for name, times in r["micro-batch"].items()}
+        floor = next(times for name, times in runs.items() if name.startswith("floor"))
+        for name, times in runs.items():
+            m.add_row(name, *median_cells(1_000, times, floor, digits=3))
+        console.print(m)
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
