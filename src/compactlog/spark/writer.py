@@ -90,7 +90,7 @@ class _Column:
     @classmethod
     def of(cls, arr: pa.Array) -> "_Column":
         large = pa.types.is_large_binary(arr.type)
-        validity, offsets, data = arr.buffers()
+        _, offsets, data = arr.buffers()  # (nulls are read from is_valid: it knows the slice's offset)
         off = np.frombuffer(offsets, dtype=np.int64 if large else np.int32, count=len(arr) + 1,
                             offset=arr.offset * (8 if large else 4)).astype(np.int64)
         spans = np.empty((len(arr), 2), dtype=np.int64)
@@ -102,7 +102,6 @@ class _Column:
 
     def lengths(self) -> np.ndarray:
         return self.spans[:, 1]
-
 
 
 @dataclass(frozen=True)
