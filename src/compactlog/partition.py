@@ -181,10 +181,13 @@ class Partition:
         return next((r.timestamp, r.offset) for r in top.records() if r.offset >= first and r.timestamp == top_ts)
 
     # writing ------------------------------------------------------------------------------------
-    def append(self, batch: bytes) -> "ValidatedAppend":
+    def append(self, batch: bytes, *, prechecked: bool = False) -> "ValidatedAppend":
         """Validate and append stored-format batches (offsets assigned here), as a leader does for Produce.
-        A transactional batch of an idempotent producer opens (or joins) its transaction here."""
-        return self._log.append(batch)
+        A transactional batch of an idempotent producer opens (or joins) its transaction here.
+        ``prechecked`` is for staged appends only: the batch passed validation under this partition's
+        current config in the task that staged it (``staged_appends``), so its records are not walked
+        again; its CRC and header are."""
+        return self._log.append(batch, prechecked=prechecked)
 
     def write_txn_marker(self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int) -> int:
         """Append the COMMIT (``commit``) or ABORT marker ending the producer's transaction here (the

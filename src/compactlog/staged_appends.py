@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from .errors import InvalidRequestError
-from .records.batch import LOG_OVERHEAD
+from .errors import CorruptRecordError, InvalidRequestError
+from .records.batch import LOG_OVERHEAD, RecordBatch
 from .storage.log_config import LogConfig
 from .storage.staging import JobStaging
 from .storage.validator import LONG_MAX, validate_and_assign_offsets
@@ -128,8 +128,9 @@ def append_staged(data_dir: str | os.PathLike[str], paths: list[str]) -> int:
     Tasks validated their batches (in parallel); a batch validated under the topic's current config
     needs no second look before appending, unless the config bounds how old a timestamp may be
     (``message.timestamp.before.max.ms``), a check that time passing can turn. Others are validated
-    here again before anything is appended; the append validates each batch once more, as every
-    append does."""
+    here again before anything is appended. The append validates each batch once more, as every
+    append does, but does not walk the records of one that passed in its task under the current
+    config (``prechecked``): its CRC shows the bytes are those that passed."""
     from .api import CompactLog
 
     try:
@@ -139,7 +140,9 @@ def append_staged(data_dir: str | os.PathLike[str], paths: list[str]) -> int:
                 try:
                     for e in _staged(path):
                         part = cl.partition(e.topic, e.partition)
-                        if e.fingerprint != part.config.fingerprint() or part.config.message_timestamp_before_max_ms < LONG_MAX:
+                        if _passed_in_task(e, part):
+                            _check_intact(path, e, _body(fd, e))  # its bytes are still those that passed
+                        else:
                             validate_and_assign_offsets(_body(fd, e), part.log_end_offset, part.config,
                                                         cl.time.milliseconds(), part.name)
                 finally:
@@ -149,10 +152,28 @@ def append_staged(data_dir: str | os.PathLike[str], paths: list[str]) -> int:
                 fd = os.open(path, os.O_RDONLY)
                 try:
                     for e in _staged(path):
-                        appended += cl.append_batch(e.topic, e.partition, _body(fd, e)).record_count
+                        part = cl.partition(e.topic, e.partition)
+                        appended += part.append(_body(fd, e), prechecked=_passed_in_task(e, part)).record_count
                 finally:
                     os.close(fd)
             return appended
     finally:
         for p in paths:
             Path(p).unlink(missing_ok=True)
+
+
+def _passed_in_task(entry: _Staged, part) -> bool:
+    """Whether the task's validation of a staged batch still holds: it ran under the partition's current
+    config, and that config has no ``message.timestamp.before.max.ms``, a bound time passing can turn."""
+    config = part.config
+    return entry.fingerprint == config.fingerprint() and config.message_timestamp_before_max_ms == LONG_MAX
+
+
+def _check_intact(path: str, entry: _Staged, body: bytes) -> None:
+    """A staged batch's size, magic and CRC, checked before anything is appended: a byte damaged since
+    its task checked it would otherwise be found only by its own append, after the batches before it."""
+    try:
+        RecordBatch(body).ensure_valid()
+    except CorruptRecordError as exc:
+        raise CorruptRecordError(f"the batch staged for {entry.topic}-{entry.partition} at position "
+                                 f"{entry.position} of {path} is damaged: {exc}") from None

@@ -748,3 +748,30 @@ def test_records_round_trip(records, codec, base_offset, gaps, first_delta, log_
     assert summary.invalid_header_keys == 0
     # The scan columns agree with the decoded records.
     assert len(b.scan()[1]) == n
+
+
+@pytest.mark.parametrize("codec", [Codec.NONE, Codec.LZ4])
+def test_a_prechecked_append_gives_what_a_full_one_gives_and_still_checks_the_crc_and_header(codec):
+    """A staged batch that passed in its task is appended without walking its records again: the result is
+    the full validation's, and a damaged byte or a header rule (here: a batch already holding offsets)
+    is still refused."""
+    from compactlog.errors import InvalidRecordError
+    from compactlog.storage.log_config import LogConfig
+    from compactlog.storage.validator import validate_and_assign_offsets
+
+    now = 1_700_000_000_000
+    batch = build_batch([b"a", None, b"c"], [b"1", b"2", None], [now - 5, now, now - 9], codec=codec)
+    full = validate_and_assign_offsets(batch, 40, LogConfig(), now, "t-0")
+    quick = validate_and_assign_offsets(batch, 40, LogConfig(), now, "t-0", prechecked=True)
+    assert (quick.first_offset, quick.last_offset, quick.max_timestamp, quick.record_count) == (
+        full.first_offset, full.last_offset, full.max_timestamp, full.record_count) == (40, 42, now, 3)
+    stored = b"".join(bytes(p) for p in (quick.records if isinstance(quick.records, tuple) else (quick.records,)))
+    assert stored == b"".join(bytes(p) for p in (full.records if isinstance(full.records, tuple) else (full.records,)))
+    damaged = bytearray(batch)
+    damaged[-3] ^= 0x10
+    with pytest.raises(CorruptRecordError, match="is corrupt"):
+        validate_and_assign_offsets(bytes(damaged), 40, LogConfig(), now, "t-0", prechecked=True)
+    moved = bytearray(batch)
+    struct.pack_into(">q", moved, 0, 7)  # a base offset other than 0 (outside the CRC)
+    with pytest.raises(InvalidRecordError, match="should be 0"):
+        validate_and_assign_offsets(bytes(moved), 40, LogConfig(), now, "t-0", prechecked=True)

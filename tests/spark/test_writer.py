@@ -13,7 +13,8 @@ import pytest
 from kafka.partitioner.default import murmur2
 
 import compactlog
-from compactlog.errors import InvalidRecordError, InvalidRequestError, InvalidTimestampError, UnknownTopicOrPartitionError
+from compactlog.errors import (CorruptRecordError, InvalidRecordError, InvalidRequestError, InvalidTimestampError,
+                              UnknownTopicOrPartitionError)
 from compactlog.spark.writer import BATCH_BYTES, WriteOptions, append_staged, stage_batches
 
 HEADERS = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
@@ -269,3 +270,20 @@ def test_a_headers_column_of_another_list_layout_is_cast_and_a_non_list_is_refus
         bad = pa.record_batch({"value": pa.array([b"z"]), "headers": headers})
         with pytest.raises(InvalidRequestError, match="the headers column .* must be an array of \\(key, value\\) structs"):
             write(topic, [bad])
+
+
+def test_a_staged_batch_damaged_after_its_task_checked_it_is_named_and_nothing_is_appended(topic):
+    """A batch that passed in its task is not walked again at the commit, but its CRC is checked there,
+    before anything is appended: a flipped byte in the second file's last batch fails the whole job."""
+    opts = options(topic)
+    rb = pa.record_batch({"key": [f"k{i}" for i in range(500)], "value": ["v" * 100] * 500})
+    paths = stage_batches(opts, iter([rb])) + stage_batches(opts, iter([rb]))
+    with open(paths[1], "r+b") as f:
+        end = f.seek(0, 2)
+        f.seek(end - 20)
+        byte = f.read(1)
+        f.seek(end - 20)
+        f.write(bytes([byte[0] ^ 0x01]))
+    with pytest.raises(CorruptRecordError, match="the batch staged for t-.* is damaged: batch at offset 0 is corrupt .stored crc"):
+        append_staged(opts, paths)
+    assert records(topic) == []

@@ -148,12 +148,14 @@ class Log(ProducerStateLog):
         return segs[i] if i >= 0 else None
 
     # appends ------------------------------------------------------------------------------------
-    def append(self, records: bytes, now: int | None = None) -> ValidatedAppend:
-        """Validate one client batch, assign offsets from the log end and store it."""
+    def append(self, records: bytes, now: int | None = None, *, prechecked: bool = False) -> ValidatedAppend:
+        """Validate one client batch, assign offsets from the log end and store it (``prechecked``: see
+        ``validate_and_assign_offsets``)."""
         with self.lock:
             self.failure.check()
             now = self.time.milliseconds() if now is None else now
-            v = validate_and_assign_offsets(records, self._next_offset, self.config, now, self.name)
+            v = validate_and_assign_offsets(records, self._next_offset, self.config, now, self.name,
+                                            prechecked=prechecked)
             pid, epoch, first_seq = v.producer_id, v.producer_epoch, v.base_sequence
             if pid >= 0:  # an idempotent producer's batch: a retry is answered with its first attempt
                 last_seq = last_sequence(first_seq, v.last_offset - v.first_offset)

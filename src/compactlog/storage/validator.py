@@ -149,11 +149,19 @@ def _out_of_window(error: InvalidTimestampError, batch: RecordBatch, now: int, b
         len(outside))
 
 
-def validate_and_assign_offsets(records: bytes, next_offset: int, config, now: int, where: str) -> ValidatedAppend:
+def validate_and_assign_offsets(records: bytes, next_offset: int, config, now: int, where: str, *,
+                                prechecked: bool = False) -> ValidatedAppend:
     """Validate one client append for the log whose next offset is ``next_offset``.
 
     ``config`` is the topic's LogConfig; ``where`` names the partition in messages (``topic-0``).
     Raises a typed error naming what was wrong; nothing is written by this function.
+
+    ``prechecked``: this function already passed these very bytes under this very config (a staged
+    append's task validated the batch and recorded the config's fingerprint), so the walk of its records
+    (keys on compacted topics, header keys, offset deltas, the timestamp window, which only a
+    ``message.timestamp.before.max.ms`` can turn with time, and that the caller must rule out) is not
+    done again, and the batch's max timestamp is its header's, as that walk found it. The CRC (so the
+    bytes are those that passed) and every header rule are checked as always.
     """
     batch = _single_batch(records, where)
     if batch.size > config.max_message_bytes:
@@ -187,7 +195,10 @@ def validate_and_assign_offsets(records: bytes, next_offset: int, config, now: i
     if batch.attributes & TIMESTAMP_TYPE_BIT:
         raise InvalidTimestampError(f"Invalid timestamp type in the batch for {where}: producers send CreateTime batches")
     max_size = config.broker.get("message.max.decompressed.bytes")
-    nulls, min_ts, max_ts, deltas_ok, bad_header_keys = batch.summarize(max_size)
+    if prechecked:
+        nulls, min_ts, max_ts, deltas_ok, bad_header_keys = 0, batch.max_timestamp, batch.max_timestamp, True, 0
+    else:
+        nulls, min_ts, max_ts, deltas_ok, bad_header_keys = batch.summarize(max_size)
     if config.compact and nulls:
         raise keyless_records(batch, nulls, where)
     if bad_header_keys:
@@ -196,7 +207,7 @@ def validate_and_assign_offsets(records: bytes, next_offset: int, config, now: i
             "UTF-8 (Kafka header keys are strings)"
         )
     log_append = config.message_timestamp_type == "LogAppendTime"
-    if not log_append:
+    if not log_append and not prechecked:
         check_timestamps(min_ts, max_ts, batch, now, config, where)
     source = batch.codec
     target = target_codec(config.compression_type, source)
