@@ -10,6 +10,8 @@ file of its own in the job's staging directory (``storage.staging``; :func:`begi
     topic         UTF-8 bytes
     partition     int32
     fingerprint   8 bytes (LogConfig.fingerprint)
+    header CRC    uint32: CRC-32C of the entry's bytes above (the batch's own CRC does not cover them,
+                  and a flipped partition byte would otherwise send the batch to another partition)
     batch         a v2 record batch as stored (offsets assigned at the append)
 
 At commit, :func:`append_staged` (the holder's side) checks every staged batch before appending any (a
@@ -28,13 +30,16 @@ from pathlib import Path
 from typing import Iterator
 
 from .errors import CorruptRecordError, InvalidRequestError
-from .records.batch import LOG_OVERHEAD, RecordBatch
+from .records.batch import LOG_OVERHEAD, RecordBatch, crc32c
+from .storage.files import MAX_TOPIC_NAME_LENGTH
 from .storage.log_config import LogConfig
 from .storage.staging import JobStaging
 from .storage.validator import LONG_MAX, validate_and_assign_offsets
 
 FINGERPRINT_BYTES = 8  # LogConfig.fingerprint of the config a task validated a batch under
 INT32 = struct.Struct(">i")
+UINT32 = struct.Struct(">I")
+MAX_TOPIC_BYTES = MAX_TOPIC_NAME_LENGTH * 4  # the longest topic name, in UTF-8 at most
 STAGED_SUFFIX = ".batches"
 
 
@@ -49,6 +54,13 @@ def discard(directory: str) -> None:
     """The holder's side, after the job: a staging directory its tasks staged in, and what it holds,
     removed (a stream's tasks stage in a directory other than the committing writer's own)."""
     JobStaging(directory).remove()
+
+
+def staged_entry(topic: str, partition: int, fingerprint: bytes, batch: bytes) -> bytes:
+    """One entry of a staging file (the format above), unchecked: :class:`BatchStager` checks first."""
+    name = topic.encode()
+    head = INT32.pack(len(name)) + name + INT32.pack(partition) + fingerprint
+    return head + UINT32.pack(crc32c(head)) + batch
 
 
 class BatchStager:
@@ -67,8 +79,7 @@ class BatchStager:
         if self._out is None:
             self.path = self.staging.new_file(STAGED_SUFFIX)
             self._out = open(self.path, "r+b")
-        name = topic.encode()
-        self._out.write(INT32.pack(len(name)) + name + INT32.pack(partition) + config.fingerprint() + batch)
+        self._out.write(staged_entry(topic, partition, config.fingerprint(), batch))
 
     def files(self) -> list[str]:
         """The file staged into, if any: the task's commit message."""
@@ -99,22 +110,33 @@ class _Staged:
 
 def _staged(path: str) -> Iterator[_Staged]:
     """The entries of one staging file, headers only (bodies are read with :func:`_body` when needed):
-    a write job's staged data can be far larger than the holder's memory."""
+    a write job's staged data can be far larger than the holder's memory. A header that fails its CRC,
+    or a file that ends inside an entry, is named, with the entry's position."""
     total = os.path.getsize(path)
     with open(path, "rb") as f:
         while head := f.read(4):
-            (nlen,) = INT32.unpack(head)
-            topic = f.read(nlen).decode()
-            rest = f.read(4 + FINGERPRINT_BYTES + LOG_OVERHEAD)
-            if len(rest) < 4 + FINGERPRINT_BYTES + LOG_OVERHEAD:
+            at = f.tell() - 4
+            (nlen,) = INT32.unpack(head) if len(head) == 4 else (-1,)
+            if not 0 <= nlen <= MAX_TOPIC_BYTES:  # (read as it stands, a damaged length could ask for gigabytes)
+                raise _damaged(path, at, "its topic length is not one a topic has")
+            head += f.read(nlen + 4 + FINGERPRINT_BYTES)
+            crc = f.read(4)
+            batch_head = f.read(LOG_OVERHEAD)
+            if len(head) < 4 + nlen + 4 + FINGERPRINT_BYTES or len(crc) < 4 or len(batch_head) < LOG_OVERHEAD:
                 raise InvalidRequestError(f"staging file {path} ends inside an entry")
-            (p,) = INT32.unpack_from(rest, 0)
-            (length,) = struct.unpack_from(">i", rest, 4 + FINGERPRINT_BYTES + 8)
+            if UINT32.unpack(crc)[0] != crc32c(head):
+                raise _damaged(path, at, "its header fails its CRC")
+            (p,) = INT32.unpack_from(head, 4 + nlen)
+            (length,) = INT32.unpack_from(batch_head, 8)
             position = f.tell() - LOG_OVERHEAD
             if length < 0 or position + LOG_OVERHEAD + length > total:
                 raise InvalidRequestError(f"staging file {path} ends inside an entry")
-            yield _Staged(topic, p, rest[4 : 4 + FINGERPRINT_BYTES], position, LOG_OVERHEAD + length)
+            yield _Staged(head[4 : 4 + nlen].decode(), p, head[8 + nlen :], position, LOG_OVERHEAD + length)
             f.seek(position + LOG_OVERHEAD + length)
+
+
+def _damaged(path: str, at: int, why: str) -> InvalidRequestError:
+    return InvalidRequestError(f"staging file {path}: the entry at position {at} is damaged: {why}")
 
 
 def _body(fd: int, entry: _Staged) -> bytes:

@@ -177,7 +177,7 @@ def test_a_config_change_between_staging_and_commit_is_checked_before_appending(
 
 def test_a_timestamp_that_aged_past_the_window_while_staged_is_refused(topic):
     from compactlog.records.batch import build_batch
-    from compactlog.spark.writer import _PART
+    from compactlog.staged_appends import staged_entry
 
     with compactlog.open(topic) as cl:
         cl.alter_topic_config("t", set={"message.timestamp.before.max.ms": "60000"})
@@ -185,7 +185,7 @@ def test_a_timestamp_that_aged_past_the_window_while_staged_is_refused(topic):
     old = int(dt.datetime.now(dt.timezone.utc).timestamp() * 1000) - 120_000
     opts = options(topic)
     path = opts.staging.new_file(".batches")  # as a task that validated it two minutes ago would have left it
-    path.write_bytes(_PART.pack(1) + b"t" + _PART.pack(0) + fingerprint + build_batch([b"k"], [b"v"], [old]))
+    path.write_bytes(staged_entry("t", 0, fingerprint, build_batch([b"k"], [b"v"], [old])))
     with pytest.raises(InvalidTimestampError, match="before the allowed window"):
         append_staged(opts, [str(path)])
     assert records(topic) == []
@@ -285,5 +285,23 @@ def test_a_staged_batch_damaged_after_its_task_checked_it_is_named_and_nothing_i
         f.seek(end - 20)
         f.write(bytes([byte[0] ^ 0x01]))
     with pytest.raises(CorruptRecordError, match="the batch staged for t-.* is damaged: batch at offset 0 is corrupt .stored crc"):
+        append_staged(opts, paths)
+    assert records(topic) == []
+
+
+@pytest.mark.parametrize("field", ["topic length", "topic", "partition", "fingerprint"])
+def test_a_flipped_byte_in_a_staged_entrys_header_is_named_and_nothing_is_appended(topic, field):
+    """The entry header (topic, partition, fingerprint) lies outside the batch's CRC: a flipped partition
+    byte would send a batch to another partition that exists, so the header has a checksum of its own."""
+    opts = options(topic)
+    rb = pa.record_batch({"key": ["k"], "value": ["v"], "partition": pa.array([0], pa.int32())})
+    paths = stage_batches(opts, iter([rb])) + stage_batches(opts, iter([rb]))
+    at = {"topic length": 3, "topic": 4, "partition": 8, "fingerprint": 9}[field]  # topic "t": 4 + 1 bytes
+    with open(paths[1], "r+b") as f:
+        f.seek(at)
+        byte = f.read(1)[0]
+        f.seek(at)
+        f.write(bytes([byte ^ 0x01]))  # partition 0 -> 1, which exists
+    with pytest.raises(InvalidRequestError, match="staging file .* entry at position 0 is damaged|ends inside an entry"):
         append_staged(opts, paths)
     assert records(topic) == []

@@ -26,7 +26,6 @@ from ..producer import DEFAULT_BATCH_BYTES, BuiltInPartitioner, ProducerPlan, he
 from ..reading import topic_metadata
 from ..records import kernels
 from ..records.batch import build_columns_batch
-from ..staged_appends import INT32 as _PART  # noqa: F401 - the staging entries' int32 (tests stage by hand)
 from ..staged_appends import BatchStager, JobStaging, begin
 from ..staged_appends import append_staged as append_staged_batches
 from ..storage.log_config import LogConfig
