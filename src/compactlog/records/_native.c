@@ -1760,6 +1760,11 @@ static PyObject *murmur2(PyObject *self, PyObject *arg) {
     return PyLong_FromLong(h);
 }
 
+/* Kafka's default partition of a key: its murmur2, made positive, modulo the partitions. */
+static inline long long kafka_partition(const uint8_t *key, Py_ssize_t len, long long partitions) {
+    return ((long long)murmur2_raw(key, len) & 0x7fffffffLL) % partitions;
+}
+
 /* partition_spans(key_data, key_spans, num_partitions, out) -> None
  * partition_for_keys for keys given as a column (encode_columns' spans: (position, length), -1 for a null
  * key): out[i] is key i's partition, -1 for a null one. Every span is checked before any is hashed. */
@@ -1793,7 +1798,7 @@ static PyObject *partition_spans(PyObject *self, PyObject *args) {
                 changed = 1;
                 break;
             }
-            out[i] = len == -1 ? -1 : ((long long)murmur2_raw(kd + pos, (Py_ssize_t)len) & 0x7fffffffLL) % n;
+            out[i] = len == -1 ? -1 : kafka_partition(kd + pos, (Py_ssize_t)len, n);
         }
         Py_END_ALLOW_THREADS
     }
@@ -1821,7 +1826,7 @@ static PyObject *partition_for_keys(PyObject *self, PyObject *args) {
                 Py_CLEAR(out);
                 break;
             }
-            p = ((long long)murmur2_raw((const uint8_t *)b.buf, b.len) & 0x7fffffffLL) % n;
+            p = kafka_partition((const uint8_t *)b.buf, b.len, n);
             PyBuffer_Release(&b);
         }
         PyObject *item = PyLong_FromLongLong(p);

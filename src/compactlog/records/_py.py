@@ -644,11 +644,16 @@ def _check_int64(value: int) -> None:
         raise OverflowError("int too big to convert")
 
 
+def _kafka_partition(key: Any, partitions: int) -> int:
+    """Kafka's default partition of a key: its murmur2, made positive, modulo the partitions."""
+    return (murmur2(key) & 0x7FFFFFFF) % partitions
+
+
 def partition_for_keys(keys: Sequence[Any], num_partitions: int) -> list[int]:
     """Kafka's default partition per key: ``(murmur2(key) & 0x7fffffff) % n``; -1 for a null key."""
     if num_partitions <= 0:
         raise ValueError(f"num_partitions must be positive, got {num_partitions}")
-    return [-1 if k is None else (murmur2(k) & 0x7FFFFFFF) % num_partitions for k in keys]
+    return [-1 if k is None else _kafka_partition(k, num_partitions) for k in keys]
 
 
 def partition_spans(key_data: Any, key_spans: Any, num_partitions: int, out: Any) -> None:
@@ -674,7 +679,7 @@ def partition_spans(key_data: Any, key_spans: Any, num_partitions: int, out: Any
         if not inside(i):
             raise ValueError("key_spans changed while the keys were hashed")
         pos, length = spans[2 * i], spans[2 * i + 1]
-        dest[i] = -1 if length == -1 else (murmur2(data[pos : pos + length]) & 0x7FFFFFFF) % num_partitions
+        dest[i] = -1 if length == -1 else _kafka_partition(data[pos : pos + length], num_partitions)
 
 
 def summarize_records(data: Any, count: int) -> RecordsSummary:
