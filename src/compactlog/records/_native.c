@@ -54,7 +54,7 @@ static uint32_t crc32c_of(const uint8_t *p, size_t n); /* CRC-32C, below */
 
 /* Classes defined once in results.py, which the module imports when it loads: the named results and
  * KernelError, the ValueError for records that do not parse (with the section scan_many was in). */
-static PyObject *KernelError, *RecordsSummary, *BinaryColumn, *MapPut;
+static PyObject *KernelError, *RecordsSummary, *BinaryColumn, *MapPut, *DecodedColumns;
 
 /* Raise KernelError(reason) or, with section >= 0, KernelError(reason, section); steals reason. */
 static PyObject *raise_kernel_error(PyObject *reason, Py_ssize_t section) {
@@ -1650,6 +1650,186 @@ static PyObject *verify_batches(PyObject *self, PyObject *args) {
     return PyLong_FromSsize_t(bad);
 }
 
+/* decode_columns(data, table, start, end) -> DecodedColumns | None
+ * What a bulk reader hands a columnar consumer (the Spark source), from a run of batches of one buffer in
+ * one pass: `table` holds (position, size, base offset, last offset) per batch as walk_headers writes them.
+ * For every record of the data batches with an offset in [start, end): key and value in Arrow's binary
+ * layout, the offset (int64), the timestamp in microseconds (int64; the batch's maxTimestamp for
+ * LogAppendTime, as Chunk.timestamps has it) and the timestamp type (int32). Control batches hold no rows.
+ * Each batch is scanned and copied out while it is in cache, and no column table is written between.
+ * Returns None when a batch is one this pass does not decode (compressed records, a size other than its
+ * header's, a count its bytes cannot hold) or a record fails scan_records' checks or has a timestamp
+ * beyond int64: the caller then scans the run the general way, which decompresses or names the damage. */
+#define B_BASE_TIMESTAMP 27
+#define B_MAX_TIMESTAMP 35
+#define B_RECORDS_COUNT 57
+#define B_CODEC_MASK 0x07
+#define B_TIMESTAMP_TYPE_BIT 0x08
+#define B_CONTROL_BIT 0x20
+
+static inline int64_t load_be64s(const uint8_t *p) {
+    return (int64_t)(((uint64_t)load_be32(p) << 32) | load_be32(p + 4));
+}
+
+/* The records a batch of the run gives decode_columns (0 for a control or empty batch), or -1 when the
+ * batch is not one it decodes. */
+static inline int64_t decodable_count(const uint8_t *d, Py_ssize_t len, const int64_t *row) {
+    int64_t pos = row[0], size = row[1];
+    if (size < B_HEADER_SIZE || !span_ok(pos, size, len) || 12 + (int64_t)(int32_t)load_be32(d + pos + B_LENGTH) != size)
+        return -1;
+    const uint8_t *h = d + pos;
+    unsigned attrs = ((unsigned)h[B_ATTRIBUTES] << 8) | h[B_ATTRIBUTES + 1];
+    int64_t count = (int32_t)load_be32(h + B_RECORDS_COUNT);
+    if ((attrs & B_CONTROL_BIT) || count == 0) return 0;
+    if (count < 0 || count > (size - B_HEADER_SIZE) / 7 || (attrs & B_CODEC_MASK)) return -1;
+    return count;
+}
+
+/* What decode_columns writes: NULL pointers for its first pass, which only counts. */
+typedef struct {
+    int32_t *key_offsets, *value_offsets, *types;
+    uint8_t *key_values, *value_values, *key_bits, *value_bits;
+    int64_t *offsets, *stamps;
+} decoded_out;
+
+typedef struct {
+    Py_ssize_t rows, key_nulls, value_nulls;
+    int64_t key_bytes, value_bytes;
+} decoded_size;
+
+static inline void put_binary(int32_t *offsets, uint8_t *values, uint8_t *bits, Py_ssize_t k, int64_t *at,
+                              Py_ssize_t *nulls, const uint8_t *body, int64_t pos, int64_t len) {
+    if (offsets) offsets[k] = (int32_t)*at;
+    if (len < 0) {
+        ++*nulls;
+        return;
+    }
+    if (values) memcpy(values + *at, body + pos, (size_t)len);
+    if (bits) bits[k >> 3] |= (uint8_t)(1u << (k & 7)); /* (no bitmap when nothing is null) */
+    *at += len;
+}
+
+/* One pass of decode_columns over the run: counts into `size`, and writes into `out` unless its
+ * pointers are NULL. Returns 0, or -1 when a record does not decode (see decode_columns). */
+static int decode_pass(const uint8_t *d, Py_ssize_t len, const int64_t *t, Py_ssize_t n, long long start,
+                       long long end, const decoded_out *out, decoded_size *size) {
+    memset(size, 0, sizeof *size);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const int64_t *row = t + 4 * i;
+        int64_t count = decodable_count(d, len, row);
+        if (!count) continue;
+        const uint8_t *h = d + row[0], *body = h + B_HEADER_SIZE;
+        Py_ssize_t blen = (Py_ssize_t)(row[1] - B_HEADER_SIZE), p = 0;
+        int lat = (h[B_ATTRIBUTES + 1] & B_TIMESTAMP_TYPE_BIT) != 0;
+        int64_t base_ts = load_be64s(h + B_BASE_TIMESTAMP), max_ts = load_be64s(h + B_MAX_TIMESTAMP);
+        scan_err err = {0};
+        for (int64_t r = 0; r < count; r++) {
+            int64_t rec[NCOLS], ms;
+            if (p >= blen || (p = scan_one(body, blen, p, rec, &err)) < 0) return -1;
+            int64_t offset = (int64_t)((uint64_t)row[2] + (uint64_t)rec[C_OFFSET_DELTA]);
+            if (offset < start || offset >= end) continue;
+            if (lat) ms = max_ts;
+            else if (__builtin_add_overflow(base_ts, rec[C_TS_DELTA], &ms)) return -1;
+            Py_ssize_t k = size->rows++;
+            if (out->offsets) {
+                out->offsets[k] = offset;
+                out->stamps[k] = (int64_t)((uint64_t)ms * 1000u); /* microseconds, wrapping as numpy's int64 does */
+                out->types[k] = lat;
+            }
+            put_binary(out->key_offsets, out->key_values, out->key_bits, k, &size->key_bytes, &size->key_nulls, body,
+                       rec[C_KEY_POS], rec[C_KEY_LEN]);
+            put_binary(out->value_offsets, out->value_values, out->value_bits, k, &size->value_bytes,
+                       &size->value_nulls, body, rec[C_VAL_POS], rec[C_VAL_LEN]);
+        }
+        if (p != blen) return -1; /* bytes after the last record */
+    }
+    if (out->key_offsets) {
+        out->key_offsets[size->rows] = (int32_t)size->key_bytes;
+        out->value_offsets[size->rows] = (int32_t)size->value_bytes;
+    }
+    return 0;
+}
+
+/* A bytes object of `n` bytes to fill (zeroed when `zero`), its data in *at. */
+static PyObject *new_bytes(Py_ssize_t n, int zero, void *at) {
+    PyObject *o = PyBytes_FromStringAndSize(NULL, n);
+    if (o && zero) memset(PyBytes_AS_STRING(o), 0, (size_t)n);
+    *(char **)at = o ? PyBytes_AS_STRING(o) : NULL;
+    return o;
+}
+
+static PyObject *decode_columns(PyObject *self, PyObject *args) {
+    PyObject *objs[2];
+    long long start, end;
+    if (!PyArg_ParseTuple(args, "OOLL", &objs[0], &objs[1], &start, &end)) return NULL;
+    static const int kinds[2] = {B_BYTES, B_I64};
+    static const char *const names[2] = {"data", "table"};
+    Py_buffer b[2];
+    if (take_buffers(2, objs, kinds, names, b) < 0) return NULL;
+    if (b[1].len % 32) {
+        release_buffers(2, b);
+        return PyErr_Format(PyExc_ValueError, "table must hold 4 int64 a batch");
+    }
+    const uint8_t *d = (const uint8_t *)b[0].buf;
+    const int64_t *t = (const int64_t *)b[1].buf;
+    const Py_ssize_t n = b[1].len / 32, len = b[0].len;
+    int64_t bytes = 0;
+    int ok = 1;
+    for (Py_ssize_t i = 0; i < n && ok; i++) {
+        int64_t count = decodable_count(d, len, t + 4 * i);
+        ok = count >= 0;
+        if (count > 0) bytes += t[4 * i + 1] - B_HEADER_SIZE;
+    }
+    /* Counted first, then written into results of their exact sizes: a reader's memory is taken from the
+     * system a page at a time, so room that is never written still costs. */
+    decoded_out none = {0}, out;
+    decoded_size size;
+    if (ok && bytes <= INT32_MAX) { /* (int32 offsets: beyond, the general scan says so) */
+        Py_BEGIN_ALLOW_THREADS
+        ok = decode_pass(d, len, t, n, start, end, &none, &size) == 0;
+        Py_END_ALLOW_THREADS
+    } else {
+        ok = 0;
+    }
+    if (!ok) {
+        release_buffers(2, b);
+        Py_RETURN_NONE;
+    }
+    Py_ssize_t k = size.rows;
+    PyObject *o[10] = {
+        new_bytes((k + 1) * 4, 0, &out.key_offsets), new_bytes((Py_ssize_t)size.key_bytes, 0, &out.key_values),
+        size.key_nulls ? new_bytes((k + 7) / 8, 1, &out.key_bits) : Py_NewRef(Py_None),
+        new_bytes((k + 1) * 4, 0, &out.value_offsets), new_bytes((Py_ssize_t)size.value_bytes, 0, &out.value_values),
+        size.value_nulls ? new_bytes((k + 7) / 8, 1, &out.value_bits) : Py_NewRef(Py_None),
+        new_bytes(k * 8, 0, &out.offsets), new_bytes(k * 8, 0, &out.stamps), new_bytes(k * 4, 0, &out.types), NULL};
+    if (!size.key_nulls) out.key_bits = NULL;
+    if (!size.value_nulls) out.value_bits = NULL;
+    PyObject *res = NULL;
+    for (int i = 0; i < 9; i++)
+        if (!o[i]) goto done;
+    if (k) {
+        decoded_size again;
+        Py_BEGIN_ALLOW_THREADS
+        ok = decode_pass(d, len, t, n, start, end, &out, &again) == 0 && memcmp(&again, &size, sizeof size) == 0;
+        Py_END_ALLOW_THREADS
+        if (!ok) { /* the buffer changed between the passes: what was written may be torn */
+            PyErr_SetString(PyExc_ValueError, "the data changed while it was decoded");
+            goto done;
+        }
+    } else {
+        out.key_offsets[0] = out.value_offsets[0] = 0;
+    }
+    PyObject *key[4] = {o[0], o[1], o[2], PyLong_FromSsize_t(size.key_nulls)};
+    PyObject *value[4] = {o[3], o[4], o[5], PyLong_FromSsize_t(size.value_nulls)};
+    PyObject *items[6] = {PyLong_FromSsize_t(k), named(BinaryColumn, 4, key), named(BinaryColumn, 4, value), o[6], o[7], o[8]};
+    memset(o, 0, sizeof o); /* each item is now the result's, or freed with it */
+    res = named(DecodedColumns, 6, items);
+done:
+    for (int i = 0; i < 9; i++) Py_XDECREF(o[i]);
+    release_buffers(2, b);
+    return res;
+}
+
 /* walk_headers(data, position, segment_base, expected_next, known, upper, gaps_below, out) -> int
  * The compiled form of the header rules of storage/integrity.py's header_problem (the one statement of
  * them, and of their messages; this only counts what passes): from `position` in `data`, consecutive
@@ -2277,6 +2457,7 @@ static PyMethodDef methods[] = {
     {"key_hash", key_hash, METH_O, "The offset map's 16-byte hash of a key."},
     {"crc32c", crc32c, METH_O, "CRC-32C of a buffer."},
     {"scan_batches", scan_batches, METH_VARARGS, "Check whole batches and scan their records where they lie."},
+    {"decode_columns", decode_columns, METH_VARARGS, "The Kafka source's columns of a run of batches, in one pass."},
     {"verify_batches", verify_batches, METH_VARARGS, "Check the size, magic and CRC of many batches of one buffer."},
     {"walk_headers", walk_headers, METH_VARARGS, "Walk the batch headers that pass storage.integrity's header rules."},
     {"murmur2", murmur2, METH_O, "Kafka's murmur2 hash as a signed 32-bit int."},
@@ -2352,12 +2533,14 @@ PyMODINIT_FUNC PyInit__native(void) {
     Py_CLEAR(RecordsSummary);
     Py_CLEAR(BinaryColumn);
     Py_CLEAR(MapPut);
+    Py_CLEAR(DecodedColumns);
     KernelError = result_class(results, "KernelError", -1);
     RecordsSummary = KernelError ? result_class(results, "RecordsSummary", 5) : NULL;
     BinaryColumn = RecordsSummary ? result_class(results, "BinaryColumn", 4) : NULL;
     MapPut = BinaryColumn ? result_class(results, "MapPut", 6) : NULL;
+    DecodedColumns = MapPut ? result_class(results, "DecodedColumns", 6) : NULL;
     Py_DECREF(results);
-    if (!MapPut) return NULL;
+    if (!DecodedColumns) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m && add_layout(m) < 0) Py_CLEAR(m);
     return m;

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     import numpy.typing as npt
     from typing_extensions import Buffer
 
-    from .results import BinaryColumn, MapPut, RecordsSummary
+    from .results import BinaryColumn, DecodedColumns, MapPut, RecordsSummary
 
     # a column table of NCOLS int64 columns (see layout.py), or a flat int64 array
     Int64Array: TypeAlias = npt.NDArray[np.int64]
@@ -70,6 +70,8 @@ class RecordKernels(Protocol):
                      verify: bool, out: Int64Array, rows: Int64Array, /) -> int: ...
 
     def verify_batches(self, data: Buffer, table: Int64Array, /) -> int: ...
+
+    def decode_columns(self, data: Buffer, table: Int64Array, start: int, end: int, /) -> DecodedColumns | None: ...
 
     def walk_headers(self, data: Buffer, position: int, segment_base: int, expected_next: int, known: bool,
                      upper: int | None, gaps_below: int | None, out: Int64Array, /) -> int: ...

@@ -49,7 +49,7 @@ from .layout import (
     POSITION_COLUMNS,
     SLOT,
 )
-from .results import BinaryColumn, KernelError, MapPut, RecordsSummary
+from .results import BinaryColumn, DecodedColumns, KernelError, MapPut, RecordsSummary
 
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 INT32_MAX = (1 << 31) - 1
@@ -133,6 +133,82 @@ def verify_batches(data: Any, table: Any) -> int:
                 or crc32c(mv[pos + 21 : pos + size]) != int.from_bytes(mv[pos + 17 : pos + 21], "big")):
             return i
     return -1
+
+
+def _decodable_count(mv: memoryview, pos: int, size: int) -> int:
+    """The records batch (pos, size) of a run gives ``decode_columns`` (0 for a control or empty batch), or
+    -1 when it is not one that kernel decodes (compressed, a size other than its header's, a count its
+    bytes cannot hold)."""
+    if size < 61 or pos < 0 or pos > len(mv) or size > len(mv) - pos:
+        return -1
+    if 12 + int.from_bytes(mv[pos + 8 : pos + 12], "big", signed=True) != size:
+        return -1
+    attrs = int.from_bytes(mv[pos + 21 : pos + 23], "big")
+    count = int.from_bytes(mv[pos + 57 : pos + 61], "big", signed=True)
+    if attrs & 0x20 or count == 0:
+        return 0
+    if count < 0 or count > (size - 61) // 7 or attrs & 0x07:
+        return -1
+    return count
+
+
+def _wrap64(n: int) -> int:
+    return (n + (1 << 63)) % (1 << 64) - (1 << 63)
+
+
+def decode_columns(data: Any, table: Any, start: int, end: int) -> DecodedColumns | None:
+    """The columns a columnar reader (the Spark source) takes from a run of batches of one buffer: ``table``
+    holds (position, size, base offset, last offset) per batch, as ``walk_headers`` writes them. For every
+    record of its data batches with an offset in [start, end): key and value as Arrow binary columns
+    (``BinaryColumn``), the offset, the timestamp in microseconds (the batch's maxTimestamp under
+    LogAppendTime) and the timestamp type, as int64, int64 and int32 bytes. Control batches give no rows.
+    None when a batch is not one this decodes (compressed records, a size other than its header's, a
+    count its bytes cannot hold), a record fails ``scan_records``' checks or a timestamp leaves int64:
+    the caller scans those the general way, which decompresses them or names the damage."""
+    import numpy as np
+
+    mv = memoryview(data).cast("B")
+    flat = _int64_view(table, "table")
+    if len(flat) % 4:
+        raise ValueError("table must hold 4 int64 a batch")
+    wanted = []
+    body_bytes = 0
+    for i in range(0, len(flat), 4):
+        count = _decodable_count(mv, flat[i], flat[i + 1])
+        if count < 0:
+            return None
+        if count:
+            wanted.append((flat[i], flat[i + 1], flat[i + 2], count))
+            body_bytes += flat[i + 1] - 61
+    if body_bytes > INT32_MAX:
+        return None
+    picked, offsets, stamps, types = [], [], [], []
+    for pos, size, base_offset, count in wanted:
+        attrs = int.from_bytes(mv[pos + 21 : pos + 23], "big")
+        base_ts = int.from_bytes(mv[pos + 27 : pos + 35], "big", signed=True)
+        max_ts = int.from_bytes(mv[pos + 35 : pos + 43], "big", signed=True)
+        log_append = bool(attrs & 0x08)
+        try:
+            rows = list(_scan(mv[pos + 61 : pos + size], count))
+        except KernelError:
+            return None
+        for row in rows:
+            offset = _wrap64(base_offset + row[C_OFFSET_DELTA])
+            if not start <= offset < end:
+                continue
+            ms = max_ts if log_append else base_ts + row[C_TS_DELTA]
+            if not -(1 << 63) <= ms < (1 << 63):
+                return None
+            row[C_KEY_POS] += pos + 61
+            row[C_VAL_POS] += pos + 61
+            picked.append(row)
+            offsets.append(offset)
+            stamps.append(_wrap64(ms * 1000))
+            types.append(int(log_append))
+    cols = np.array(picked, dtype=np.int64).reshape(-1, NCOLS)
+    return DecodedColumns(len(picked), gather_column(mv, cols, C_KEY_POS, C_KEY_LEN),
+                          gather_column(mv, cols, C_VAL_POS, C_VAL_LEN), np.array(offsets, dtype=np.int64).tobytes(),
+                          np.array(stamps, dtype=np.int64).tobytes(), np.array(types, dtype=np.int32).tobytes())
 
 
 def walk_headers(data: Any, position: int, segment_base: int, expected_next: int, known: bool, upper: int | None,

@@ -30,7 +30,7 @@ from .layout import (  # noqa: F401  (column numbers are part of the kernel cont
     NCOLS,
     POSITION_COLUMNS,
 )
-from .results import BinaryColumn, KernelError, MapPut, RecordsSummary  # noqa: F401
+from .results import BinaryColumn, DecodedColumns, KernelError, MapPut, RecordsSummary  # noqa: F401
 
 if TYPE_CHECKING:
     from . import _py
@@ -86,6 +86,7 @@ gather_column = _impl.gather_column
 crc32c = _impl.crc32c
 scan_batches = _impl.scan_batches
 verify_batches = _impl.verify_batches
+decode_columns = _impl.decode_columns
 walk_headers = _impl.walk_headers
 murmur2 = _impl.murmur2
 partition_for_keys = _impl.partition_for_keys

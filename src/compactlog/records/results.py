@@ -42,6 +42,17 @@ class BinaryColumn(NamedTuple):
     null_count: int
 
 
+class DecodedColumns(NamedTuple):
+    """``decode_columns``: what a columnar reader takes from a run of batches, in Arrow's layouts."""
+
+    rows: int
+    key: BinaryColumn
+    value: BinaryColumn
+    offsets: bytes  # int64 a row
+    timestamps: bytes  # int64 microseconds a row (Spark's timestamp unit)
+    timestamp_types: bytes  # int32 a row: 0 CreateTime, 1 LogAppendTime
+
+
 class MapPut(NamedTuple):
     """``offset_map_put``: where putting keys into the cleaner's offset map stopped, and what it did."""
 

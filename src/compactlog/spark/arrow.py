@@ -9,6 +9,7 @@ import pyarrow as pa
 
 from ..records import kernels
 from ..records.columns import Chunk, capped
+from ..records.runs import BatchRun
 from ..reading import COMPACTED, LIVE, READ_UNCOMMITTED, open_snapshot, read_runs
 
 # Spark's Kafka source's columns: name -> (type in DDL, the same as Spark's DataType.simpleString writes it)
@@ -36,11 +37,7 @@ HEADER_TYPE = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())])
 
 
 def _binary(chunk: Chunk, pos_col: int, len_col: int, rows: np.ndarray | None) -> pa.Array:
-    col = kernels.gather_column(chunk.data, chunk.cols if rows is None else chunk.cols[rows], pos_col, len_col)
-    n = len(col.offsets) // 4 - 1
-    return pa.Array.from_buffers(pa.binary(), n, [None if col.validity is None else pa.py_buffer(col.validity),
-                                                   pa.py_buffer(col.offsets), pa.py_buffer(col.values)],
-                                 null_count=col.null_count)
+    return _arrow_binary(kernels.gather_column(chunk.data, chunk.cols if rows is None else chunk.cols[rows], pos_col, len_col))
 
 
 def chunk_to_arrow(chunk: Chunk, topic: str, partition: int, start: int, end: int, include_headers: bool,
@@ -77,6 +74,40 @@ def chunk_to_arrow(chunk: Chunk, topic: str, partition: int, start: int, end: in
     return pa.RecordBatch.from_arrays([build[name]() for name in names], names=list(names))
 
 
+def _arrow_binary(col) -> pa.Array:
+    """A ``BinaryColumn`` (the record kernels' Arrow layout) as an Arrow binary array, without a copy."""
+    n = len(col.offsets) // 4 - 1
+    return pa.Array.from_buffers(pa.binary(), n, [None if col.validity is None else pa.py_buffer(col.validity),
+                                                   pa.py_buffer(col.offsets), pa.py_buffer(col.values)],
+                                 null_count=col.null_count)
+
+
+def run_to_arrow(run: BatchRun, topic: str, partition: int, start: int, end: int,
+                 names: list[str] | tuple[str, ...]) -> pa.RecordBatch | None | bool:
+    """The rows of ``run`` with offsets in [start, end) as one Arrow batch of the columns ``names`` (None
+    when there are none), decoded by one kernel call (``decode_columns``) that reads each batch once; False
+    when the run is one it does not decode (compressed records, headers asked for, damage): the caller
+    scans it the general way, which decompresses it or names the damage."""
+    if "headers" in names:
+        return False
+    got = kernels.decode_columns(run.buffer, run.table, start, end)
+    if got is None:
+        return False
+    n = got.rows
+    if n == 0:
+        return None
+    build = {
+        "key": lambda: _arrow_binary(got.key),
+        "value": lambda: _arrow_binary(got.value),
+        "topic": lambda: pa.repeat(pa.scalar(topic, pa.string()), n),
+        "partition": lambda: pa.array(np.full(n, partition, dtype=np.int32)),
+        "offset": lambda: pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(got.offsets)]),
+        "timestamp": lambda: pa.Array.from_buffers(pa.timestamp("us", tz="UTC"), n, [None, pa.py_buffer(got.timestamps)]),
+        "timestampType": lambda: pa.Array.from_buffers(pa.int32(), n, [None, pa.py_buffer(got.timestamp_types)]),
+    }
+    return pa.RecordBatch.from_arrays([build[name]() for name in names], names=list(names))
+
+
 def read_partition(path: str, topic: str, partition: int, start: int, end: int, include_headers: bool,
                    chunk_bytes: int = 4 << 20, read_compacted: bool = False,
                    check_crcs: bool = True, isolation: str = READ_UNCOMMITTED,
@@ -92,7 +123,10 @@ def read_partition(path: str, topic: str, partition: int, start: int, end: int, 
         # each run of one read buffer is scanned where it lies: no object per batch, no copy of the records
         runs = read_runs(snap, start, end, isolation=isolation, view=COMPACTED if read_compacted else LIVE,
                          check_crcs=check_crcs, run_bytes=chunk_bytes)
+        names = columns if columns is not None else kafka_columns(include_headers)
         for run in (part for whole in runs for part in capped(whole)):  # at most CHUNK_RECORDS records a scan
-            rb = chunk_to_arrow(Chunk.scan_run(run), topic, partition, start, end, include_headers, columns)
+            rb = run_to_arrow(run, topic, partition, start, end, names)
+            if rb is False:
+                rb = chunk_to_arrow(Chunk.scan_run(run), topic, partition, start, end, include_headers, columns)
             if rb is not None:
                 yield rb

@@ -1,0 +1,175 @@
+"""``decode_columns``: a run of batches decoded in one pass into the columns a columnar reader takes.
+
+Its answer is held against the batch objects' own decoding (``RecordBatch.records``), which shares no
+code with it past the record scan, over runs with null and empty keys and values, control batches,
+compacted gaps, LogAppendTime batches and ranges that start and end inside batches; and every run it does
+not decode (compressed, damaged, a timestamp beyond int64) must come back as None, so that the reader
+takes the general path that decompresses or names the damage. Both implementations, where built.
+"""
+
+from __future__ import annotations
+
+import struct
+from array import array
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from compactlog.records import kernels
+from compactlog.records.batch import LOG_APPEND_TIME, BatchInfo, RecordBatch, build_batch
+from compactlog.records.codecs import Codec
+from compactlog.records.control import COMMIT, build_end_txn_marker
+
+TWIN = kernels._py
+IMPLS = [TWIN] + ([kernels._impl] if kernels.NATIVE else [])
+impls = pytest.mark.parametrize("impl", IMPLS, ids=lambda m: m.__name__.rsplit(".", 1)[-1])
+
+
+def run_of(batches: list[bytes], lead: int = 3) -> tuple[bytes, array]:
+    """Batches laid out in one buffer after ``lead`` other bytes, with the table a segment walk writes."""
+    buf, table = bytearray(b"\xee" * lead), array("q")
+    for b in batches:
+        rb = RecordBatch(b)
+        table.extend((len(buf), len(b), rb.base_offset, rb.last_offset))
+        buf += b
+    return bytes(buf), table
+
+
+def expected(batches: list[bytes], start: int, end: int) -> list[tuple]:
+    """(key, value, offset, timestamp in microseconds, timestamp type) of every record in [start, end)."""
+    out = []
+    for b in batches:
+        rb = RecordBatch(b)
+        if rb.is_control:
+            continue
+        for r in rb.records():
+            if start <= r.offset < end:
+                out.append((r.key, r.value, r.offset, r.timestamp * 1000, rb.timestamp_type))
+    return out
+
+
+def rows_of(got) -> list[tuple]:
+    def column(col):
+        offs = np.frombuffer(col.offsets, np.int32)
+        valid = (np.ones(got.rows, bool) if col.validity is None
+                 else np.unpackbits(np.frombuffer(col.validity, np.uint8), bitorder="little")[: got.rows].astype(bool))
+        assert col.null_count == int((~valid).sum())
+        return [bytes(col.values[offs[i] : offs[i + 1]]) if valid[i] else None for i in range(got.rows)]
+
+    assert len(got.key.offsets) == len(got.value.offsets) == 4 * (got.rows + 1)
+    return list(zip(column(got.key), column(got.value), np.frombuffer(got.offsets, np.int64).tolist(),
+                    np.frombuffer(got.timestamps, np.int64).tolist(), np.frombuffer(got.timestamp_types, np.int32).tolist()))
+
+
+values = st.none() | st.binary(max_size=40)
+records = st.lists(st.tuples(values, values, st.integers(-(2**40), 2**40)), min_size=1, max_size=12)
+
+
+@st.composite
+def batch_lists(draw) -> list[bytes]:
+    batches, base = [], draw(st.integers(0, 2**40))
+    for _ in range(draw(st.integers(1, 6))):
+        kind = draw(st.sampled_from(["plain", "plain", "gaps", "log-append", "control"]))
+        if kind == "control":
+            batches.append(build_end_txn_marker(COMMIT, 0, producer_id=7, producer_epoch=0, base_offset=base,
+                                                timestamp=draw(st.integers(0, 2**40))))
+            base += 1
+            continue
+        recs = draw(records)
+        keys, vals, stamps = [r[0] for r in recs], [r[1] for r in recs], [r[2] for r in recs]
+        deltas = None
+        if kind == "gaps":  # a cleaned batch: offsets with holes
+            deltas = sorted(draw(st.lists(st.integers(0, 1000), min_size=len(recs), max_size=len(recs), unique=True)))
+        info = BatchInfo(base_offset=base, timestamp_type=LOG_APPEND_TIME if kind == "log-append" else 0)
+        batches.append(build_batch(keys, vals, stamps, info=info, offset_deltas=deltas,
+                                   max_timestamp=draw(st.integers(0, 2**40)) if kind == "log-append" else None))
+        base = RecordBatch(batches[-1]).last_offset + 1 + draw(st.integers(0, 3))
+    return batches
+
+
+@impls
+@settings(max_examples=150, deadline=None)
+@given(batches=batch_lists(), data=st.data())
+def test_the_columns_are_the_batches_records_in_the_range(impl, batches, data):
+    buf, table = run_of(batches)
+    first, last = RecordBatch(batches[0]).base_offset, RecordBatch(batches[-1]).last_offset
+    start = data.draw(st.integers(first - 2, last + 2))
+    end = data.draw(st.integers(start, last + 3))
+    got = impl.decode_columns(buf, table, start, end)
+    assert got is not None
+    assert got.rows == len(rows_of(got))
+    assert rows_of(got) == expected(batches, start, end)
+
+
+@pytest.mark.skipif(not kernels.NATIVE, reason="the compiled kernels are not in use in this run")
+@settings(max_examples=150, deadline=None)
+@given(batches=batch_lists(), flip=st.integers(0, 10**6), bit=st.integers(0, 7))
+def test_both_implementations_give_the_same_answer_even_for_damaged_bytes(batches, flip, bit):
+    buf, table = run_of(batches)
+    damaged = bytearray(buf)
+    damaged[flip % len(buf)] ^= 1 << bit  # no CRC is checked here: the reader checked it before
+    for data in (buf, bytes(damaged)):
+        assert kernels._impl.decode_columns(data, table, 0, 2**62) == TWIN.decode_columns(data, table, 0, 2**62)
+
+
+def with_field(batch: bytes, at: int, fmt: str, value: int) -> bytes:
+    """``batch`` with one header field set (no CRC is checked by the kernel: the reader checked it)."""
+    out = bytearray(batch)
+    struct.pack_into(fmt, out, at, value)
+    return bytes(out)
+
+
+def plain(n: int = 3, base: int = 0, codec: Codec = Codec.NONE) -> bytes:
+    return build_batch([b"k%d" % i for i in range(n)], [b"v" * i for i in range(n)], [1000 + i for i in range(n)],
+                       codec=codec, info=BatchInfo(base_offset=base))
+
+
+@impls
+def test_runs_it_does_not_decode_are_none_for_the_general_path(impl):
+    good = plain(3, 0)
+    compressed = plain(3, 3, Codec.GZIP)
+    buf, table = run_of([good, compressed])
+    assert impl.decode_columns(buf, table, 0, 10) is None  # compressed records: decompressed elsewhere
+    assert impl.decode_columns(buf, table[:4], 0, 10).rows == 3
+
+    buf, table = run_of([good, plain(3, 3)])
+    short = array("q", table)
+    short[5] -= 1  # a size other than the header's
+    assert impl.decode_columns(buf, short, 0, 10) is None
+    outside = array("q", table)
+    outside[4] = len(buf) - 10  # past the buffer
+    assert impl.decode_columns(buf, outside, 0, 10) is None
+
+    too_many = with_field(good, 57, ">i", (len(good) - 61) // 7 + 1)
+    assert impl.decode_columns(*run_of([too_many]), 0, 10) is None
+    negative = with_field(good, 57, ">i", -1)
+    assert impl.decode_columns(*run_of([negative]), 0, 10) is None
+    fewer = with_field(good, 57, ">i", 2)  # bytes left after the records it counts
+    assert impl.decode_columns(*run_of([fewer]), 0, 10) is None
+    more = with_field(good, 57, ">i", 4)  # a record missing
+    assert impl.decode_columns(*run_of([more]), 0, 10) is None
+    torn = bytearray(good)
+    torn[61] = 0x7F  # the first record's length runs past the batch
+    assert impl.decode_columns(*run_of([bytes(torn)]), 0, 10) is None
+
+    late = build_batch([b"k"], [b"v"], [2**63 - 1], info=BatchInfo(base_offset=0))
+    over = build_batch([b"k", b"k"], [b"v", b"v"], [2**63 - 2, 2**63 - 1])
+    over = with_field(over, 27, ">q", 2**63 - 1)  # base + the second record's delta leaves int64
+    assert impl.decode_columns(*run_of([late]), 0, 10).rows == 1
+    assert impl.decode_columns(*run_of([over]), 0, 10) is None
+
+    with pytest.raises(ValueError, match="4 int64"):
+        impl.decode_columns(buf, array("q", [3, len(good), 0]), 0, 10)
+
+
+@impls
+def test_an_empty_range_or_run_gives_no_rows(impl):
+    buf, table = run_of([plain(3, 10)])
+    for start, end in ((0, 10), (13, 20), (11, 11), (12, 5)):
+        got = impl.decode_columns(buf, table, start, end)
+        assert got.rows == 0 and got.key.offsets == got.value.offsets == b"\0" * 4
+        assert got.offsets == got.timestamps == got.timestamp_types == b""
+    got = impl.decode_columns(b"", array("q"), 0, 10)
+    assert got.rows == 0 and got.key.validity is None and got.key.null_count == 0
