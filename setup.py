@@ -44,8 +44,9 @@ setup(
     ext_modules=[
         Extension(
             "compactlog.records._native",
-            sources=[str(RECORDS / "_native.c")],
-            depends=[str(LAYOUT_H)],
+            sources=[str(RECORDS / "_native.c"), str(RECORDS / "_decompress.c")],
+            depends=[str(LAYOUT_H), str(RECORDS / "_decompress.h")],
+            libraries=["dl"],  # dlopen: liblz4 and libzstd are loaded when first needed (_decompress.c)
             extra_compile_args=["-O3", "-std=c99"],
         )
     ],

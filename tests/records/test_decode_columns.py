@@ -21,7 +21,10 @@ from compactlog.records import kernels
 from compactlog.records.batch import LOG_APPEND_TIME, BatchInfo, RecordBatch, build_batch
 from compactlog.records.codecs import Codec
 from compactlog.records.control import COMMIT, build_end_txn_marker
+from codec_libraries import DECOMPRESSED
 
+TS = 1_700_000_000_000
+LIMIT = 1 << 26  # the most a section may decompress to
 TWIN = kernels._py
 IMPLS = [TWIN] + ([kernels._impl] if kernels.NATIVE else [])
 impls = pytest.mark.parametrize("impl", IMPLS, ids=lambda m: m.__name__.rsplit(".", 1)[-1])
@@ -68,7 +71,7 @@ records = st.lists(st.tuples(values, values, st.integers(-(2**40), 2**40)), min_
 
 
 @st.composite
-def batch_lists(draw) -> list[bytes]:
+def batch_lists(draw, codecs=(Codec.NONE,)) -> list[bytes]:
     batches, base = [], draw(st.integers(0, 2**40))
     for _ in range(draw(st.integers(1, 6))):
         kind = draw(st.sampled_from(["plain", "plain", "gaps", "log-append", "control"]))
@@ -83,7 +86,7 @@ def batch_lists(draw) -> list[bytes]:
         if kind == "gaps":  # a cleaned batch: offsets with holes
             deltas = sorted(draw(st.lists(st.integers(0, 1000), min_size=len(recs), max_size=len(recs), unique=True)))
         info = BatchInfo(base_offset=base, timestamp_type=LOG_APPEND_TIME if kind == "log-append" else 0)
-        batches.append(build_batch(keys, vals, stamps, info=info, offset_deltas=deltas,
+        batches.append(build_batch(keys, vals, stamps, info=info, offset_deltas=deltas, codec=draw(st.sampled_from(codecs)),
                                    max_timestamp=draw(st.integers(0, 2**40)) if kind == "log-append" else None))
         base = RecordBatch(batches[-1]).last_offset + 1 + draw(st.integers(0, 3))
     return batches
@@ -91,27 +94,38 @@ def batch_lists(draw) -> list[bytes]:
 
 @impls
 @settings(max_examples=150, deadline=None)
-@given(batches=batch_lists(), data=st.data())
+@given(batches=batch_lists(codecs=(Codec.NONE,) + DECOMPRESSED), data=st.data())
 def test_the_columns_are_the_batches_records_in_the_range(impl, batches, data):
     buf, table = run_of(batches)
     first, last = RecordBatch(batches[0]).base_offset, RecordBatch(batches[-1]).last_offset
     start = data.draw(st.integers(first - 2, last + 2))
     end = data.draw(st.integers(start, last + 3))
-    got = impl.decode_columns(buf, table, start, end)
+    got = impl.decode_columns(buf, table, start, end, LIMIT)
     assert got is not None
     assert got.rows == len(rows_of(got))
     assert rows_of(got) == expected(batches, start, end)
 
 
 @pytest.mark.skipif(not kernels.NATIVE, reason="the compiled kernels are not in use in this run")
-@settings(max_examples=150, deadline=None)
-@given(batches=batch_lists(), flip=st.integers(0, 10**6), bit=st.integers(0, 7))
+@settings(max_examples=300, deadline=None)
+@given(batches=batch_lists(codecs=(Codec.NONE, Codec.NONE, Codec.LZ4, Codec.ZSTD, Codec.GZIP)),
+       flip=st.integers(0, 10**6), bit=st.integers(0, 7))
 def test_both_implementations_give_the_same_answer_even_for_damaged_bytes(batches, flip, bit):
+    """Uncompressed, both answer alike. Compressed, the compiled kernel decodes only the shape Kafka
+    writes and leaves the rest to the Python codecs (its None sends the run there): what it decodes, the
+    twin (which decompresses with those codecs) decodes the same."""
     buf, table = run_of(batches)
     damaged = bytearray(buf)
     damaged[flip % len(buf)] ^= 1 << bit  # no CRC is checked here: the reader checked it before
+    compressed = any(RecordBatch(b).codec != Codec.NONE for b in batches)
     for data in (buf, bytes(damaged)):
-        assert kernels._impl.decode_columns(data, table, 0, 2**62) == TWIN.decode_columns(data, table, 0, 2**62)
+        compiled, twin = (impl.decode_columns(data, table, 0, 2**62, LIMIT) for impl in (kernels._impl, TWIN))
+        if compressed:
+            assert compiled is None or compiled == twin
+        else:
+            assert compiled == twin
+    if all(RecordBatch(b).codec in (Codec.NONE,) + DECOMPRESSED for b in batches):
+        assert kernels._impl.decode_columns(buf, table, 0, 2**62, LIMIT) is not None  # Kafka's shape: decoded here
 
 
 def with_field(batch: bytes, at: int, fmt: str, value: int) -> bytes:
@@ -129,47 +143,77 @@ def plain(n: int = 3, base: int = 0, codec: Codec = Codec.NONE) -> bytes:
 @impls
 def test_runs_it_does_not_decode_are_none_for_the_general_path(impl):
     good = plain(3, 0)
-    compressed = plain(3, 3, Codec.GZIP)
-    buf, table = run_of([good, compressed])
-    assert impl.decode_columns(buf, table, 0, 10) is None  # compressed records: decompressed elsewhere
-    assert impl.decode_columns(buf, table[:4], 0, 10).rows == 3
+    for codec in (Codec.GZIP, Codec.SNAPPY):
+        buf, table = run_of([good, plain(3, 3, codec)])
+        assert impl.decode_columns(buf, table, 0, 10, LIMIT) is None  # other codecs: decompressed elsewhere
+        assert impl.decode_columns(buf, table[:4], 0, 10, LIMIT).rows == 3
 
     buf, table = run_of([good, plain(3, 3)])
     short = array("q", table)
     short[5] -= 1  # a size other than the header's
-    assert impl.decode_columns(buf, short, 0, 10) is None
+    assert impl.decode_columns(buf, short, 0, 10, LIMIT) is None
     outside = array("q", table)
     outside[4] = len(buf) - 10  # past the buffer
-    assert impl.decode_columns(buf, outside, 0, 10) is None
+    assert impl.decode_columns(buf, outside, 0, 10, LIMIT) is None
 
     too_many = with_field(good, 57, ">i", (len(good) - 61) // 7 + 1)
-    assert impl.decode_columns(*run_of([too_many]), 0, 10) is None
+    assert impl.decode_columns(*run_of([too_many]), 0, 10, LIMIT) is None
     negative = with_field(good, 57, ">i", -1)
-    assert impl.decode_columns(*run_of([negative]), 0, 10) is None
+    assert impl.decode_columns(*run_of([negative]), 0, 10, LIMIT) is None
     fewer = with_field(good, 57, ">i", 2)  # bytes left after the records it counts
-    assert impl.decode_columns(*run_of([fewer]), 0, 10) is None
+    assert impl.decode_columns(*run_of([fewer]), 0, 10, LIMIT) is None
     more = with_field(good, 57, ">i", 4)  # a record missing
-    assert impl.decode_columns(*run_of([more]), 0, 10) is None
+    assert impl.decode_columns(*run_of([more]), 0, 10, LIMIT) is None
     torn = bytearray(good)
     torn[61] = 0x7F  # the first record's length runs past the batch
-    assert impl.decode_columns(*run_of([bytes(torn)]), 0, 10) is None
+    assert impl.decode_columns(*run_of([bytes(torn)]), 0, 10, LIMIT) is None
 
     late = build_batch([b"k"], [b"v"], [2**63 - 1], info=BatchInfo(base_offset=0))
     over = build_batch([b"k", b"k"], [b"v", b"v"], [2**63 - 2, 2**63 - 1])
     over = with_field(over, 27, ">q", 2**63 - 1)  # base + the second record's delta leaves int64
-    assert impl.decode_columns(*run_of([late]), 0, 10).rows == 1
-    assert impl.decode_columns(*run_of([over]), 0, 10) is None
+    assert impl.decode_columns(*run_of([late]), 0, 10, LIMIT).rows == 1
+    assert impl.decode_columns(*run_of([over]), 0, 10, LIMIT) is None
 
     with pytest.raises(ValueError, match="4 int64"):
-        impl.decode_columns(buf, array("q", [3, len(good), 0]), 0, 10)
+        impl.decode_columns(buf, array("q", [3, len(good), 0]), 0, 10, LIMIT)
 
 
 @impls
 def test_an_empty_range_or_run_gives_no_rows(impl):
     buf, table = run_of([plain(3, 10)])
     for start, end in ((0, 10), (13, 20), (11, 11), (12, 5)):
-        got = impl.decode_columns(buf, table, start, end)
+        got = impl.decode_columns(buf, table, start, end, LIMIT)
         assert got.rows == 0 and got.key.offsets == got.value.offsets == b"\0" * 4
         assert got.offsets == got.timestamps == got.timestamp_types == b""
-    got = impl.decode_columns(b"", array("q"), 0, 10)
+    got = impl.decode_columns(b"", array("q"), 0, 10, LIMIT)
     assert got.rows == 0 and got.key.validity is None and got.key.null_count == 0
+
+
+@impls
+@pytest.mark.parametrize("codec", [Codec.LZ4, Codec.ZSTD])
+def test_compressed_sections_are_decoded_within_their_bound_or_left_to_the_codecs(impl, codec):
+    if impl is not TWIN and codec not in DECOMPRESSED:
+        pytest.skip(f"no system {codec.config_name} library to load")
+    batch = build_batch([b"k%d" % i for i in range(300)], [b"v" * 50] * 300, [TS + i for i in range(300)], codec=codec)
+    body = len(RecordBatch(batch)._records_payload())  # the section's decompressed size
+    got = impl.decode_columns(*run_of([batch]), 0, 300, LIMIT)
+    assert rows_of(got) == expected([batch], 0, 300)
+    assert impl.decode_columns(*run_of([batch]), 0, 300, 0) is None  # no bound given: not decompressed here
+    assert impl.decode_columns(*run_of([batch]), 0, 300, 1000) is None  # more than the bound: the codecs say so
+    assert impl.decode_columns(*run_of([batch]), 0, 300, body).rows == 300  # exactly the bound: decoded
+    assert impl.decode_columns(*run_of([batch]), 0, 300, body - 1) is None
+    cut = bytearray(batch)
+    cut[8:12] = struct.pack(">i", len(batch) - 12 - 9)  # the section cut short (its frame's end is gone)
+    assert impl.decode_columns(*run_of([bytes(cut[:-9])]), 0, 300, LIMIT) is None
+
+
+@pytest.mark.skipif(not kernels.NATIVE, reason="the compiled kernels are not in use in this run")
+def test_the_compiled_kernel_leaves_shapes_kafka_does_not_write_to_the_codecs():
+    lz4 = bytearray(build_batch([b"k"] * 20, [b"v" * 30] * 20, codec=Codec.LZ4))
+    lz4[61 + 4] &= ~0x20  # the frame's blocks marked linked, which Kafka refuses
+    assert kernels._impl.decode_columns(*run_of([bytes(lz4)]), 0, 50, LIMIT) is None
+    zstd = build_batch([b"k"] * 20, [b"v" * 30] * 20, codec=Codec.ZSTD)
+    skippable = struct.pack("<II", 0x184D2A50, 3) + b"abc"  # a skippable frame before the data
+    mixed = bytearray(zstd[:61] + skippable + zstd[61:])
+    mixed[8:12] = struct.pack(">i", len(mixed) - 12)
+    assert kernels._impl.decode_columns(*run_of([bytes(mixed)]), 0, 50, LIMIT) is None

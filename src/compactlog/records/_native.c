@@ -40,6 +40,7 @@ static inline uint32_t load_be32(const uint8_t *p) {
 
 /* NCOLS, the C_* column numbers, POSITION_COLUMNS_INIT and SLOT: written by setup.py from layout.py */
 #include "_layout.h"
+#include "_decompress.h"
 
 /* The RecordBatch v2 header fields the batch kernels read (records/batch.py's HEADER_FIELDS is the table;
  * the module reports these as BATCH_HEADER so a test holds them to it). */
@@ -1650,16 +1651,19 @@ static PyObject *verify_batches(PyObject *self, PyObject *args) {
     return PyLong_FromSsize_t(bad);
 }
 
-/* decode_columns(data, table, start, end) -> DecodedColumns | None
+/* decode_columns(data, table, start, end, max_size) -> DecodedColumns | None
  * What a bulk reader hands a columnar consumer (the Spark source), from a run of batches of one buffer in
  * one pass: `table` holds (position, size, base offset, last offset) per batch as walk_headers writes them.
+ * lz4 and zstd batches are decompressed first (_decompress.c), each to at most `max_size` bytes (0: none
+ * is).
  * For every record of the data batches with an offset in [start, end): key and value in Arrow's binary
  * layout, the offset (int64), the timestamp in microseconds (int64; the batch's maxTimestamp for
  * LogAppendTime, as Chunk.timestamps has it) and the timestamp type (int32). Control batches hold no rows.
  * Each batch is scanned and copied out while it is in cache, and no column table is written between.
- * Returns None when a batch is one this pass does not decode (compressed records, a size other than its
- * header's, a count its bytes cannot hold) or a record fails scan_records' checks or has a timestamp
- * beyond int64: the caller then scans the run the general way, which decompresses or names the damage. */
+ * Returns None when a batch is one this pass does not decode (records compressed otherwise, or in a shape
+ * the Python codecs must judge, a size other than its header's, a count its bytes cannot hold) or a
+ * record fails scan_records' checks or has a timestamp beyond int64: the caller then scans the run the
+ * general way, which decompresses it or names the damage. */
 #define B_BASE_TIMESTAMP 27
 #define B_MAX_TIMESTAMP 35
 #define B_RECORDS_COUNT 57
@@ -1672,18 +1676,28 @@ static inline int64_t load_be64s(const uint8_t *p) {
 }
 
 /* The records a batch of the run gives decode_columns (0 for a control or empty batch), or -1 when the
- * batch is not one it decodes. */
-static inline int64_t decodable_count(const uint8_t *d, Py_ssize_t len, const int64_t *row) {
+ * batch is not one it decodes; its codec id in *codec. A compressed batch's count is checked against its
+ * records once they are decompressed. */
+static inline int64_t decodable_count(const uint8_t *d, Py_ssize_t len, const int64_t *row, int *codec) {
     int64_t pos = row[0], size = row[1];
+    *codec = 0;
     if (size < B_HEADER_SIZE || !span_ok(pos, size, len) || 12 + (int64_t)(int32_t)load_be32(d + pos + B_LENGTH) != size)
         return -1;
     const uint8_t *h = d + pos;
     unsigned attrs = ((unsigned)h[B_ATTRIBUTES] << 8) | h[B_ATTRIBUTES + 1];
     int64_t count = (int32_t)load_be32(h + B_RECORDS_COUNT);
     if ((attrs & B_CONTROL_BIT) || count == 0) return 0;
-    if (count < 0 || count > (size - B_HEADER_SIZE) / 7 || (attrs & B_CODEC_MASK)) return -1;
+    *codec = (int)(attrs & B_CODEC_MASK);
+    if (count < 0 || (!*codec && count > (size - B_HEADER_SIZE) / 7)) return -1;
     return count;
 }
+
+/* Where each batch's records lie: in the run (uncompressed) or in the arena its section was
+ * decompressed to. */
+typedef struct {
+    const int64_t *sections; /* per batch: (offset in the arena, length), offset -1 for a batch read in place */
+    const uint8_t *arena;
+} decoded_from;
 
 /* What decode_columns writes: NULL pointers for its first pass, which only counts. */
 typedef struct {
@@ -1711,15 +1725,20 @@ static inline void put_binary(int32_t *offsets, uint8_t *values, uint8_t *bits, 
 
 /* One pass of decode_columns over the run: counts into `size`, and writes into `out` unless its
  * pointers are NULL. Returns 0, or -1 when a record does not decode (see decode_columns). */
-static int decode_pass(const uint8_t *d, Py_ssize_t len, const int64_t *t, Py_ssize_t n, long long start,
-                       long long end, const decoded_out *out, decoded_size *size) {
+static int decode_pass(const uint8_t *d, Py_ssize_t len, const int64_t *t, Py_ssize_t n, const decoded_from *from,
+                       long long start, long long end, const decoded_out *out, decoded_size *size) {
     memset(size, 0, sizeof *size);
     for (Py_ssize_t i = 0; i < n; i++) {
         const int64_t *row = t + 4 * i;
-        int64_t count = decodable_count(d, len, row);
+        int codec;
+        int64_t count = decodable_count(d, len, row, &codec);
         if (!count) continue;
         const uint8_t *h = d + row[0], *body = h + B_HEADER_SIZE;
         Py_ssize_t blen = (Py_ssize_t)(row[1] - B_HEADER_SIZE), p = 0;
+        if (from->sections[2 * i] >= 0) {
+            body = from->arena + from->sections[2 * i];
+            blen = (Py_ssize_t)from->sections[2 * i + 1];
+        }
         int lat = (h[B_ATTRIBUTES + 1] & B_TIMESTAMP_TYPE_BIT) != 0;
         int64_t base_ts = load_be64s(h + B_BASE_TIMESTAMP), max_ts = load_be64s(h + B_MAX_TIMESTAMP);
         scan_err err = {0};
@@ -1761,7 +1780,8 @@ static PyObject *new_bytes(Py_ssize_t n, int zero, void *at) {
 static PyObject *decode_columns(PyObject *self, PyObject *args) {
     PyObject *objs[2];
     long long start, end;
-    if (!PyArg_ParseTuple(args, "OOLL", &objs[0], &objs[1], &start, &end)) return NULL;
+    Py_ssize_t max_size;
+    if (!PyArg_ParseTuple(args, "OOLLn", &objs[0], &objs[1], &start, &end, &max_size)) return NULL;
     static const int kinds[2] = {B_BYTES, B_I64};
     static const char *const names[2] = {"data", "table"};
     Py_buffer b[2];
@@ -1773,44 +1793,77 @@ static PyObject *decode_columns(PyObject *self, PyObject *args) {
     const uint8_t *d = (const uint8_t *)b[0].buf;
     const int64_t *t = (const int64_t *)b[1].buf;
     const Py_ssize_t n = b[1].len / 32, len = b[0].len;
-    int64_t bytes = 0;
-    int ok = 1;
-    for (Py_ssize_t i = 0; i < n && ok; i++) {
-        int64_t count = decodable_count(d, len, t + 4 * i);
-        ok = count >= 0;
-        if (count > 0) bytes += t[4 * i + 1] - B_HEADER_SIZE;
-    }
-    /* Counted first, then written into results of their exact sizes: a reader's memory is taken from the
-     * system a page at a time, so room that is never written still costs. */
+    int64_t *sections = PyMem_Malloc(2 * (size_t)(n ? n : 1) * sizeof(int64_t));
+    arena decompressed = {0};
+    decoders decs = {0};
     decoded_out none = {0}, out;
     decoded_size size;
-    if (ok && bytes <= INT32_MAX) { /* (int32 offsets: beyond, the general scan says so) */
+    PyObject *o[9] = {0}, *res = NULL;
+    if (!sections) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    int ok = 1;
+    for (Py_ssize_t i = 0; i < n && ok; i++) {
+        int codec;
+        int64_t count = decodable_count(d, len, t + 4 * i, &codec);
+        ok = count >= 0 && (!count || !codec || (max_size > 0 && can_decompress(codec)));
+        sections[2 * i] = -1;
+        sections[2 * i + 1] = count ? codec : -1; /* (until decompressed: its codec, -1 for no records) */
+    }
+    if (ok) {
         Py_BEGIN_ALLOW_THREADS
-        ok = decode_pass(d, len, t, n, start, end, &none, &size) == 0;
+        int64_t bytes = 0;
+        for (Py_ssize_t i = 0; i < n && ok; i++) {
+            const int64_t *row = t + 4 * i;
+            int codec = (int)sections[2 * i + 1];
+            int64_t body = row[1] - B_HEADER_SIZE;
+            if (codec < 0) {
+                sections[2 * i + 1] = 0;
+                continue;
+            }
+            if (codec) { /* decompressed to the arena; its count checked as an uncompressed batch's is */
+                int64_t got = decompress_section(codec, d + row[0] + B_HEADER_SIZE, (size_t)body, &decompressed,
+                                                 &decs, (size_t)max_size);
+                int32_t count = (int32_t)load_be32(d + row[0] + B_RECORDS_COUNT);
+                ok = got >= 0 && count <= got / 7;
+                sections[2 * i] = (int64_t)decompressed.len - got;
+                sections[2 * i + 1] = body = got;
+            } else {
+                sections[2 * i + 1] = 0;
+            }
+            bytes += body;
+        }
+        /* Counted first, then written into results of their exact sizes: a reader's memory is taken from
+         * the system a page at a time, so room that is never written still costs. (int32 offsets: past
+         * INT32_MAX bytes the general scan says so.) */
+        decoded_from from = {sections, decompressed.data};
+        ok = ok && bytes <= INT32_MAX && decode_pass(d, len, t, n, &from, start, end, &none, &size) == 0;
         Py_END_ALLOW_THREADS
-    } else {
-        ok = 0;
     }
     if (!ok) {
-        release_buffers(2, b);
-        Py_RETURN_NONE;
+        res = Py_NewRef(Py_None);
+        goto done;
     }
     Py_ssize_t k = size.rows;
-    PyObject *o[10] = {
-        new_bytes((k + 1) * 4, 0, &out.key_offsets), new_bytes((Py_ssize_t)size.key_bytes, 0, &out.key_values),
-        size.key_nulls ? new_bytes((k + 7) / 8, 1, &out.key_bits) : Py_NewRef(Py_None),
-        new_bytes((k + 1) * 4, 0, &out.value_offsets), new_bytes((Py_ssize_t)size.value_bytes, 0, &out.value_values),
-        size.value_nulls ? new_bytes((k + 7) / 8, 1, &out.value_bits) : Py_NewRef(Py_None),
-        new_bytes(k * 8, 0, &out.offsets), new_bytes(k * 8, 0, &out.stamps), new_bytes(k * 4, 0, &out.types), NULL};
+    o[0] = new_bytes((k + 1) * 4, 0, &out.key_offsets);
+    o[1] = new_bytes((Py_ssize_t)size.key_bytes, 0, &out.key_values);
+    o[2] = size.key_nulls ? new_bytes((k + 7) / 8, 1, &out.key_bits) : Py_NewRef(Py_None);
+    o[3] = new_bytes((k + 1) * 4, 0, &out.value_offsets);
+    o[4] = new_bytes((Py_ssize_t)size.value_bytes, 0, &out.value_values);
+    o[5] = size.value_nulls ? new_bytes((k + 7) / 8, 1, &out.value_bits) : Py_NewRef(Py_None);
+    o[6] = new_bytes(k * 8, 0, &out.offsets);
+    o[7] = new_bytes(k * 8, 0, &out.stamps);
+    o[8] = new_bytes(k * 4, 0, &out.types);
     if (!size.key_nulls) out.key_bits = NULL;
     if (!size.value_nulls) out.value_bits = NULL;
-    PyObject *res = NULL;
     for (int i = 0; i < 9; i++)
         if (!o[i]) goto done;
     if (k) {
         decoded_size again;
+        decoded_from from = {sections, decompressed.data};
         Py_BEGIN_ALLOW_THREADS
-        ok = decode_pass(d, len, t, n, start, end, &out, &again) == 0 && memcmp(&again, &size, sizeof size) == 0;
+        ok = decode_pass(d, len, t, n, &from, start, end, &out, &again) == 0 && memcmp(&again, &size, sizeof size) == 0;
         Py_END_ALLOW_THREADS
         if (!ok) { /* the buffer changed between the passes: what was written may be torn */
             PyErr_SetString(PyExc_ValueError, "the data changed while it was decoded");
@@ -1826,6 +1879,9 @@ static PyObject *decode_columns(PyObject *self, PyObject *args) {
     res = named(DecodedColumns, 6, items);
 done:
     for (int i = 0; i < 9; i++) Py_XDECREF(o[i]);
+    decoders_free(&decs);
+    arena_free(&decompressed);
+    PyMem_Free(sections);
     release_buffers(2, b);
     return res;
 }

@@ -135,61 +135,80 @@ def verify_batches(data: Any, table: Any) -> int:
     return -1
 
 
-def _decodable_count(mv: memoryview, pos: int, size: int) -> int:
-    """The records batch (pos, size) of a run gives ``decode_columns`` (0 for a control or empty batch), or
-    -1 when it is not one that kernel decodes (compressed, a size other than its header's, a count its
-    bytes cannot hold)."""
+def _decodable_count(mv: memoryview, pos: int, size: int) -> tuple[int, int]:
+    """(records, codec id) of batch (pos, size) of a run as ``decode_columns`` sees it: 0 records for a
+    control or empty batch, -1 for a batch it does not decode (a size other than its header's, a count
+    an uncompressed batch's bytes cannot hold; a compressed one's is checked once decompressed)."""
     if size < 61 or pos < 0 or pos > len(mv) or size > len(mv) - pos:
-        return -1
+        return -1, 0
     if 12 + int.from_bytes(mv[pos + 8 : pos + 12], "big", signed=True) != size:
-        return -1
+        return -1, 0
     attrs = int.from_bytes(mv[pos + 21 : pos + 23], "big")
     count = int.from_bytes(mv[pos + 57 : pos + 61], "big", signed=True)
     if attrs & 0x20 or count == 0:
-        return 0
-    if count < 0 or count > (size - 61) // 7 or attrs & 0x07:
-        return -1
-    return count
+        return 0, 0
+    codec = attrs & 0x07
+    if count < 0 or not codec and count > (size - 61) // 7:
+        return -1, codec
+    return count, codec
 
 
 def _wrap64(n: int) -> int:
     return (n + (1 << 63)) % (1 << 64) - (1 << 63)
 
 
-def decode_columns(data: Any, table: Any, start: int, end: int) -> DecodedColumns | None:
+DECODED_CODECS = (3, 4)  # lz4 and zstd: the codecs decode_columns decompresses itself
+
+
+def decode_columns(data: Any, table: Any, start: int, end: int, max_size: int) -> DecodedColumns | None:
     """The columns a columnar reader (the Spark source) takes from a run of batches of one buffer: ``table``
-    holds (position, size, base offset, last offset) per batch, as ``walk_headers`` writes them. For every
-    record of its data batches with an offset in [start, end): key and value as Arrow binary columns
+    holds (position, size, base offset, last offset) per batch, as ``walk_headers`` writes them; lz4 and
+    zstd batches are decompressed first, each to at most ``max_size`` bytes (0: none is). For every record
+    of its data batches with an offset in [start, end): key and value as Arrow binary columns
     (``BinaryColumn``), the offset, the timestamp in microseconds (the batch's maxTimestamp under
     LogAppendTime) and the timestamp type, as int64, int64 and int32 bytes. Control batches give no rows.
-    None when a batch is not one this decodes (compressed records, a size other than its header's, a
-    count its bytes cannot hold), a record fails ``scan_records``' checks or a timestamp leaves int64:
-    the caller scans those the general way, which decompresses them or names the damage."""
+    None when a batch is not one this decodes (another codec, a section the codecs refuse, a size other
+    than its header's, a count its bytes cannot hold), a record fails ``scan_records``' checks or a
+    timestamp leaves int64: the caller scans those the general way, which decompresses them or names the
+    damage."""
     import numpy as np
+
+    from ..errors import CorruptRecordError
+    from .codecs import Codec, decompress
 
     mv = memoryview(data).cast("B")
     flat = _int64_view(table, "table")
     if len(flat) % 4:
         raise ValueError("table must hold 4 int64 a batch")
     wanted = []
-    body_bytes = 0
     for i in range(0, len(flat), 4):
-        count = _decodable_count(mv, flat[i], flat[i + 1])
-        if count < 0:
+        count, codec = _decodable_count(mv, flat[i], flat[i + 1])
+        if count < 0 or count and codec and (codec not in DECODED_CODECS or max_size <= 0):
             return None
         if count:
-            wanted.append((flat[i], flat[i + 1], flat[i + 2], count))
-            body_bytes += flat[i + 1] - 61
+            wanted.append((flat[i], flat[i + 1], flat[i + 2], count, codec))
+    sections, body_bytes = [], 0
+    for pos, size, _base, count, codec in wanted:
+        body = mv[pos + 61 : pos + size]
+        if codec:
+            try:
+                body = memoryview(decompress(Codec(codec), bytes(body), max_size))
+            except CorruptRecordError:
+                return None
+            if count > len(body) // 7:
+                return None
+        sections.append(body)
+        body_bytes += len(body)
     if body_bytes > INT32_MAX:
         return None
-    picked, offsets, stamps, types = [], [], [], []
-    for pos, size, base_offset, count in wanted:
+    keys, values, offsets, stamps, types = [], [], [], [], []
+    for (pos, _size, base_offset, count, _codec), body in zip(wanted, sections):
         attrs = int.from_bytes(mv[pos + 21 : pos + 23], "big")
         base_ts = int.from_bytes(mv[pos + 27 : pos + 35], "big", signed=True)
         max_ts = int.from_bytes(mv[pos + 35 : pos + 43], "big", signed=True)
         log_append = bool(attrs & 0x08)
         try:
-            rows = list(_scan(mv[pos + 61 : pos + size], count))
+            rows = list(_scan(body, count))
         except KernelError:
             return None
         for row in rows:
@@ -199,16 +218,26 @@ def decode_columns(data: Any, table: Any, start: int, end: int) -> DecodedColumn
             ms = max_ts if log_append else base_ts + row[C_TS_DELTA]
             if not -(1 << 63) <= ms < (1 << 63):
                 return None
-            row[C_KEY_POS] += pos + 61
-            row[C_VAL_POS] += pos + 61
-            picked.append(row)
+            keys.append(None if row[C_KEY_LEN] < 0 else bytes(body[row[C_KEY_POS] : row[C_KEY_POS] + row[C_KEY_LEN]]))
+            values.append(None if row[C_VAL_LEN] < 0 else bytes(body[row[C_VAL_POS] : row[C_VAL_POS] + row[C_VAL_LEN]]))
             offsets.append(offset)
             stamps.append(_wrap64(ms * 1000))
             types.append(int(log_append))
-    cols = np.array(picked, dtype=np.int64).reshape(-1, NCOLS)
-    return DecodedColumns(len(picked), gather_column(mv, cols, C_KEY_POS, C_KEY_LEN),
-                          gather_column(mv, cols, C_VAL_POS, C_VAL_LEN), np.array(offsets, dtype=np.int64).tobytes(),
-                          np.array(stamps, dtype=np.int64).tobytes(), np.array(types, dtype=np.int32).tobytes())
+    return DecodedColumns(len(offsets), _binary_column(keys), _binary_column(values),
+                          np.array(offsets, dtype=np.int64).tobytes(), np.array(stamps, dtype=np.int64).tobytes(),
+                          np.array(types, dtype=np.int32).tobytes())
+
+
+def _binary_column(items: list[bytes | None]) -> BinaryColumn:
+    """Values (None for null) in Arrow's binary layout, as ``gather_column`` lays them out."""
+    import numpy as np
+
+    lens = np.array([-1 if v is None else len(v) for v in items], dtype=np.int64)
+    offsets = np.zeros(len(items) + 1, dtype=np.int32)
+    np.cumsum(np.where(lens < 0, 0, lens), out=offsets[1:])
+    nulls = int((lens < 0).sum())
+    validity = np.packbits(lens >= 0, bitorder="little").tobytes() if nulls else None
+    return BinaryColumn(offsets.tobytes(), b"".join(v for v in items if v is not None), validity, nulls)
 
 
 def walk_headers(data: Any, position: int, segment_base: int, expected_next: int, known: bool, upper: int | None,

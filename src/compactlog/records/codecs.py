@@ -69,6 +69,11 @@ DEFAULT_MAX_DECOMPRESSED_BYTES = 64 * 1024 * 1024
 _reader_bound = DEFAULT_MAX_DECOMPRESSED_BYTES
 
 
+def reader_bound() -> int:
+    """The most a batch's records may decompress to for a read that names no bound (see below)."""
+    return _reader_bound
+
+
 def allow_reading_up_to(max_size: int) -> None:
     """Raise this process's bound for reads that name none (never lower it): a process that accepts
     appends up to ``message.max.decompressed.bytes`` must be able to read back what it accepted."""

@@ -8,6 +8,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..records import kernels
+from ..records.codecs import reader_bound
 from ..records.columns import Chunk, capped
 from ..records.runs import BatchRun
 from ..reading import COMPACTED, LIVE, READ_UNCOMMITTED, open_snapshot, read_runs
@@ -85,12 +86,12 @@ def _arrow_binary(col) -> pa.Array:
 def run_to_arrow(run: BatchRun, topic: str, partition: int, start: int, end: int,
                  names: list[str] | tuple[str, ...]) -> pa.RecordBatch | None | bool:
     """The rows of ``run`` with offsets in [start, end) as one Arrow batch of the columns ``names`` (None
-    when there are none), decoded by one kernel call (``decode_columns``) that reads each batch once; False
-    when the run is one it does not decode (compressed records, headers asked for, damage): the caller
-    scans it the general way, which decompresses it or names the damage."""
+    when there are none), decoded by one kernel call (``decode_columns``) that reads each batch once and
+    decompresses lz4 and zstd; False when the run is one it does not decode (other codecs, headers asked
+    for, damage): the caller scans it the general way, which decompresses it or names the damage."""
     if "headers" in names:
         return False
-    got = kernels.decode_columns(run.buffer, run.table, start, end)
+    got = kernels.decode_columns(run.buffer, run.table, start, end, reader_bound())
     if got is None:
         return False
     n = got.rows
