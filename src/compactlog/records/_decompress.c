@@ -7,7 +7,12 @@
  * Only the shape Kafka writes is decoded here: an lz4 frame of independent blocks (bytes after its end
  * are not read, as the Python codec reads one frame), or zstd frames back to back with nothing else
  * between them. Anything else, and any error, answers -1: the caller leaves the run to the Python codecs
- * (records/codecs.py), which decode it or name what is wrong. So what this accepts, they accept too.
+ * (records/codecs.py), which decode it or name what is wrong.
+ *
+ * The system's library may be another version than the one the Python codec bundles, and versions
+ * differ in what damaged input they notice (zstd 1.5.6 refuses reserved bits 1.5.4 ignores). So only
+ * batches whose CRC was verified are decompressed here (the caller's rule, see decode_columns): bytes
+ * as their producer wrote them, which every version decodes alike; a damaged batch never gets here.
  */
 #define _GNU_SOURCE
 #include "_decompress.h"
@@ -40,12 +45,19 @@ static struct {
     size_t (*lz4_free)(void *);
     size_t (*lz4_decompress)(void *, void *, size_t *, const void *, size_t *, const void *);
     unsigned (*lz4_is_error)(size_t);
+    int (*lz4_version)(void);
     void *(*zstd_create)(void);
     size_t (*zstd_free)(void *);
     size_t (*zstd_decompress)(void *, zstd_out *, zstd_in *);
     unsigned (*zstd_is_error)(size_t);
     size_t (*zstd_frame_size)(const void *, size_t);
+    unsigned (*zstd_version)(void);
 } lib;
+
+/* The oldest libraries used: zstd's decompression context is its stream since 1.3, and 1.4 is the
+ * oldest a supported distribution ships; lz4's frame API is stable since 1.8. */
+#define MIN_LZ4_VERSION 10800
+#define MIN_ZSTD_VERSION 10400
 
 /* Each symbol of `names` into the pointer at the same place of `slots`; all or none. */
 static int bind(const char *soname, int n, const char *const *names, void **const *slots) {
@@ -68,10 +80,10 @@ int can_decompress(int codec) {
         if (!lib.tried_lz4) {
             lib.tried_lz4 = 1;
             static const char *const names[] = {"LZ4F_createDecompressionContext", "LZ4F_freeDecompressionContext",
-                                                "LZ4F_decompress", "LZ4F_isError"};
+                                                "LZ4F_decompress", "LZ4F_isError", "LZ4_versionNumber"};
             void **const slots[] = {(void **)&lib.lz4_create, (void **)&lib.lz4_free, (void **)&lib.lz4_decompress,
-                                    (void **)&lib.lz4_is_error};
-            bind("liblz4.so.1", 4, names, slots);
+                                    (void **)&lib.lz4_is_error, (void **)&lib.lz4_version};
+            if (bind("liblz4.so.1", 5, names, slots) && lib.lz4_version() < MIN_LZ4_VERSION) lib.lz4_decompress = NULL;
         }
         return lib.lz4_decompress != NULL;
     }
@@ -79,10 +91,10 @@ int can_decompress(int codec) {
         if (!lib.tried_zstd) {
             lib.tried_zstd = 1;
             static const char *const names[] = {"ZSTD_createDCtx", "ZSTD_freeDCtx", "ZSTD_decompressStream",
-                                                "ZSTD_isError", "ZSTD_findFrameCompressedSize"};
+                                                "ZSTD_isError", "ZSTD_findFrameCompressedSize", "ZSTD_versionNumber"};
             void **const slots[] = {(void **)&lib.zstd_create, (void **)&lib.zstd_free, (void **)&lib.zstd_decompress,
-                                    (void **)&lib.zstd_is_error, (void **)&lib.zstd_frame_size};
-            bind("libzstd.so.1", 5, names, slots);
+                                    (void **)&lib.zstd_is_error, (void **)&lib.zstd_frame_size, (void **)&lib.zstd_version};
+            if (bind("libzstd.so.1", 6, names, slots) && lib.zstd_version() < MIN_ZSTD_VERSION) lib.zstd_decompress = NULL;
         }
         return lib.zstd_decompress != NULL;
     }

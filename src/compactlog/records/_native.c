@@ -1654,8 +1654,9 @@ static PyObject *verify_batches(PyObject *self, PyObject *args) {
 /* decode_columns(data, table, start, end, max_size) -> DecodedColumns | None
  * What a bulk reader hands a columnar consumer (the Spark source), from a run of batches of one buffer in
  * one pass: `table` holds (position, size, base offset, last offset) per batch as walk_headers writes them.
- * lz4 and zstd batches are decompressed first (_decompress.c), each to at most `max_size` bytes (0: none
- * is).
+ * lz4 and zstd batches are decompressed first (_decompress.c), each to at most `max_size` bytes; pass 0
+ * (none is) unless the run's CRCs were verified (the system's codec library may notice damage another
+ * way than the Python codecs do, see _decompress.c).
  * For every record of the data batches with an offset in [start, end): key and value in Arrow's binary
  * layout, the offset (int64), the timestamp in microseconds (int64; the batch's maxTimestamp for
  * LogAppendTime, as Chunk.timestamps has it) and the timestamp type (int32). Control batches hold no rows.
@@ -1704,6 +1705,8 @@ typedef struct {
     int32_t *key_offsets, *value_offsets, *types;
     uint8_t *key_values, *value_values, *key_bits, *value_bits;
     int64_t *offsets, *stamps;
+    Py_ssize_t cap_rows; /* what the writing pass may write: the counting pass's sizes */
+    int64_t cap_key_bytes, cap_value_bytes;
 } decoded_out;
 
 typedef struct {
@@ -1711,16 +1714,20 @@ typedef struct {
     int64_t key_bytes, value_bytes;
 } decoded_size;
 
-static inline void put_binary(int32_t *offsets, uint8_t *values, uint8_t *bits, Py_ssize_t k, int64_t *at,
-                              Py_ssize_t *nulls, const uint8_t *body, int64_t pos, int64_t len) {
+static inline int put_binary(int32_t *offsets, uint8_t *values, uint8_t *bits, Py_ssize_t k, int64_t *at,
+                             int64_t cap, Py_ssize_t *nulls, const uint8_t *body, int64_t pos, int64_t len) {
     if (offsets) offsets[k] = (int32_t)*at;
     if (len < 0) {
         ++*nulls;
-        return;
+        return 0;
     }
-    if (values) memcpy(values + *at, body + pos, (size_t)len);
+    if (values) {
+        if (len > cap - *at) return -1; /* more than the counting pass saw: the data changed */
+        memcpy(values + *at, body + pos, (size_t)len);
+    }
     if (bits) bits[k >> 3] |= (uint8_t)(1u << (k & 7)); /* (no bitmap when nothing is null) */
     *at += len;
+    return 0;
 }
 
 /* One pass of decode_columns over the run: counts into `size`, and writes into `out` unless its
@@ -1732,6 +1739,7 @@ static int decode_pass(const uint8_t *d, Py_ssize_t len, const int64_t *t, Py_ss
         const int64_t *row = t + 4 * i;
         int codec;
         int64_t count = decodable_count(d, len, row, &codec);
+        if (count < 0) return -1; /* (the data changed since it was first looked at) */
         if (!count) continue;
         const uint8_t *h = d + row[0], *body = h + B_HEADER_SIZE;
         Py_ssize_t blen = (Py_ssize_t)(row[1] - B_HEADER_SIZE), p = 0;
@@ -1749,16 +1757,18 @@ static int decode_pass(const uint8_t *d, Py_ssize_t len, const int64_t *t, Py_ss
             if (offset < start || offset >= end) continue;
             if (lat) ms = max_ts;
             else if (__builtin_add_overflow(base_ts, rec[C_TS_DELTA], &ms)) return -1;
+            if (out->offsets && size->rows >= out->cap_rows) return -1; /* the data changed */
             Py_ssize_t k = size->rows++;
             if (out->offsets) {
                 out->offsets[k] = offset;
                 out->stamps[k] = (int64_t)((uint64_t)ms * 1000u); /* microseconds, wrapping as numpy's int64 does */
                 out->types[k] = lat;
             }
-            put_binary(out->key_offsets, out->key_values, out->key_bits, k, &size->key_bytes, &size->key_nulls, body,
-                       rec[C_KEY_POS], rec[C_KEY_LEN]);
-            put_binary(out->value_offsets, out->value_values, out->value_bits, k, &size->value_bytes,
-                       &size->value_nulls, body, rec[C_VAL_POS], rec[C_VAL_LEN]);
+            if (put_binary(out->key_offsets, out->key_values, out->key_bits, k, &size->key_bytes, out->cap_key_bytes,
+                           &size->key_nulls, body, rec[C_KEY_POS], rec[C_KEY_LEN]) < 0 ||
+                put_binary(out->value_offsets, out->value_values, out->value_bits, k, &size->value_bytes,
+                           out->cap_value_bytes, &size->value_nulls, body, rec[C_VAL_POS], rec[C_VAL_LEN]) < 0)
+                return -1;
         }
         if (p != blen) return -1; /* bytes after the last record */
     }
@@ -1791,15 +1801,18 @@ static PyObject *decode_columns(PyObject *self, PyObject *args) {
         return PyErr_Format(PyExc_ValueError, "table must hold 4 int64 a batch");
     }
     const uint8_t *d = (const uint8_t *)b[0].buf;
-    const int64_t *t = (const int64_t *)b[1].buf;
     const Py_ssize_t n = b[1].len / 32, len = b[0].len;
+    /* The table as it is now, read under the GIL: another thread may write the caller's array while the
+     * passes below run without it, and each row is checked once and then used. */
+    int64_t *t = PyMem_Malloc((size_t)(n ? n : 1) * 32);
+    if (t) memcpy(t, b[1].buf, (size_t)b[1].len);
     int64_t *sections = PyMem_Malloc(2 * (size_t)(n ? n : 1) * sizeof(int64_t));
     arena decompressed = {0};
     decoders decs = {0};
     decoded_out none = {0}, out;
     decoded_size size;
     PyObject *o[9] = {0}, *res = NULL;
-    if (!sections) {
+    if (!sections || !t) {
         PyErr_NoMemory();
         goto done;
     }
@@ -1823,8 +1836,9 @@ static PyObject *decode_columns(PyObject *self, PyObject *args) {
                 continue;
             }
             if (codec) { /* decompressed to the arena; its count checked as an uncompressed batch's is */
+                size_t lim = (size_t)max_size < (size_t)(INT32_MAX - bytes) ? (size_t)max_size : (size_t)(INT32_MAX - bytes);
                 int64_t got = decompress_section(codec, d + row[0] + B_HEADER_SIZE, (size_t)body, &decompressed,
-                                                 &decs, (size_t)max_size);
+                                                 &decs, lim);
                 int32_t count = (int32_t)load_be32(d + row[0] + B_RECORDS_COUNT);
                 ok = got >= 0 && count <= got / 7;
                 sections[2 * i] = (int64_t)decompressed.len - got;
@@ -1833,12 +1847,14 @@ static PyObject *decode_columns(PyObject *self, PyObject *args) {
                 sections[2 * i + 1] = 0;
             }
             bytes += body;
+            if (bytes > INT32_MAX) ok = 0; /* the result could not hold it: stop before decompressing more */
         }
         /* Counted first, then written into results of their exact sizes: a reader's memory is taken from
          * the system a page at a time, so room that is never written still costs. (int32 offsets: past
          * INT32_MAX bytes the general scan says so.) */
         decoded_from from = {sections, decompressed.data};
-        ok = ok && bytes <= INT32_MAX && decode_pass(d, len, t, n, &from, start, end, &none, &size) == 0;
+        ok = ok && bytes <= INT32_MAX && decode_pass(d, len, t, n, &from, start, end, &none, &size) == 0 &&
+             size.key_bytes <= INT32_MAX && size.value_bytes <= INT32_MAX;
         Py_END_ALLOW_THREADS
     }
     if (!ok) {
@@ -1855,6 +1871,9 @@ static PyObject *decode_columns(PyObject *self, PyObject *args) {
     o[6] = new_bytes(k * 8, 0, &out.offsets);
     o[7] = new_bytes(k * 8, 0, &out.stamps);
     o[8] = new_bytes(k * 4, 0, &out.types);
+    out.cap_rows = k;
+    out.cap_key_bytes = size.key_bytes;
+    out.cap_value_bytes = size.value_bytes;
     if (!size.key_nulls) out.key_bits = NULL;
     if (!size.value_nulls) out.value_bits = NULL;
     for (int i = 0; i < 9; i++)
@@ -1882,6 +1901,7 @@ done:
     decoders_free(&decs);
     arena_free(&decompressed);
     PyMem_Free(sections);
+    PyMem_Free(t);
     release_buffers(2, b);
     return res;
 }

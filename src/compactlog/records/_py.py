@@ -163,7 +163,9 @@ DECODED_CODECS = (3, 4)  # lz4 and zstd: the codecs decode_columns decompresses 
 def decode_columns(data: Any, table: Any, start: int, end: int, max_size: int) -> DecodedColumns | None:
     """The columns a columnar reader (the Spark source) takes from a run of batches of one buffer: ``table``
     holds (position, size, base offset, last offset) per batch, as ``walk_headers`` writes them; lz4 and
-    zstd batches are decompressed first, each to at most ``max_size`` bytes (0: none is). For every record
+    zstd batches are decompressed first, each to at most ``max_size`` bytes. Pass 0 (none is) unless the
+    run's CRCs were verified: the compiled kernel decompresses with the system's libraries, which may
+    notice damage otherwise than the Python codecs do. For every record
     of its data batches with an offset in [start, end): key and value as Arrow binary columns
     (``BinaryColumn``), the offset, the timestamp in microseconds (the batch's maxTimestamp under
     LogAppendTime) and the timestamp type, as int64, int64 and int32 bytes. Control batches give no rows.

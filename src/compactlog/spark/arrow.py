@@ -84,14 +84,15 @@ def _arrow_binary(col) -> pa.Array:
 
 
 def run_to_arrow(run: BatchRun, topic: str, partition: int, start: int, end: int,
-                 names: list[str] | tuple[str, ...]) -> pa.RecordBatch | None | bool:
+                 names: list[str] | tuple[str, ...], crcs_checked: bool) -> pa.RecordBatch | None | bool:
     """The rows of ``run`` with offsets in [start, end) as one Arrow batch of the columns ``names`` (None
-    when there are none), decoded by one kernel call (``decode_columns``) that reads each batch once and
-    decompresses lz4 and zstd; False when the run is one it does not decode (other codecs, headers asked
-    for, damage): the caller scans it the general way, which decompresses it or names the damage."""
+    when there are none), decoded by one kernel call (``decode_columns``) that reads each batch once and,
+    when the run's CRCs were checked, decompresses lz4 and zstd; False when the run is one it does not
+    decode (other codecs, headers asked for, damage): the caller scans it the general way, which
+    decompresses it or names the damage."""
     if "headers" in names:
         return False
-    got = kernels.decode_columns(run.buffer, run.table, start, end, reader_bound())
+    got = kernels.decode_columns(run.buffer, run.table, start, end, reader_bound() if crcs_checked else 0)
     if got is None:
         return False
     n = got.rows
@@ -126,7 +127,7 @@ def read_partition(path: str, topic: str, partition: int, start: int, end: int, 
                          check_crcs=check_crcs, run_bytes=chunk_bytes)
         names = columns if columns is not None else kafka_columns(include_headers)
         for run in (part for whole in runs for part in capped(whole)):  # at most CHUNK_RECORDS records a scan
-            rb = run_to_arrow(run, topic, partition, start, end, names)
+            rb = run_to_arrow(run, topic, partition, start, end, names, check_crcs)
             if rb is False:
                 rb = chunk_to_arrow(Chunk.scan_run(run), topic, partition, start, end, include_headers, columns)
             if rb is not None:
