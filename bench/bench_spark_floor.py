@@ -18,7 +18,10 @@ reads a 20,000 record topic with ``maxOffsetsPerTrigger`` 1,000; each is read to
 micro-batch, the fixed cost of a micro-batch from a Python stream source.
 
 Rounds take turns, every contender once a round, after a first round that is not counted; figures are
-medians of ``ROUNDS`` rounds and ratios are medians of the rounds' ratios to Parquet.
+medians of ``ROUNDS`` rounds and ratios are medians of the rounds' ratios to Parquet. Beside each read
+and append, the CPU every process of the job used (the JVM, the Python daemon and workers; from /proc,
+each with what its exited children used): on a machine with few cores a Python source's worker takes
+CPU the task threads need, so on local[2] CPU more than time tells a contender's cost.
 
 Usage: python bench/bench_spark_floor.py [--records 10000000] [--keys 1000000] [--master local[2]]
 """
@@ -28,6 +31,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import statistics
 import sys
 
 from rich.table import Table
@@ -39,7 +43,7 @@ ROUNDS = 5
 APPEND_RECORDS = 2_000_000
 
 CHILD = """
-import json, sys, time
+import json, os, sys, time
 from pyspark.sql import functions as F
 from pyspark.sql.datasource import (DataSource, DataSourceArrowWriter, DataSourceReader, DataSourceStreamReader,
                                     InputPartition, WriterCommitMessage)
@@ -197,15 +201,46 @@ def append(name, rep):
 
 out = {"read": {}, "append": {}, "micro-batch": {}}
 answers = set()
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu():
+    # CPU seconds so far of every process under this one (the JVM, the Python daemon and workers), each
+    # with what its exited children used: each second once, whichever process exits meanwhile
+    procs = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                raw = open(f"/proc/{d}/stat").read()
+            except OSError:
+                continue
+            f = raw[raw.rindex(")") + 2 :].split()
+            procs[int(d)] = (int(f[1]), sum(map(int, f[11:15])) / TICK)
+    mine, grew = {os.getpid()}, True
+    while grew:
+        grew = False
+        for pid, (ppid, _) in procs.items():
+            if ppid in mine and pid not in mine:
+                mine.add(pid)
+                grew = True
+    mine.discard(os.getpid())
+    return sum(procs[p][1] for p in mine)
+
+
+def timed(kind, name, run):
+    c0, t0 = cpu(), time.perf_counter()
+    run()
+    c1, t1 = cpu(), time.perf_counter()
+    out[kind].setdefault(name, []).append(t1 - t0)
+    out["cpu"].setdefault(kind, {}).setdefault(name, []).append(c1 - c0)
+
+
+out["cpu"] = {}
 for rep in range(1 + rounds):
     for name, frame in reads.items():
-        t0 = time.perf_counter()
-        answers.add(tuple(query(frame)))
-        out["read"].setdefault(name, []).append(time.perf_counter() - t0)
+        timed("read", name, lambda: answers.add(tuple(query(frame))))
     for name in ("floor (batches dropped)", "compactlog (batch.size 262144)", "parquet (lz4)"):
-        t0 = time.perf_counter()
-        append(name, rep)
-        out["append"].setdefault(name, []).append(time.perf_counter() - t0)
+        timed("append", name, lambda: append(name, rep))
     for name, make in streams.items():
         out["micro-batch"].setdefault(name, []).append(per_micro_batch(make))
 assert len(answers) == 1, answers  # every source read the same rows
@@ -223,13 +258,14 @@ def main() -> None:
         console.print(json.dumps(r))
         t = Table(title=f"Spark's Python data source API alone ({master}, {os.cpu_count()} cores): medians of "
                         f"{ROUNDS} rounds after a first one")
-        for col in ("", "contender", "seconds", "rows/s", "vs Parquet, median of rounds"):
+        for col in ("", "contender", "seconds", "rows/s", "vs Parquet, median of rounds", "CPU s (JVM and Python)"):
             t.add_column(col, justify="right")
         for what, rows in (("read + groupBy", args.records), ("append", APPEND_RECORDS)):
-            runs = {name: times[1:] for name, times in r["read" if what != "append" else "append"].items()}
+            kind = "read" if what != "append" else "append"
+            runs = {name: times[1:] for name, times in r[kind].items()}
             pq = next(times for name, times in runs.items() if name.startswith("parquet"))
             for name, times in runs.items():
-                t.add_row(what, name, *median_cells(rows, times, pq))
+                t.add_row(what, name, *median_cells(rows, times, pq), f"{statistics.median(r['cpu'][kind][name][1:]):.2f}")
         console.print(t)
         m = Table(title="one micro-batch of 1,000 rows from a Python stream source (availableNow): medians")
         for col in ("contender", "seconds a micro-batch", "rows/s", "vs the floor, median of rounds"):

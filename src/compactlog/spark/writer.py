@@ -235,7 +235,9 @@ def stage_batches(opts: WriteOptions, iterator: Iterator[pa.RecordBatch]) -> lis
                     plans[topic] = _plan_for(topic, topics.get(topic), opts.path, opts.batch_bytes)
                 plan = plans[topic]
                 parts = _partitions(plan, rows, picked)
-                order = np.argsort(parts, kind="stable")
+                # (numpy sorts 16-bit keys stably by radix, three times as fast as int64 ones)
+                order = np.argsort(parts.astype(np.uint16) if plan.partitioner.partitions <= 1 << 16 else parts,
+                                   kind="stable")
                 for group in np.split(order, np.flatnonzero(np.diff(parts[order])) + 1):
                     p = int(parts[group[0]])
                     idx = picked[group]
