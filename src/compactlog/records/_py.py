@@ -545,18 +545,9 @@ def assemble_batches(data: Any, cols: Any, rows: Any, bounds: Any, shifts: Any, 
 def gather_column(data: Any, cols: Any, pos_col: int, len_col: int) -> BinaryColumn:
     """One binary column in Arrow's layout: int32 offsets, contiguous values, validity bitmap (None if
     nothing is null), null count."""
-    import numpy as np
-
     mv = memoryview(data)
-    lens = cols[:, len_col]
-    n = len(lens)
-    sizes = np.where(lens < 0, 0, lens)
-    offsets = np.zeros(n + 1, dtype=np.int32)
-    np.cumsum(sizes, out=offsets[1:])
-    values = b"".join(bytes(mv[p : p + l]) for p, l in zip(cols[:, pos_col].tolist(), lens.tolist()) if l >= 0)
-    nulls = int((lens < 0).sum())
-    validity = np.packbits(lens >= 0, bitorder="little").tobytes() if nulls else None
-    return BinaryColumn(offsets.tobytes(), values, validity, nulls)
+    return _binary_column([None if ln < 0 else bytes(mv[p : p + ln])
+                           for p, ln in zip(cols[:, pos_col].tolist(), cols[:, len_col].tolist())])
 
 
 def decode_headers(data: Any, pos: int, count: int) -> tuple[tuple[str, bytes | None], ...]:

@@ -37,6 +37,14 @@ def kafka_schema_ddl(include_headers: bool) -> str:
 HEADER_TYPE = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
 
 
+def _topic_column(topic: str, n: int) -> pa.Array:
+    return pa.repeat(pa.scalar(topic, pa.string()), n)
+
+
+def _partition_column(partition: int, n: int) -> pa.Array:
+    return pa.array(np.full(n, partition, dtype=np.int32))
+
+
 def _binary(chunk: Chunk, pos_col: int, len_col: int, rows: np.ndarray | None) -> pa.Array:
     return _arrow_binary(kernels.gather_column(chunk.data, chunk.cols if rows is None else chunk.cols[rows], pos_col, len_col))
 
@@ -64,8 +72,8 @@ def chunk_to_arrow(chunk: Chunk, topic: str, partition: int, start: int, end: in
     build = {
         "key": lambda: _binary(chunk, kernels.C_KEY_POS, kernels.C_KEY_LEN, rows),
         "value": lambda: _binary(chunk, kernels.C_VAL_POS, kernels.C_VAL_LEN, rows),
-        "topic": lambda: pa.repeat(pa.scalar(topic, pa.string()), n),
-        "partition": lambda: pa.array(np.full(n, partition, dtype=np.int32)),
+        "topic": lambda: _topic_column(topic, n),
+        "partition": lambda: _partition_column(partition, n),
         "offset": lambda: pa.array(pick(offs).astype(np.int64)),
         "timestamp": lambda: pa.array(pick(chunk.timestamps()) * 1000, pa.timestamp("us", tz="UTC")),
         "timestampType": lambda: pa.array(pick(chunk.timestamp_types()).astype(np.int32)),
@@ -101,8 +109,8 @@ def run_to_arrow(run: BatchRun, topic: str, partition: int, start: int, end: int
     build = {
         "key": lambda: _arrow_binary(got.key),
         "value": lambda: _arrow_binary(got.value),
-        "topic": lambda: pa.repeat(pa.scalar(topic, pa.string()), n),
-        "partition": lambda: pa.array(np.full(n, partition, dtype=np.int32)),
+        "topic": lambda: _topic_column(topic, n),
+        "partition": lambda: _partition_column(partition, n),
         "offset": lambda: pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(got.offsets)]),
         "timestamp": lambda: pa.Array.from_buffers(pa.timestamp("us", tz="UTC"), n, [None, pa.py_buffer(got.timestamps)]),
         "timestampType": lambda: pa.Array.from_buffers(pa.int32(), n, [None, pa.py_buffer(got.timestamp_types)]),
