@@ -115,8 +115,10 @@ def _staged(path: str) -> Iterator[_Staged]:
     total = os.path.getsize(path)
     with open(path, "rb") as f:
         while head := f.read(4):
-            at = f.tell() - 4
-            (nlen,) = INT32.unpack(head) if len(head) == 4 else (-1,)
+            at = f.tell() - len(head)
+            if len(head) < 4:
+                raise InvalidRequestError(f"staging file {path} ends inside an entry")
+            (nlen,) = INT32.unpack(head)
             if not 0 <= nlen <= MAX_TOPIC_BYTES:  # (read as it stands, a damaged length could ask for gigabytes)
                 raise _damaged(path, at, "its topic length is not one a topic has")
             head += f.read(nlen + 4 + FINGERPRINT_BYTES)

@@ -129,12 +129,17 @@ def test_bad_rows_are_named_and_nothing_is_appended(topic):
     assert records(topic) == [] and records(topic, "u") == []
 
 
-def test_a_torn_staging_file_is_named_and_nothing_is_appended(topic):
+@pytest.mark.parametrize("cut", ["batch", "entry header", "topic length"])
+def test_a_torn_staging_file_is_named_and_nothing_is_appended(topic, cut):
     opts = options(topic)
     rb = pa.record_batch({"key": [f"k{i}" for i in range(500)], "value": ["v" * 100] * 500})
     paths = stage_batches(opts, iter([rb])) + stage_batches(opts, iter([rb]))
     with open(paths[1], "r+b") as f:
-        f.truncate(f.seek(0, 2) - 10)
+        if cut == "batch":
+            f.truncate(f.seek(0, 2) - 10)
+        else:  # a second entry torn inside its header, or inside the int32 of its topic's length
+            f.seek(0, 2)
+            f.write(open(paths[0], "rb").read()[: 9 if cut == "entry header" else 2])
     with pytest.raises(InvalidRequestError, match="ends inside an entry"):
         append_staged(opts, paths)
     assert records(topic) == []
