@@ -1,4 +1,5 @@
-"""A SparkSession for compactlog's jobs: ``local[*]`` unless told otherwise, no UI, loopback only when local."""
+"""A SparkSession for compactlog's jobs: ``local[*]`` unless told otherwise, no UI, loopback only when local,
+the format's columnar reader on its classpath."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import os
 import re
 import sys
 
+from .columnar import columnar_jar
 from .options import CORES_ENV, machine_cores
 
 
@@ -36,6 +38,9 @@ def spark_session(master: str | None = None, app_name: str = "compactlog", extra
         # environment that is not activated.
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     conf.update(extra or {})
+    jar = columnar_jar()  # the format's columnar reader (spark/columnar.py); without it, Spark's Python path
+    if jar:
+        conf["spark.jars"] = ",".join(j for j in (conf.get("spark.jars"), jar) if j)
     for k, v in conf.items():
         builder = builder.config(k, v)
     spark = builder.getOrCreate()

@@ -1,0 +1,99 @@
+"""The JVM side of the ``compactlog`` format (``java/ColumnarSource.java``), built on first use.
+
+Spark hands a Python data source's Arrow batches to the query as rows, every column copied, and never
+tells the source which columns a query reads. The Java class wraps the same Python source (which still
+plans and decodes everything) so that Spark receives the worker's Arrow vectors as columns and asks for
+the columns it uses. It leans on Spark internals, so it is compiled against the jars of the pyspark
+that will load it, once per pyspark version and source text, into a cache directory; sessions made by
+``spark_session`` put it on ``spark.jars``. Where it cannot be built (no ``javac``, a Spark whose
+internals moved), reads take Spark's own Python path: slower, the same rows.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+SOURCE = Path(__file__).with_name("java") / "ColumnarSource.java"
+SERVICE = "META-INF/services/org.apache.spark.sql.sources.DataSourceRegister"
+PROVIDER = "compactlog.spark.ColumnarSource"
+ENV = "COMPACTLOG_SPARK_COLUMNAR"  # "0": read through Spark's Python source interface alone
+CACHE_ENV = "COMPACTLOG_CACHE_DIR"
+COMPILE_SECONDS = 300
+
+_built: dict[str, str | None] = {}
+
+
+def enabled() -> bool:
+    return os.environ.get(ENV, "1") != "0"
+
+
+def columnar_jar() -> str | None:
+    """The jar's path, compiled now if this pyspark has none yet; None (and a note on stderr, once)
+    where it cannot be built or ``COMPACTLOG_SPARK_COLUMNAR=0`` says not to."""
+    if not enabled():
+        return None
+    import pyspark
+
+    jars = Path(pyspark.__file__).parent / "jars"
+    digest = hashlib.sha256(SOURCE.read_bytes() + pyspark.__version__.encode() + str(jars).encode())
+    name = f"compactlog-spark-{pyspark.__version__}-{digest.hexdigest()[:16]}.jar"
+    if name not in _built:
+        _built[name] = _build(jars, name)
+    return _built[name]
+
+
+def cache_dir() -> Path:
+    explicit = os.environ.get(CACHE_ENV)
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "compactlog"
+
+
+def _build(jars: Path, name: str) -> str | None:
+    target = cache_dir() / name
+    if target.is_file():
+        return str(target)
+    javac = _javac()
+    if javac is None:
+        return _skip("no javac was found (JAVA_HOME or PATH)")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix=".build-", dir=target.parent) as tmp:
+            classes = Path(tmp) / "classes"
+            done = subprocess.run(
+                [javac, "--release", "17", "-nowarn", "-encoding", "UTF-8", "-d", str(classes),
+                 "-cp", str(jars / "*"), str(SOURCE)],
+                capture_output=True, text=True, timeout=COMPILE_SECONDS)
+            if done.returncode != 0:
+                first = (done.stderr.strip().splitlines() or ["(no message)"])[0]
+                return _skip(f"javac could not compile it against this pyspark's jars: {first}")
+            jar = Path(tmp) / name
+            with zipfile.ZipFile(jar, "w", zipfile.ZIP_DEFLATED) as z:
+                for f in sorted(classes.rglob("*.class")):
+                    z.write(f, f.relative_to(classes).as_posix())
+                z.writestr(SERVICE, PROVIDER + "\n")
+            os.replace(jar, target)  # whole or not at all, whichever process finishes first
+    except (OSError, subprocess.SubprocessError) as exc:
+        return _skip(f"building it failed: {exc}")
+    return str(target)
+
+
+def _javac() -> str | None:
+    home = os.environ.get("JAVA_HOME")
+    if home and os.access(os.path.join(home, "bin", "javac"), os.X_OK):
+        return os.path.join(home, "bin", "javac")
+    return shutil.which("javac")
+
+
+def _skip(why: str) -> None:
+    print(f"compactlog: Spark reads go through Spark's Python source interface (columns copied to rows, "
+          f"none pruned): the columnar reader was not built: {why}", file=sys.stderr)
+    return None
