@@ -52,8 +52,8 @@ def _binary(chunk: Chunk, pos_col: int, len_col: int, rows: np.ndarray | None) -
 def chunk_to_arrow(chunk: Chunk, topic: str, partition: int, start: int, end: int, include_headers: bool,
                    columns: tuple[str, ...] | None = None) -> pa.RecordBatch | None:
     """Rows of ``chunk`` with offsets in [start, end), as one Arrow batch (None when empty): the Kafka
-    source's columns, or only ``columns`` in that order (Spark cannot prune a Python source's columns,
-    and each column costs its copy into Spark's rows)."""
+    source's columns, or only ``columns`` in that order (those a query reads, when the format's columnar
+    reader asks for them, or those a caller's ``.schema(...)`` names)."""
     offs = chunk.offsets
     sel = (offs >= start) & (offs < end)
     rows = None if sel.all() else np.flatnonzero(sel)

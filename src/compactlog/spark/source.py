@@ -64,9 +64,9 @@ class PartitionRange(InputPartition):
 
 
 def columns_of(schema: StructType | None, include_headers: bool) -> tuple[str, ...] | None:
-    """The columns a caller's ``.schema(...)`` asks for, in its order (None: all of them). Spark cannot
-    prune a Python source's columns, so a schema naming fewer saves the copy of the others into Spark's
-    rows. Each must be one of the Kafka source's columns with its type."""
+    """The columns asked for, in their order (None: all of them): a caller's ``.schema(...)``, or the
+    columns a query reads when the format's columnar reader (``java/ColumnarSource.java``) pruned them.
+    Each must be one of the Kafka source's columns with its type."""
     full = kafka_columns(include_headers)
     if schema is None:
         return None
