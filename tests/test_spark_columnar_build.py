@@ -47,9 +47,37 @@ def test_a_source_javac_refuses_is_named_and_leaves_no_jar(fresh, tmp_path, monk
     err = capsys.readouterr().err
     assert "javac could not compile it" in err and "ColumnarSource.java:2" in err
     assert not any(p.suffix == ".jar" for p in fresh.rglob("*"))
+    columnar._built.clear()  # a new process: the refusal is remembered, not compiled again
+    monkeypatch.setattr(columnar.subprocess, "run", lambda *a, **k: pytest.fail("compiled again"))
+    assert columnar.columnar_jar() is None
+    assert "ColumnarSource.java:2" in capsys.readouterr().err
+
+
+def test_it_is_built_against_the_spark_that_runs(monkeypatch):
+    """pyspark starts the Spark of ``SPARK_HOME`` when it is set: the jar is built against its jars."""
+    import pyspark
+
+    monkeypatch.setenv("SPARK_HOME", "/nonexistent/spark")
+    assert columnar.spark_jars() == columnar.Path("/nonexistent/spark/jars")
+    monkeypatch.delenv("SPARK_HOME")
+    assert columnar.spark_jars() == columnar.Path(pyspark.__file__).parent / "jars"
 
 
 def test_switched_off(fresh, monkeypatch):
     monkeypatch.setenv(columnar.ENV, "0")
     assert columnar.columnar_jar() is None
     assert not fresh.exists()
+
+
+def test_the_jar_is_added_to_the_jars_a_session_would_have(tmp_path, monkeypatch):
+    """Setting ``spark.jars`` replaces the jars of ``spark-defaults.conf`` and of ``--jars``: they stay."""
+    from compactlog.spark.session import jars_with
+
+    (tmp_path / "spark-defaults.conf").write_text("spark.master local[2]\nspark.jars  /opt/a.jar,/opt/b.jar\n")
+    monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path))
+    monkeypatch.setenv("PYSPARK_SUBMIT_ARGS", "--jars /opt/c.jar --driver-memory 1g pyspark-shell")
+    assert jars_with("/cache/ours.jar", "/opt/given.jar").split(",") == \
+        ["/opt/given.jar", "/opt/a.jar", "/opt/b.jar", "/opt/c.jar", "/cache/ours.jar"]
+    monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path / "none"))
+    monkeypatch.delenv("PYSPARK_SUBMIT_ARGS")
+    assert jars_with("/cache/ours.jar") == "/cache/ours.jar"

@@ -117,6 +117,41 @@ def test_headers_are_read_as_columns(spark, data):
     assert all(h in ([], [("src", b"shop")]) for *_, h in got)
 
 
+def test_a_query_reading_part_of_the_headers(spark, data):
+    """Spark asks for a field of the headers' structs; the source gives whole columns."""
+    path, _ = data
+    df = load(spark, path, includeHeaders="true")
+    assert df.select("headers.key").where("size(key) > 0").count() == 150
+    firsts = df.selectExpr("try_element_at(headers, 1).value as v").where("v is not null").collect()
+    assert len(firsts) == 150 and {bytes(r.v) for r in firsts} == {b"shop"}
+
+
+def test_python_udfs_on_the_scan_see_their_own_rows(spark, data):
+    """Spark hands Arrow vectors straight to Python UDFs and keeps them while the UDF runs; the worker's
+    vectors are refilled for the next batch, so they must not reach a UDF as they are."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import LongType
+
+    path, expected = data
+    double = F.udf(lambda o: o * 2, LongType())
+    ln = F.pandas_udf(lambda v: v.str.len(), LongType())
+    df = load(spark, path, maxPartitionBytes="500")  # several batches a task
+    got = sorted((r.partition, r.offset, r.d, r.n) for r in
+                 df.select("partition", "offset", double("offset").alias("d"), ln("value").alias("n")).collect())
+    assert got == sorted((p, o, 2 * o, None if rec["value"] is None else len(rec["value"]))
+                         for (p, o), rec in expected["prices"].items())
+
+
+def test_an_empty_topic_and_an_empty_range_read_no_rows(spark, data, tmp_path):
+    path, _ = data
+    with compactlog.open(tmp_path) as cl:
+        cl.create_topic("empty", 2)
+    assert load(spark, tmp_path, "empty").count() == 0
+    assert load(spark, tmp_path, "empty").select("key", "offset").collect() == []
+    same = json.dumps({"latest": {"0": 40}})
+    assert load(spark, path, "latest", startingOffsets=same, endingOffsets=same).collect() == []
+
+
 def test_a_stream_reads_through_the_columnar_reader(spark, data, tmp_path_factory):
     path, expected = data
     seen: list[tuple[int, int, bytes]] = []
@@ -135,8 +170,10 @@ def test_a_stream_reads_through_the_columnar_reader(spark, data, tmp_path_factor
     assert sorted(seen) == sorted((p, o, rec["key"]) for (p, o), rec in expected["prices"].items())
     # The last micro-batch's plan: columnar. (Spark builds a stream's scan before it plans a query, so
     # a stream's columns are never pruned; ColumnarToRow reads only the ones used.)
-    plan = q._jsq.streamingQuery().lastExecution().executedPlan().toString()
-    assert "ColumnarToRow" in plan and "compactlog (columnar)" in plan, plan
+    plan = q._jsq.streamingQuery().lastExecution().executedPlan()
+    assert "ColumnarToRow" in plan.toString() and "compactlog (columnar)" in plan.toString(), plan.toString()
+    stream = plan.collectLeaves().head().stream()
+    assert stream.equals(stream)  # Spark compares plans (to reuse exchanges): a stream equals itself
 
 
 def test_without_the_columnar_reader_a_session_reads_the_same_rows(data):

@@ -41,12 +41,22 @@ def columnar_jar() -> str | None:
         return None
     import pyspark
 
-    jars = Path(pyspark.__file__).parent / "jars"
-    digest = hashlib.sha256(SOURCE.read_bytes() + pyspark.__version__.encode() + str(jars).encode())
+    jars = spark_jars()
+    listing = "\n".join(sorted(p.name for p in jars.glob("*.jar"))) if jars.is_dir() else ""
+    digest = hashlib.sha256(SOURCE.read_bytes() + pyspark.__version__.encode() + str(jars).encode()
+                            + listing.encode())
     name = f"compactlog-spark-{pyspark.__version__}-{digest.hexdigest()[:16]}.jar"
     if name not in _built:
         _built[name] = _build(jars, name)
     return _built[name]
+
+
+def spark_jars() -> Path:
+    """The jars of the Spark that will run: ``SPARK_HOME``'s when it is set (pyspark then starts that
+    Spark), else those that came with pyspark."""
+    from pyspark.find_spark_home import _find_spark_home
+
+    return Path(_find_spark_home()) / "jars"
 
 
 def cache_dir() -> Path:
@@ -64,6 +74,12 @@ def _build(jars: Path, name: str) -> str | None:
     javac = _javac()
     if javac is None:
         return _skip("no javac was found (JAVA_HOME or PATH)")
+    # What this javac refused it will refuse again for the same source and jars: say so, don't retry.
+    real = os.path.realpath(javac)
+    seen = hashlib.sha256(f"{real}:{os.stat(real).st_mtime_ns}".encode()).hexdigest()[:12]
+    refused = target.with_name(f"{target.stem}-{seen}.refused")
+    if refused.is_file():
+        return _skip(refused.read_text(errors="replace").strip())
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(prefix=".build-", dir=target.parent) as tmp:
@@ -74,7 +90,9 @@ def _build(jars: Path, name: str) -> str | None:
                 capture_output=True, text=True, timeout=COMPILE_SECONDS)
             if done.returncode != 0:
                 first = (done.stderr.strip().splitlines() or ["(no message)"])[0]
-                return _skip(f"javac could not compile it against this pyspark's jars: {first}")
+                why = f"javac could not compile it against the jars in {jars}: {first}"
+                refused.write_text(why + "\n")
+                return _skip(why)
             jar = Path(tmp) / name
             with zipfile.ZipFile(jar, "w", zipfile.ZIP_DEFLATED) as z:
                 for f in sorted(classes.rglob("*.class")):

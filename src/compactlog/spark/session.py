@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import sys
 
 from .columnar import columnar_jar
@@ -40,7 +41,7 @@ def spark_session(master: str | None = None, app_name: str = "compactlog", extra
     conf.update(extra or {})
     jar = columnar_jar()  # the format's columnar reader (spark/columnar.py); without it, Spark's Python path
     if jar:
-        conf["spark.jars"] = ",".join(j for j in (conf.get("spark.jars"), jar) if j)
+        conf["spark.jars"] = jars_with(jar, conf.get("spark.jars"))
     for k, v in conf.items():
         builder = builder.config(k, v)
     spark = builder.getOrCreate()
@@ -75,3 +76,31 @@ def _found_by_spark() -> bool:
     if not same_env:  # (a virtual environment's python links to the base one, so paths are compared unresolved)
         return False
     return any(m.name == "pyspark_compactlog" for m in pkgutil.iter_modules())
+
+
+def jars_with(jar: str, given: str | None = None) -> str:
+    """``spark.jars`` with ``jar`` added to the jars the session would otherwise have: set here it
+    replaces those of ``spark-defaults.conf`` and of ``--jars`` in ``PYSPARK_SUBMIT_ARGS``, so they are
+    named again."""
+    found: list[str] = [given or ""]
+    conf_dir = os.environ.get("SPARK_CONF_DIR")
+    if not conf_dir:
+        from pyspark.find_spark_home import _find_spark_home
+
+        conf_dir = os.path.join(_find_spark_home(), "conf")
+    try:
+        with open(os.path.join(conf_dir, "spark-defaults.conf"), encoding="utf-8") as f:
+            for line in f:
+                parts = re.split(r"[\s=]+", line.strip(), maxsplit=1)
+                if len(parts) == 2 and parts[0] == "spark.jars":
+                    found.append(parts[1].strip())
+    except OSError:
+        pass
+    args = shlex.split(os.environ.get("PYSPARK_SUBMIT_ARGS", ""))
+    for i, arg in enumerate(args):
+        if arg == "--jars" and i + 1 < len(args):
+            found.append(args[i + 1])
+        elif arg.startswith("--jars="):
+            found.append(arg.split("=", 1)[1])
+    jars = [j.strip() for part in found for j in part.split(",") if j.strip()]
+    return ",".join(dict.fromkeys(jars + [jar]))

@@ -63,6 +63,13 @@ class PartitionRange(InputPartition):
                               isolation=self.isolation, columns=self.columns)
 
 
+def read_range(partition: PartitionRange | InputPartition) -> Iterator[pa.RecordBatch]:
+    """A planned range's rows. A read with nothing to read (an empty topic, a range that ends where it
+    starts) was planned as no range, for which Spark hands the reader one empty ``InputPartition``."""
+    if isinstance(partition, PartitionRange):
+        yield from partition.read()
+
+
 def columns_of(schema: StructType | None, include_headers: bool) -> tuple[str, ...] | None:
     """The columns asked for, in their order (None: all of them): a caller's ``.schema(...)``, or the
     columns a query reads when the format's columnar reader (``java/ColumnarSource.java``) pruned them.
@@ -150,7 +157,7 @@ class CompactLogReader(DataSourceReader):
         return plan_ranges(self.opts, columns=self.columns)
 
     def read(self, partition: PartitionRange) -> Iterator[pa.RecordBatch]:
-        yield from partition.read()
+        yield from read_range(partition)
 
 
 class CompactLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -212,7 +219,7 @@ class CompactLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         return plan_ranges(self.opts, ends=flat(end), starts=flat(start), columns=self.columns)
 
     def read(self, partition: PartitionRange) -> Iterator[pa.RecordBatch]:
-        yield from partition.read()
+        yield from read_range(partition)
 
     def commit(self, end: dict) -> None:
         pass

@@ -17,6 +17,8 @@ import org.apache.spark.sql.connector.catalog.Table;
 import org.apache.spark.sql.connector.catalog.TableCapability;
 import org.apache.spark.sql.connector.catalog.TableProvider;
 import org.apache.spark.sql.connector.expressions.Transform;
+import org.apache.spark.sql.connector.metric.CustomMetric;
+import org.apache.spark.sql.connector.metric.CustomTaskMetric;
 import org.apache.spark.sql.connector.read.Batch;
 import org.apache.spark.sql.connector.read.InputPartition;
 import org.apache.spark.sql.connector.read.PartitionReader;
@@ -37,19 +39,24 @@ import org.apache.spark.sql.execution.datasources.v2.python.PythonStreamingInput
 import org.apache.spark.sql.execution.datasources.v2.python.PythonStreamingPartitionReaderFactory;
 import org.apache.spark.sql.execution.datasources.v2.python.PythonTable;
 import org.apache.spark.sql.execution.datasources.v2.python.UserDefinedPythonDataSource;
+import org.apache.spark.sql.execution.metric.SQLMetric;
 import org.apache.spark.sql.execution.python.ArrowPythonRunner;
 import org.apache.spark.sql.execution.python.MapInBatchEvaluatorFactory;
 import org.apache.spark.sql.sources.DataSourceRegister;
 import org.apache.spark.sql.sources.Filter;
-import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DataType$;
+import org.apache.spark.sql.types.Decimal;
 import org.apache.spark.sql.types.Metadata;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 import org.apache.spark.sql.vectorized.ArrowColumnVector;
 import org.apache.spark.sql.vectorized.ColumnVector;
+import org.apache.spark.sql.vectorized.ColumnarArray;
 import org.apache.spark.sql.vectorized.ColumnarBatch;
+import org.apache.spark.sql.vectorized.ColumnarMap;
+import org.apache.spark.unsafe.types.UTF8String;
+import scala.jdk.javaapi.CollectionConverters;
 
 /**
  * The JVM's side of the {@code compactlog} format: Spark's own Python data source, handed to Spark as
@@ -171,9 +178,16 @@ public final class ColumnarSource implements TableProvider, DataSourceRegister {
         return;
       }
       // A query that reads no column (a count) still needs each row once: the offset is the cheapest.
-      schema = required.fields().length > 0
-          ? required
-          : new StructType(new StructField[] {schema.fields()[schema.fieldIndex("offset")]});
+      StructField[] wanted = required.fields().length > 0
+          ? required.fields()
+          : new StructField[] {schema.fields()[schema.fieldIndex("offset")]};
+      // Whole columns: Spark may ask for part of one (a field of the headers' structs), which the
+      // source does not give; it then takes the part it reads from the whole column.
+      StructField[] whole = new StructField[wanted.length];
+      for (int i = 0; i < wanted.length; i++) {
+        whole[i] = schema.fields()[schema.fieldIndex(wanted[i].name())];
+      }
+      schema = new StructType(whole);
     }
 
     @Override
@@ -204,6 +218,11 @@ public final class ColumnarSource implements TableProvider, DataSourceRegister {
     @Override
     public String description() {
       return NAME + " (columnar)";
+    }
+
+    @Override
+    public CustomMetric[] supportedCustomMetrics() {
+      return pythonSource().source().createPythonMetrics();  // those Spark's own scan shows
     }
 
     @Override
@@ -272,6 +291,14 @@ public final class ColumnarSource implements TableProvider, DataSourceRegister {
 
     @Override
     public Object invoke(Object proxy, Method method, Object[] args) throws Throwable {
+      // The proxy is itself: Spark compares plans (to reuse an exchange, to find a plan it has seen).
+      if (method.getName().equals("equals") && args != null && args.length == 1
+          && method.getParameterTypes()[0] == Object.class) {
+        return proxy == args[0];
+      }
+      if (method.getName().equals("hashCode") && (args == null || args.length == 0)) {
+        return System.identityHashCode(proxy);
+      }
       Object result;
       try {
         result = method.invoke(stream, args);
@@ -374,7 +401,7 @@ public final class ColumnarSource implements TableProvider, DataSourceRegister {
       scala.collection.Iterator<ColumnarBatch> batches = runner.compute(
           scala.collection.Iterator$.MODULE$.single(scala.collection.Iterator$.MODULE$.single(row)),
           context.partitionId(), context);
-      return new ColumnarReader(batches, read.schema);
+      return new ColumnarReader(batches, read.schema, read.source, f.pythonMetrics());
     }
   }
 
@@ -382,11 +409,16 @@ public final class ColumnarSource implements TableProvider, DataSourceRegister {
   static final class ColumnarReader implements PartitionReader<ColumnarBatch> {
     private final scala.collection.Iterator<ColumnarBatch> batches;
     private final StructType schema;
+    private final UserDefinedPythonDataSource source;
+    private final scala.collection.immutable.Map<String, SQLMetric> metrics;
     private ColumnarBatch current;
 
-    ColumnarReader(scala.collection.Iterator<ColumnarBatch> batches, StructType schema) {
+    ColumnarReader(scala.collection.Iterator<ColumnarBatch> batches, StructType schema,
+        UserDefinedPythonDataSource source, scala.collection.immutable.Map<String, SQLMetric> metrics) {
       this.batches = batches;
       this.schema = schema;
+      this.source = source;
+      this.metrics = metrics;
     }
 
     @Override
@@ -396,21 +428,28 @@ public final class ColumnarSource implements TableProvider, DataSourceRegister {
       }
       ColumnarBatch batch = batches.next();
       ArrowColumnVector struct = (ArrowColumnVector) batch.column(0);
-      StructField[] fields = schema.fields();
-      ColumnVector[] columns = new ColumnVector[fields.length];
-      for (int i = 0; i < fields.length; i++) {
-        ArrowColumnVector column = struct.getChild(i);
-        DataType type = column.dataType();
-        // A column of another type would be read through the wrong accessor: refuse it by name.
-        if (!DataType$.MODULE$.equalsIgnoreNullability(type, fields[i].dataType())) {
-          throw new IllegalStateException("the compactlog source's Python reader sent column "
-              + fields[i].name() + " as " + type.simpleString() + " where "
-              + fields[i].dataType().simpleString() + " was asked for");
-        }
-        columns[i] = column;
+      // Columns of other names, types or number would be read through the wrong accessors: refuse
+      // them, named, whatever Spark's own check is set to.
+      if (!DataType$.MODULE$.equalsIgnoreNullability(struct.dataType(), schema)) {
+        throw new IllegalStateException("the compactlog source's Python reader sent "
+            + struct.dataType().simpleString() + " where " + schema.simpleString() + " was asked for");
+      }
+      ColumnVector[] columns = new ColumnVector[schema.fields().length];
+      for (int i = 0; i < columns.length; i++) {
+        columns[i] = new Lent(struct.getChild(i));
       }
       current = new ColumnarBatch(columns, batch.numRows());
       return true;
+    }
+
+    @Override
+    public CustomTaskMetric[] currentMetricsValues() {
+      java.util.Map<String, Object> values = new java.util.HashMap<>();
+      for (Map.Entry<String, SQLMetric> e : CollectionConverters.asJava(metrics).entrySet()) {
+        values.put(e.getKey(), e.getValue().value());
+      }
+      return source.createPythonTaskMetrics(
+          scala.collection.immutable.Map$.MODULE$.from(CollectionConverters.asScala(values)));
     }
 
     @Override
@@ -421,6 +460,106 @@ public final class ColumnarSource implements TableProvider, DataSourceRegister {
     @Override
     public void close() {
       // The runner's worker and buffers are released when the task completes, as for Spark's own reader.
+    }
+  }
+
+  /**
+   * One of the worker's Arrow vectors, lent to Spark until the reader's next batch (the runner refills
+   * the same vectors batch after batch). It is not an {@link ArrowColumnVector} on purpose: Spark hands
+   * Arrow vectors straight to Python UDFs and keeps them until each batch's results come back, by which
+   * time they hold another batch. Any other vector Spark reads at once, row by row.
+   */
+  static final class Lent extends ColumnVector {
+    private final ColumnVector vector;
+
+    Lent(ColumnVector vector) {
+      super(vector.dataType());
+      this.vector = vector;
+    }
+
+    @Override
+    public void close() {
+      // The runner owns the buffers.
+    }
+
+    @Override
+    public boolean hasNull() {
+      return vector.hasNull();
+    }
+
+    @Override
+    public int numNulls() {
+      return vector.numNulls();
+    }
+
+    @Override
+    public boolean isNullAt(int row) {
+      return vector.isNullAt(row);
+    }
+
+    @Override
+    public boolean getBoolean(int row) {
+      return vector.getBoolean(row);
+    }
+
+    @Override
+    public byte getByte(int row) {
+      return vector.getByte(row);
+    }
+
+    @Override
+    public short getShort(int row) {
+      return vector.getShort(row);
+    }
+
+    @Override
+    public int getInt(int row) {
+      return vector.getInt(row);
+    }
+
+    @Override
+    public long getLong(int row) {
+      return vector.getLong(row);
+    }
+
+    @Override
+    public float getFloat(int row) {
+      return vector.getFloat(row);
+    }
+
+    @Override
+    public double getDouble(int row) {
+      return vector.getDouble(row);
+    }
+
+    @Override
+    public ColumnarArray getArray(int row) {
+      return vector.getArray(row);
+    }
+
+    @Override
+    public ColumnarMap getMap(int row) {
+      return vector.getMap(row);
+    }
+
+    @Override
+    public Decimal getDecimal(int row, int precision, int scale) {
+      return vector.getDecimal(row, precision, scale);
+    }
+
+    @Override
+    public UTF8String getUTF8String(int row) {
+      return vector.getUTF8String(row);
+    }
+
+    @Override
+    public byte[] getBinary(int row) {
+      return vector.getBinary(row);
+    }
+
+    @Override
+    public ColumnVector getChild(int ordinal) {
+      return vector.getChild(ordinal);
     }
   }
 }
