@@ -23,7 +23,7 @@ def test_it_is_compiled_once_into_a_jar_spark_finds(fresh):
     assert jar is not None and jar.startswith(str(fresh))
     with zipfile.ZipFile(jar) as z:
         assert z.read(columnar.SERVICE).decode().strip() == columnar.PROVIDER
-        assert "compactlog/spark/ColumnarSource.class" in z.namelist()
+        assert {"compactlog/spark/ColumnarSource.class", "compactlog/spark/Lent.class"} <= set(z.namelist())
     columnar._built.clear()
     stamp = (fresh / jar.rsplit("/", 1)[1]).stat().st_mtime_ns
     assert columnar.columnar_jar() == jar  # found in the cache, not built again
@@ -42,7 +42,7 @@ def test_a_source_javac_refuses_is_named_and_leaves_no_jar(fresh, tmp_path, monk
     broken = tmp_path / "java" / "ColumnarSource.java"
     broken.parent.mkdir()
     broken.write_text("package compactlog.spark;\npublic final class ColumnarSource { int x = ; }\n")
-    monkeypatch.setattr(columnar, "SOURCE", broken)
+    monkeypatch.setattr(columnar, "SOURCES", broken.parent)
     assert columnar.columnar_jar() is None
     err = capsys.readouterr().err
     assert "javac could not compile it" in err and "ColumnarSource.java:2" in err

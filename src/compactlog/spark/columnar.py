@@ -1,4 +1,5 @@
-"""The JVM side of the ``compactlog`` format (``java/ColumnarSource.java``), built on first use.
+"""The JVM side of the ``compactlog`` format (``java/ColumnarSource.java``, ``java/Lent.java``), built on
+first use.
 
 Spark hands a Python data source's Arrow batches to the query as rows, every column copied, and never
 tells the source which columns a query reads. The Java class wraps the same Python source (which still
@@ -20,7 +21,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-SOURCE = Path(__file__).with_name("java") / "ColumnarSource.java"
+SOURCES = Path(__file__).with_name("java")  # its .java files, compiled together
 SERVICE = "META-INF/services/org.apache.spark.sql.sources.DataSourceRegister"
 PROVIDER = "compactlog.spark.ColumnarSource"
 ENV = "COMPACTLOG_SPARK_COLUMNAR"  # "0": read through Spark's Python source interface alone
@@ -43,7 +44,7 @@ def columnar_jar() -> str | None:
 
     jars = spark_jars()
     listing = "\n".join(sorted(p.name for p in jars.glob("*.jar"))) if jars.is_dir() else ""
-    digest = hashlib.sha256(SOURCE.read_bytes() + pyspark.__version__.encode() + str(jars).encode()
+    digest = hashlib.sha256(b"".join(f.read_bytes() for f in _sources()) + pyspark.__version__.encode() + str(jars).encode()
                             + listing.encode())
     name = f"compactlog-spark-{pyspark.__version__}-{digest.hexdigest()[:16]}.jar"
     if name not in _built:
@@ -86,7 +87,7 @@ def _build(jars: Path, name: str) -> str | None:
             classes = Path(tmp) / "classes"
             done = subprocess.run(
                 [javac, "--release", "17", "-nowarn", "-encoding", "UTF-8", "-d", str(classes),
-                 "-cp", str(jars / "*"), str(SOURCE)],
+                 "-cp", str(jars / "*"), *map(str, _sources())],
                 capture_output=True, text=True, timeout=COMPILE_SECONDS)
             if done.returncode != 0:
                 first = (done.stderr.strip().splitlines() or ["(no message)"])[0]
@@ -102,6 +103,10 @@ def _build(jars: Path, name: str) -> str | None:
     except (OSError, subprocess.SubprocessError) as exc:
         return _skip(f"building it failed: {exc}")
     return str(target)
+
+
+def _sources() -> list[Path]:
+    return sorted(SOURCES.glob("*.java"))
 
 
 def _javac() -> str | None:
