@@ -4,8 +4,8 @@ first use.
 Spark hands a Python data source's Arrow batches to the query as rows, every column copied, and never
 tells the source which columns a query reads. The Java class wraps the same Python source (which still
 plans and decodes everything) so that Spark receives the worker's Arrow vectors as columns and asks for
-the columns it uses. It leans on Spark internals, so it is compiled against the jars of the pyspark
-that will load it, once per pyspark version and source text, into a cache directory; sessions made by
+the columns it uses. It leans on Spark internals, so it is compiled against the jars of the Spark that
+will load it, once per pyspark version, jars and source text, into a cache directory; sessions made by
 ``spark_session`` put it on ``spark.jars``. Where it cannot be built (no ``javac``, a Spark whose
 internals moved), reads take Spark's own Python path: slower, the same rows.
 """
@@ -44,8 +44,8 @@ def columnar_jar() -> str | None:
 
     jars = spark_jars()
     listing = "\n".join(sorted(p.name for p in jars.glob("*.jar"))) if jars.is_dir() else ""
-    digest = hashlib.sha256(b"".join(f.read_bytes() for f in _sources()) + pyspark.__version__.encode() + str(jars).encode()
-                            + listing.encode())
+    text = b"".join(f.read_bytes() for f in _sources())
+    digest = hashlib.sha256(text + pyspark.__version__.encode() + str(jars).encode() + listing.encode())
     name = f"compactlog-spark-{pyspark.__version__}-{digest.hexdigest()[:16]}.jar"
     if name not in _built:
         _built[name] = _build(jars, name)
