@@ -81,3 +81,16 @@ def test_the_jar_is_added_to_the_jars_a_session_would_have(tmp_path, monkeypatch
     monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path / "none"))
     monkeypatch.delenv("PYSPARK_SUBMIT_ARGS")
     assert jars_with("/cache/ours.jar") == "/cache/ours.jar"
+
+
+def test_a_cache_directory_that_cannot_be_made_falls_back_to_the_temporary_one(tmp_path, monkeypatch):
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_text("")
+    monkeypatch.delenv(columnar.CACHE_ENV, raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setattr(columnar.tempfile, "tempdir", None)  # re-read TMPDIR
+    monkeypatch.setattr(columnar, "_built", {})
+    jar = columnar.columnar_jar()
+    assert jar is not None and jar.startswith(str(tmp_path / "tmp" / "compactlog-"))

@@ -69,7 +69,12 @@ def cache_dir() -> Path:
 
 
 def _build(jars: Path, name: str) -> str | None:
-    target = cache_dir() / name
+    home = cache_dir()
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+    except OSError:  # a read-only home (a CI runner, a service account): the machine's temporary directory
+        home = Path(tempfile.gettempdir()) / f"compactlog-{os.getuid()}"
+    target = home / name
     if target.is_file():
         return str(target)
     javac = _javac()
