@@ -241,12 +241,7 @@ public final class ColumnarSource implements TableProvider, DataSourceRegister {
     @Override
     public PartitionReaderFactory createReaderFactory() {
       PythonPartitionReaderFactory f = (PythonPartitionReaderFactory) batch().createReaderFactory();
-      return new ColumnarReaderFactory(new PythonRead(
-          f.org$apache$spark$sql$execution$datasources$v2$python$PythonPartitionReaderFactory$$source,
-          f.org$apache$spark$sql$execution$datasources$v2$python$PythonPartitionReaderFactory$$pickledReadFunc,
-          f.org$apache$spark$sql$execution$datasources$v2$python$PythonPartitionReaderFactory$$outputSchema,
-          f.org$apache$spark$sql$execution$datasources$v2$python$PythonPartitionReaderFactory$$jobArtifactUUID,
-          f.org$apache$spark$sql$execution$datasources$v2$python$PythonPartitionReaderFactory$$sessionUUID), f);
+      return new ColumnarReaderFactory(PythonRead.of(f), f);
     }
 
     @Override
@@ -304,13 +299,7 @@ public final class ColumnarSource implements TableProvider, DataSourceRegister {
       if (method.getName().equals("createReaderFactory")
           && result instanceof PythonStreamingPartitionReaderFactory) {
         PythonStreamingPartitionReaderFactory f = (PythonStreamingPartitionReaderFactory) result;
-        return new ColumnarReaderFactory(new PythonRead(
-            f.org$apache$spark$sql$execution$datasources$v2$python$PythonStreamingPartitionReaderFactory$$source,
-            f.org$apache$spark$sql$execution$datasources$v2$python$PythonStreamingPartitionReaderFactory$$pickledReadFunc,
-            f.org$apache$spark$sql$execution$datasources$v2$python$PythonStreamingPartitionReaderFactory$$outputSchema,
-            f.org$apache$spark$sql$execution$datasources$v2$python$PythonStreamingPartitionReaderFactory$$jobArtifactUUID,
-            f.org$apache$spark$sql$execution$datasources$v2$python$PythonStreamingPartitionReaderFactory$$sessionUUID),
-            f);
+        return new ColumnarReaderFactory(PythonRead.of(f), f);
       }
       if (method.getName().equals("toString")) {
         return "columnar " + result;
@@ -327,13 +316,33 @@ public final class ColumnarSource implements TableProvider, DataSourceRegister {
     final scala.Option<String> jobArtifactUUID;
     final scala.Option<String> sessionUUID;
 
-    PythonRead(UserDefinedPythonDataSource source, byte[] readFunction, StructType schema,
+    private PythonRead(UserDefinedPythonDataSource source, byte[] readFunction, StructType schema,
         scala.Option<String> jobArtifactUUID, scala.Option<String> sessionUUID) {
       this.source = source;
       this.readFunction = readFunction;
       this.schema = schema;
-      this.sessionUUID = sessionUUID;
       this.jobArtifactUUID = jobArtifactUUID;
+      this.sessionUUID = sessionUUID;
+    }
+
+    /** A batch read's, from the factory Spark made for it (its fields are public in the bytecode). */
+    static PythonRead of(PythonPartitionReaderFactory f) {
+      return new PythonRead(
+          f.org$apache$spark$sql$execution$datasources$v2$python$PythonPartitionReaderFactory$$source,
+          f.org$apache$spark$sql$execution$datasources$v2$python$PythonPartitionReaderFactory$$pickledReadFunc,
+          f.org$apache$spark$sql$execution$datasources$v2$python$PythonPartitionReaderFactory$$outputSchema,
+          f.org$apache$spark$sql$execution$datasources$v2$python$PythonPartitionReaderFactory$$jobArtifactUUID,
+          f.org$apache$spark$sql$execution$datasources$v2$python$PythonPartitionReaderFactory$$sessionUUID);
+    }
+
+    /** A micro-batch's, likewise. */
+    static PythonRead of(PythonStreamingPartitionReaderFactory f) {
+      return new PythonRead(
+          f.org$apache$spark$sql$execution$datasources$v2$python$PythonStreamingPartitionReaderFactory$$source,
+          f.org$apache$spark$sql$execution$datasources$v2$python$PythonStreamingPartitionReaderFactory$$pickledReadFunc,
+          f.org$apache$spark$sql$execution$datasources$v2$python$PythonStreamingPartitionReaderFactory$$outputSchema,
+          f.org$apache$spark$sql$execution$datasources$v2$python$PythonStreamingPartitionReaderFactory$$jobArtifactUUID,
+          f.org$apache$spark$sql$execution$datasources$v2$python$PythonStreamingPartitionReaderFactory$$sessionUUID);
     }
   }
 
