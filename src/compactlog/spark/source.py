@@ -275,6 +275,29 @@ class CompactLogWriter(_StagingWriter, DataSourceArrowWriter):
         self._remove_staging(messages)  # also the files of killed tasks, which send no message
 
 
+class ProducedBatchesWriter(CompactLogWriter):
+    """``df.write`` whose tasks' batches the format's JVM side built (``compactlog.spark.produced``): made
+    on the driver with the plan the JVM asked for, its tasks validate and stage whole batches."""
+
+    def __init__(self, options: dict[str, str], overwrite: bool, schema: StructType) -> None:
+        from .produced import PLAN_OPTION, check_schema, plan_text
+
+        check_schema(schema)
+        super().__init__(options, overwrite)
+        try:
+            where = {k.lower(): v for k, v in options.items()}[PLAN_OPTION]
+            with open(where, "w", encoding="utf-8") as f:
+                f.write(plan_text(self.wopts))
+        except BaseException:
+            self.wopts.staging.remove()
+            raise
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> StagedBatches:
+        from .produced import stage_produced
+
+        return StagedBatches(stage_produced(self.wopts, iterator), self.wopts.staging.directory)
+
+
 class CompactLogStreamWriter(_StagingWriter, DataSourceStreamArrowWriter):
     """``df.writeStream``: each micro-batch is staged by its tasks and appended at its commit.
 
@@ -339,6 +362,10 @@ class CompactLogDataSource(DataSource):
         return CompactLogStreamReader(dict(self.options), schema)
 
     def writer(self, schema: StructType, overwrite: bool) -> CompactLogWriter:
+        from .produced import PLAN_OPTION
+
+        if any(k.lower() == PLAN_OPTION for k in self.options):  # the JVM side builds the batches
+            return ProducedBatchesWriter(dict(self.options), overwrite, schema)
         return CompactLogWriter(dict(self.options), overwrite)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> CompactLogStreamWriter:

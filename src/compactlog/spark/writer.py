@@ -139,7 +139,7 @@ def _headers(col) -> _Headers | None:
     lo, hi = int(offsets[0]), int(offsets[-1])
     keys, values = col.values.slice(lo, hi - lo).flatten()
     if keys.null_count:  # (a null pair flattens to a null key too)
-        raise InvalidRequestError("a header in the headers column has a null key: Kafka header keys are strings")
+        raise null_header_key()
     keys, values = _Column.of(_bytes_column(keys, "headers' key")), _Column.of(_bytes_column(values, "headers' value"))
     per_pair = header_bytes(keys.lengths(), values.lengths())
     total = np.zeros(len(per_pair) + 1, dtype=np.int64)
@@ -192,15 +192,15 @@ def _explicit(col, n: int) -> np.ndarray:
     given = pc.fill_null(col, 0).to_numpy(zero_copy_only=False).astype(np.int64)
     bad = given[(given < 0) & col.is_valid().to_numpy(zero_copy_only=False)]
     if bad.size:
-        raise UnknownTopicOrPartitionError(f"Partition {int(bad[0])} does not exist.")
+        raise no_partition(int(bad[0]))
     return np.where(col.is_null().to_numpy(zero_copy_only=False), -1, given)
 
 
-def _plan_for(topic: str, meta: dict | None, data_dir: str, batch_bytes: int) -> ProducerPlan:
+def plan_for(topic: str, meta: dict | None, data_dir: str, batch_bytes: int) -> ProducerPlan:
     """How a task writes to ``topic``: the producer plan under the topic's config. Its partitioner
     lives as long as the task, which is one producer."""
     if meta is None:
-        raise UnknownTopicOrPartitionError(f"Topic {shown(topic)} does not exist in {data_dir}.")
+        raise unknown_topic(topic, data_dir)
     return ProducerPlan.of(topic, LogConfig(meta.get("config", {})), BuiltInPartitioner(meta["partitions"]),
                            batch_bytes=batch_bytes)
 
@@ -212,7 +212,7 @@ def _partitions(plan: ProducerPlan, rows: _Rows, picked: np.ndarray) -> np.ndarr
     kernels.partition_spans(rows.keys.data, rows.keys.spans[picked], plan.partitioner.partitions, hashed)
     parts = plan.partition_hashed(hashed, rows.sizes[picked], rows.explicit[picked])
     if parts.max() >= plan.partitioner.partitions:
-        raise UnknownTopicOrPartitionError(f"Partition {int(parts.max())} of topic {shown(plan.topic)} does not exist.")
+        raise no_partition(int(parts.max()), plan.topic)
     return parts
 
 
@@ -232,7 +232,7 @@ def stage_batches(opts: WriteOptions, iterator: Iterator[pa.RecordBatch]) -> lis
             rows = _Rows.of(rb, now_ms, opts.topic is None)
             for topic, picked in _by_topic(rows.topics, opts.topic, rb.num_rows):
                 if topic not in plans:
-                    plans[topic] = _plan_for(topic, topics.get(topic), opts.path, opts.batch_bytes)
+                    plans[topic] = plan_for(topic, topics.get(topic), opts.path, opts.batch_bytes)
                 plan = plans[topic]
                 parts = _partitions(plan, rows, picked)
                 # (numpy sorts 16-bit keys stably by radix, three times as fast as int64 ones)
@@ -258,13 +258,35 @@ def _by_topic(col, fixed: str | None, n: int) -> Iterator[tuple[str, np.ndarray]
     """(topic, row indices) pairs: every row for the writer's topic option, else per topic column value."""
     if col is None:
         if fixed is None:
-            raise InvalidRequestError('no topic: set option("topic", ...) or give a topic column')
+            raise no_topic()
         yield fixed, np.arange(n)
         return
     if col.null_count:
-        raise InvalidRequestError('no topic: set option("topic", ...) or give a topic column')
+        raise no_topic()
     for topic in pc.unique(col).to_pylist():
         yield topic, np.flatnonzero(pc.equal(col, topic).to_numpy(zero_copy_only=False))
+
+
+# The errors of rows that cannot be routed, one wording whoever routes them (here, or the JVM's producer
+# through compactlog.spark.produced).
+
+def no_topic() -> InvalidRequestError:
+    return InvalidRequestError('no topic: set option("topic", ...) or give a topic column')
+
+
+def unknown_topic(topic: str, data_dir: str) -> UnknownTopicOrPartitionError:
+    return UnknownTopicOrPartitionError(f"Topic {shown(topic)} does not exist in {data_dir}.")
+
+
+def no_partition(p: int, topic: str | None = None) -> UnknownTopicOrPartitionError:
+    """A partition a row named (or a hash picked) that the topic lacks; a negative one names no topic."""
+    if p < 0 or topic is None:
+        return UnknownTopicOrPartitionError(f"Partition {p} does not exist.")
+    return UnknownTopicOrPartitionError(f"Partition {p} of topic {shown(topic)} does not exist.")
+
+
+def null_header_key() -> InvalidRequestError:
+    return InvalidRequestError("a header in the headers column has a null key: Kafka header keys are strings")
 
 
 def append_staged(opts: WriteOptions, paths: list[str]) -> int:

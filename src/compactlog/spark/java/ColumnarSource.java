@@ -45,14 +45,12 @@ import org.apache.spark.sql.execution.python.MapInBatchEvaluatorFactory;
 import org.apache.spark.sql.sources.DataSourceRegister;
 import org.apache.spark.sql.sources.Filter;
 import org.apache.spark.sql.types.DataType$;
-import org.apache.spark.sql.types.Metadata;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 import org.apache.spark.sql.vectorized.ArrowColumnVector;
 import org.apache.spark.sql.vectorized.ColumnVector;
 import org.apache.spark.sql.vectorized.ColumnarBatch;
-import scala.jdk.javaapi.CollectionConverters;
 
 /**
  * The JVM's side of the {@code compactlog} format: Spark's own Python data source, handed to Spark as
@@ -147,7 +145,7 @@ public final class ColumnarSource implements TableProvider, DataSourceRegister {
 
     @Override
     public WriteBuilder newWriteBuilder(LogicalWriteInfo info) {
-      return table.newWriteBuilder(info);
+      return ProducingWrite.builder(table, info);
     }
 
     @Override
@@ -385,21 +383,9 @@ public final class ColumnarSource implements TableProvider, DataSourceRegister {
       MapInBatchEvaluatorFactory f = read.source.createMapInBatchEvaluatorFactory(read.readFunction,
           "read_from_data_source", UserDefinedPythonDataSource.readInputSchema(), read.schema,
           PythonCustomMetric$.MODULE$.pythonMetrics(), read.jobArtifactUUID, read.sessionUUID);
-      // The same runner Spark's Python source uses, fed the same single row (the pickled partition,
-      // inside the struct the worker unwraps); only what is done with its output differs.
-      StructType input = new StructType(new StructField[] {new StructField("struct",
-          f.org$apache$spark$sql$execution$python$MapInBatchEvaluatorFactory$$inputSchema, true,
-          Metadata.empty())});
-      ArrowPythonRunner runner = new ArrowPythonRunner(
-          f.org$apache$spark$sql$execution$python$MapInBatchEvaluatorFactory$$chainedFunc,
-          f.org$apache$spark$sql$execution$python$MapInBatchEvaluatorFactory$$pythonEvalType,
-          new int[][] {{0}}, input,
-          f.org$apache$spark$sql$execution$python$MapInBatchEvaluatorFactory$$sessionLocalTimeZone,
-          f.org$apache$spark$sql$execution$python$MapInBatchEvaluatorFactory$$largeVarTypes,
-          f.org$apache$spark$sql$execution$python$MapInBatchEvaluatorFactory$$pythonRunnerConf,
-          f.pythonMetrics(),
-          f.org$apache$spark$sql$execution$python$MapInBatchEvaluatorFactory$$jobArtifactUUID,
-          f.org$apache$spark$sql$execution$python$MapInBatchEvaluatorFactory$$sessionUUID);
+      // The same runner Spark's Python source uses, fed the same single row (the pickled partition);
+      // only what is done with its output differs.
+      ArrowPythonRunner runner = PythonTasks.runner(f);
       InternalRow row = new GenericInternalRow(new Object[] {
           new GenericInternalRow(new Object[] {pickled(partition)})});
       TaskContext context = TaskContext.get();
@@ -449,12 +435,7 @@ public final class ColumnarSource implements TableProvider, DataSourceRegister {
 
     @Override
     public CustomTaskMetric[] currentMetricsValues() {
-      java.util.Map<String, Object> values = new java.util.HashMap<>();
-      for (Map.Entry<String, SQLMetric> e : CollectionConverters.asJava(metrics).entrySet()) {
-        values.put(e.getKey(), e.getValue().value());
-      }
-      return source.createPythonTaskMetrics(
-          scala.collection.immutable.Map$.MODULE$.from(CollectionConverters.asScala(values)));
+      return PythonTasks.metrics(source, metrics);
     }
 
     @Override

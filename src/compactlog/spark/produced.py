@@ -1,0 +1,83 @@
+"""Appends whose batches the JVM built: the plan it builds them by, and the checks they pass before staging.
+
+Spark hands a Python sink its rows as Arrow, one copy of every column per row, which by itself costs
+more CPU than Parquet's whole write. The format's JVM side (``java/ProducingWrite.java``) therefore acts
+as the job's producer in the task's own thread: it routes rows, cuts and compresses Kafka batches (as a
+Java client would) and hands the Python task whole batches, one row each. Everything the log decides
+stays here: the producer plan (codec and level, batch size, the log's limits) is the Python one,
+written for the JVM before the job starts, and every batch it built is validated with the append's
+rules by the same :class:`~compactlog.staged_appends.BatchStager` before it is staged; the commit is the
+usual one. A row the JVM could not route is sent as a problem, and the error raised here is the one the
+Python path raises for it.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import pyarrow as pa
+
+from ..errors import InvalidRequestError
+from ..reading import topic_metadata
+from ..records.codecs import LEVELS
+from ..staged_appends import BatchStager
+from .writer import WriteOptions, plan_for, no_partition, no_topic, null_header_key, unknown_topic
+
+PLAN_OPTION = "compactlog.produced.plan"  # set by the JVM side alone: where to write the plan
+# The rows the JVM sends: one a batch it built, or one a row it could not route (``batch`` null).
+BATCHES_DDL = "topic string, partition int, problem int, batch binary, now long"
+NO_TOPIC, UNKNOWN_TOPIC, NO_PARTITION, NULL_HEADER_KEY = 1, 2, 3, 4
+
+
+def plan_text(opts: WriteOptions) -> str:
+    """One line per topic of the data directory, tab-separated: name, partitions, codec id, level (the
+    codec's default spelled out), the batch size, the cut target (``batch.size`` within the log's
+    limit; 0 is a record a batch) and that limit (the largest batch the log takes)."""
+    lines = []
+    for topic, meta in sorted(topic_metadata(opts.path).items()):
+        plan = plan_for(topic, meta, opts.path, opts.batch_bytes)
+        level = plan.level if plan.level is not None else (LEVELS[plan.codec].default if plan.codec in LEVELS else 0)
+        limit = plan.max_batch_bytes
+        target = min(plan.batch_bytes, limit) if plan.batch_bytes else 0
+        lines.append(f"{topic}\t{plan.partitioner.partitions}\t{int(plan.codec)}\t{level}\t{plan.batch_bytes}"
+                     f"\t{target}\t{limit}\n")
+    return "".join(lines)
+
+
+def check_schema(schema) -> None:
+    """Refuse the plan option on a DataFrame that is not the JVM side's batches (names and types)."""
+    fields = [f"{f.name} {f.dataType.simpleString()}" for f in schema.fields]
+    if ", ".join(fields).replace("bigint", "long") != BATCHES_DDL:
+        raise InvalidRequestError(f'option "{PLAN_OPTION}" is for compactlog\'s JVM writer, which sends '
+                                  f"{BATCHES_DDL}; this DataFrame has {schema.simpleString()}")
+
+
+def stage_produced(opts: WriteOptions, iterator: Iterator[pa.RecordBatch]) -> list[str]:
+    """Validate and stage the batches one task's JVM side built; returns the staging file (if any)."""
+    topics = topic_metadata(opts.path)
+    plans = {}
+    with BatchStager(opts.staging) as stager:
+        for rb in iterator:
+            cols = rb.to_pydict() if rb.num_rows else {}
+            for topic, p, problem, batch, now in zip(cols.get("topic", ()), cols.get("partition", ()),
+                                                     cols.get("problem", ()), cols.get("batch", ()),
+                                                     cols.get("now", ())):
+                if problem:
+                    raise _problem(opts, topic, p, problem)
+                if topic not in plans:
+                    plans[topic] = plan_for(topic, topics.get(topic), opts.path, opts.batch_bytes)
+                stager.stage(topic, p, plans[topic].config, batch, now)
+    return stager.files()
+
+
+def _problem(opts: WriteOptions, topic: str | None, p: int, problem: int) -> Exception:
+    """The error the Python path raises for the row the JVM could not route."""
+    if problem == NO_TOPIC:
+        return no_topic()
+    if problem == UNKNOWN_TOPIC:
+        return unknown_topic(topic, opts.path)
+    if problem == NO_PARTITION:
+        return no_partition(p, topic)
+    if problem == NULL_HEADER_KEY:
+        return null_header_key()
+    return InvalidRequestError(f"compactlog's JVM writer sent an unknown problem code {problem}")
