@@ -1,13 +1,15 @@
-"""The JVM side of the ``compactlog`` format (``java/ColumnarSource.java``, ``java/Lent.java``), built on
-first use.
+"""The JVM side of the ``compactlog`` format (``java/*.java``: the columnar reader, and the producer that
+builds the batches of appends), built on first use.
 
 Spark hands a Python data source's Arrow batches to the query as rows, every column copied, and never
-tells the source which columns a query reads. The Java class wraps the same Python source (which still
-plans and decodes everything) so that Spark receives the worker's Arrow vectors as columns and asks for
-the columns it uses. It leans on Spark internals, so it is compiled against the jars of the Spark that
-will load it, once per pyspark version, jars and source text, into a cache directory; sessions made by
-``spark_session`` put it on ``spark.jars``. Where it cannot be built (no ``javac``, a Spark whose
-internals moved), reads take Spark's own Python path: slower, the same rows.
+tells the source which columns a query reads; it hands a Python sink every row as Arrow, likewise copied.
+The Java classes wrap the same Python source (which still plans and decodes everything, and validates
+and stages every batch appended) so that Spark receives the worker's Arrow vectors as columns and asks
+for the columns it uses, and so that an append's batches are built in the JVM, by the Python side's
+producer plan. They lean on Spark internals, so they are compiled against the jars of the Spark that
+will load them, once per pyspark version, jars and source text, into a cache directory; sessions made
+by ``spark_session`` put the jar on ``spark.jars``. Where it cannot be built (no ``javac``, a Spark
+whose internals moved), reads and appends take Spark's own Python path: slower, the same rows.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from pathlib import Path
 SOURCES = Path(__file__).with_name("java")  # its .java files, compiled together
 SERVICE = "META-INF/services/org.apache.spark.sql.sources.DataSourceRegister"
 PROVIDER = "compactlog.spark.ColumnarSource"
-ENV = "COMPACTLOG_SPARK_COLUMNAR"  # "0": read through Spark's Python source interface alone
+ENV = "COMPACTLOG_SPARK_COLUMNAR"  # "0": read and append through Spark's Python source interface alone
 CACHE_ENV = "COMPACTLOG_CACHE_DIR"
 COMPILE_SECONDS = 300
 
@@ -122,6 +124,7 @@ def _javac() -> str | None:
 
 
 def _skip(why: str) -> None:
-    print(f"compactlog: Spark reads go through Spark's Python source interface (columns copied to rows, "
-          f"none pruned): the columnar reader was not built: {why}", file=sys.stderr)
+    print(f"compactlog: Spark reads and appends go through Spark's Python source interface alone (every "
+          f"column copied, none pruned; batches built in Python): the format's JVM side was not built: {why}",
+          file=sys.stderr)
     return None
