@@ -36,21 +36,41 @@ def options(path, **extra):
 def sent(*rows):
     """What the JVM side sends: (topic, partition, problem, batch, now) rows."""
     names = ["topic", "partition", "problem", "batch", "now"]
-    types = [pa.string(), pa.int32(), pa.int32(), pa.binary(), pa.int64()]
+    types = [pa.string(), pa.int64(), pa.int32(), pa.binary(), pa.int64()]
     return pa.record_batch([pa.array([r[i] for r in rows], t) for i, t in enumerate(types)], names=names)
 
 
 def test_the_plan_spells_out_each_topics_codec_level_and_limits(data):
-    opts = options(data, **{"kafka.batch.size": "262144"})
+    opts = WriteOptions.parse({"path": str(data), "kafka.batch.size": "262144"}, False)  # a topic column: all
     lines = {f[0]: f[1:] for f in (line.split("\t") for line in produced.plan_text(opts).splitlines())}
     # partitions, codec id, level, batch.size, cut target, limit
     assert lines["plain"] == ["3", "0", "0", "262144", "262144", "1048588"]
     assert lines["lz"] == ["2", str(int(Codec.LZ4)), "9", "262144", "5000", "5000"]
     assert lines["hz"] == ["1", str(int(Codec.ZSTD)), "7", "262144", "3000", "3000"]
     assert lines["gz"][1:3] == [str(int(Codec.GZIP)), "-1"]  # Kafka's gzip default: zlib's own
-    assert options(data, **{"kafka.batch.size": "0"}) and \
-        produced.plan_text(options(data, **{"kafka.batch.size": "0"})).splitlines()[0].split("\t")[5] == "0"
-    opts.staging.remove()
+    zero = WriteOptions.parse({"path": str(data), "kafka.batch.size": "0"}, False)
+    assert produced.plan_text(zero).splitlines()[0].split("\t")[4:6] == ["0", "0"]  # a record a batch
+    for o in (opts, zero):
+        o.staging.remove()
+
+
+def test_with_a_topic_option_only_that_topic_is_planned(data):
+    named = WriteOptions.parse({"path": str(data), "topic": "lz"}, False)
+    assert [line.split("\t")[0] for line in produced.plan_text(named).splitlines()] == ["lz"]
+    missing = WriteOptions.parse({"path": str(data), "topic": "nope"}, False)
+    assert produced.plan_text(missing) == ""  # its rows come back as problems, and fail by name
+    for o in (named, missing):
+        o.staging.remove()
+
+
+def test_the_jvm_side_and_this_one_agree_on_the_option_the_rows_and_the_problem_codes():
+    from pathlib import Path
+
+    java = "".join(p.read_text() for p in (Path(produced.__file__).parent / "java").glob("*.java"))
+    assert f'PLAN_OPTION = "{produced.PLAN_OPTION}"' in java
+    assert f'StructType.fromDDL("{produced.BATCHES_DDL}")' in java
+    for name in ("NO_TOPIC", "UNKNOWN_TOPIC", "NO_PARTITION", "NULL_HEADER_KEY"):
+        assert f"static final int {name} = {getattr(produced, name)};" in java
 
 
 def test_batches_are_validated_before_they_are_staged_and_appended_at_commit(data):

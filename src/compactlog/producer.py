@@ -239,6 +239,11 @@ class ProducerPlan:
         """The largest batch the log takes: within ``max.message.bytes`` and within a segment."""
         return min(self.config.max_message_bytes, self.config.segment_bytes)
 
+    @property
+    def cut_target(self) -> int:
+        """The bytes batches are cut at: ``batch.size`` within the log's limit; 0 is a record a batch."""
+        return min(self.batch_bytes, self.max_batch_bytes) if self.batch_bytes else 0
+
     def partition(self, keys: Sequence[bytes | None], sizes: np.ndarray, explicit: np.ndarray | None = None) -> np.ndarray:
         """Each record's partition (see :class:`BuiltInPartitioner`)."""
         return self.partitioner.partition(keys, sizes, self.batch_bytes, explicit)
@@ -255,9 +260,8 @@ class ProducerPlan:
         again; a record that is too large alone raises, named by ``records[i]`` (its number in the
         producer's input) when given."""
         limit = self.max_batch_bytes
-        target = min(self.batch_bytes, limit) if self.batch_bytes else 0
         start = 0
-        for end in cut(sizes, target).tolist():
+        for end in cut(sizes, self.cut_target).tolist():
             pending = [(start, end)]
             while pending:
                 s, e = pending.pop()

@@ -194,6 +194,7 @@ def test_a_topic_column_routes_rows_and_the_topic_option_overrides_it(spark, tmp
 @pytest.mark.parametrize("rows, schema, topic_option, message", [
     ([("a", 3)], "value string, partition int", "t", "Partition 3 of topic 't' does not exist"),
     ([("a", -1)], "value string, partition long", "t", "Partition -1 does not exist"),
+    ([("a", 5_000_000_000)], "value string, partition long", "t", "Partition 5000000000 of topic 't' does not exist"),
     ([("a",)], "value string", "nope", "Topic 'nope' does not exist"),
     ([("a", None)], "value string, topic string", None, "no topic"),
     ([("a", "nope")], "value string, topic string", None, "Topic 'nope' does not exist"),
@@ -241,5 +242,31 @@ def test_the_plan_option_is_the_jvm_sides_alone(spark, rows_only, tmp_path):
     df = spark.createDataFrame([("k", "v")], "key string, value string")
     with pytest.raises(Exception, match="is for compactlog's JVM writer"):
         write(df, topic(tmp_path), rows_only, **{"compactlog.produced.plan": str(tmp_path / "plan")})
-    write(df, tmp_path, **{"compactlog.produced.plan": str(tmp_path / "plan")})
+    write(df, tmp_path, **{"COMPACTLOG.produced.plan": str(tmp_path / "plan")})
     assert [r.value for rs in by_partition(tmp_path).values() for r in rs] == [b"v"]
+    assert not (tmp_path / "plan").exists()
+
+
+def test_duplicate_column_names_are_refused_as_the_python_path_refuses_them(spark, tmp_path):
+    df = spark.sql("select 'a' as key, 'v1' as value, 'b' as key")
+    with pytest.raises(Exception, match="DUPLICATED_FIELD_NAME"):
+        write(df, topic(tmp_path))
+    assert by_partition(tmp_path) == {} and nothing_staged(tmp_path)
+
+
+def test_a_row_without_a_timestamp_is_stamped_when_it_is_written(spark, tmp_path):
+    """Not when the task began: a window of 3 s passes rows that arrive 4 s into their task."""
+    import time
+
+    from pyspark.sql.functions import udf
+
+    @udf("string")
+    def late(v):
+        time.sleep(4)
+        return v
+
+    path = topic(tmp_path, partitions=1, message_timestamp_before_max_ms=3000)
+    before = int(time.time() * 1000)
+    write(spark.createDataFrame([("v",)], "value string").coalesce(1).select(late("value").alias("value")), path)
+    (r,), = by_partition(path).values()
+    assert r.timestamp >= before + 4000

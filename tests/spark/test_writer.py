@@ -77,6 +77,8 @@ def test_the_batch_size_is_the_producers_kafka_batch_size_option(topic):
     assert [b.record_count for b in single] == [1] * 5
     with pytest.raises(InvalidRequestError, match='"kafka.batch.size" must be a number of bytes'):
         options(topic, **{"kafka.batch.size": "16k"})
+    with pytest.raises(InvalidRequestError, match="from 0 to 2147483647, not '3000000000'"):
+        options(topic, **{"kafka.batch.size": "3000000000"})  # the producer's batch.size is an int
 
 
 def test_explicit_partitions_null_keys_and_timestamps(topic):

@@ -329,15 +329,22 @@ def _zstd_decompress(data: bytes, limit: int) -> bytes:
     return _joined(out)
 
 
+def effective_level(codec: Codec, level: int | None) -> int:
+    """The level a compression with ``codec`` at ``level`` (None: the codec's default) is asked for,
+    spelled out (the config's own default value, such as gzip's -1); 0 for a codec without levels."""
+    lvl = check_level(codec, level)
+    if lvl is None:
+        return LEVELS[codec].default if codec in LEVELS else 0
+    return lvl
+
+
 def compress(codec: Codec, data: bytes, level: int | None = None) -> bytes:
     """Compress a records section with ``codec`` at ``level`` (None = the codec's default)."""
     if codec is Codec.NONE:
         return data
     if codec is Codec.SNAPPY:
         return _snappy_compress(data)
-    lvl = check_level(codec, level)
-    if lvl is None:
-        lvl = LEVELS[codec].default
+    lvl = effective_level(codec, level)
     if codec is Codec.GZIP:
         return _gzip_compress(data, lvl)
     if codec is Codec.LZ4:

@@ -17,15 +17,15 @@ from typing import Iterator
 
 import pyarrow as pa
 
-from ..errors import InvalidRequestError
+from ..errors import CompactLogError, InvalidRequestError, UnknownTopicOrPartitionError, shown
 from ..reading import topic_metadata
-from ..records.codecs import LEVELS
+from ..records.codecs import effective_level
 from ..staged_appends import BatchStager
-from .writer import WriteOptions, plan_for, no_partition, no_topic, null_header_key, unknown_topic
+from .writer import WriteOptions, no_partition, no_topic, null_header_key, plan_for
 
 PLAN_OPTION = "compactlog.produced.plan"  # set by the JVM side alone: where to write the plan
 # The rows the JVM sends: one a batch it built, or one a row it could not route (``batch`` null).
-BATCHES_DDL = "topic string, partition int, problem int, batch binary, now long"
+BATCHES_DDL = "topic string, partition long, problem int, batch binary, now long"
 NO_TOPIC, UNKNOWN_TOPIC, NO_PARTITION, NULL_HEADER_KEY = 1, 2, 3, 4
 
 
@@ -34,13 +34,15 @@ def plan_text(opts: WriteOptions) -> str:
     codec's default spelled out), the batch size, the cut target (``batch.size`` within the log's
     limit; 0 is a record a batch) and that limit (the largest batch the log takes)."""
     lines = []
-    for topic, meta in sorted(topic_metadata(opts.path).items()):
-        plan = plan_for(topic, meta, opts.path, opts.batch_bytes)
-        level = plan.level if plan.level is not None else (LEVELS[plan.codec].default if plan.codec in LEVELS else 0)
-        limit = plan.max_batch_bytes
-        target = min(plan.batch_bytes, limit) if plan.batch_bytes else 0
-        lines.append(f"{topic}\t{plan.partitioner.partitions}\t{int(plan.codec)}\t{level}\t{plan.batch_bytes}"
-                     f"\t{target}\t{limit}\n")
+    topics = topic_metadata(opts.path)
+    for topic in [opts.topic] if opts.topic is not None else sorted(topics):
+        try:
+            plan = plan_for(topic, topics.get(topic), opts.path, opts.batch_bytes)
+        except CompactLogError:  # a row bound for it is sent back as a problem, and the error is raised then
+            continue
+        lines.append(f"{topic}\t{plan.partitioner.partitions}\t{int(plan.codec)}\t"
+                     f"{effective_level(plan.codec, plan.level)}\t{plan.batch_bytes}\t{plan.cut_target}\t"
+                     f"{plan.max_batch_bytes}\n")
     return "".join(lines)
 
 
@@ -75,7 +77,8 @@ def _problem(opts: WriteOptions, topic: str | None, p: int, problem: int) -> Exc
     if problem == NO_TOPIC:
         return no_topic()
     if problem == UNKNOWN_TOPIC:
-        return unknown_topic(topic, opts.path)
+        plan_for(topic, topic_metadata(opts.path).get(topic), opts.path, opts.batch_bytes)  # its own error, if any
+        return UnknownTopicOrPartitionError(f"Topic {shown(topic)} did not exist in {opts.path} when the write began.")
     if problem == NO_PARTITION:
         return no_partition(p, topic)
     if problem == NULL_HEADER_KEY:

@@ -31,6 +31,7 @@ from ..staged_appends import append_staged as append_staged_batches
 from ..storage.log_config import LogConfig
 
 BATCH_BYTES = DEFAULT_BATCH_BYTES
+INT_MAX = 2**31 - 1
 
 
 @dataclass(frozen=True)
@@ -52,8 +53,9 @@ class WriteOptions:
         if not opts.get("path"):
             raise InvalidRequestError('option "path" (the data directory) is required')
         size = opts.get("kafka.batch.size", str(BATCH_BYTES))
-        if not size.isdigit():
-            raise InvalidRequestError(f'option "kafka.batch.size" must be a number of bytes, 0 or more, not {size!r}')
+        if not size.isdigit() or int(size) > INT_MAX:  # the producer's batch.size is an int config
+            raise InvalidRequestError(f'option "kafka.batch.size" must be a number of bytes from 0 to {INT_MAX}, '
+                                      f'not {size!r}')
         return cls(opts["path"], opts.get("topic"), begin(opts["path"], group), int(size))
 
 

@@ -50,14 +50,36 @@ final class BatchBuilder {
 
   /** The bytes a record takes as this batch's next, given its fields' encoded length. */
   int sizeOf(long timestamp, int fieldBytes) {
-    int body = 1 + varlongSize(count == 0 ? 0 : timestamp - timestamps[0]) + varintSize(count) + fieldBytes;
+    int body = bodySize(timestamp, fieldBytes);
     return varintSize(body) + body;
+  }
+
+  /** A record's bytes after its length: attributes, timestamp and offset deltas, fields. */
+  private int bodySize(long timestamp, int fieldBytes) {
+    return 1 + varlongSize(delta(timestamp)) + varintSize(count) + fieldBytes;
+  }
+
+  private long delta(long timestamp) {
+    return count == 0 ? 0 : timestamp - timestamps[0];
+  }
+
+  /** The bytes its arrays hold, full or not: what it keeps between batches. */
+  long capacity() {
+    return buf.length + 16L * timestamps.length;
+  }
+
+  /** Gives its arrays back (it is empty): a partition that filled a large batch once may not again. */
+  void release() {
+    buf = new byte[1 << 12];
+    timestamps = new long[64];
+    fields = new int[64];
+    ends = new int[64];
   }
 
   /** Starts a record: its length, attributes and deltas; the caller writes its fields next. */
   void begin(long timestamp, int fieldBytes) {
-    long delta = count == 0 ? 0 : timestamp - timestamps[0];
-    int body = 1 + varlongSize(delta) + varintSize(count) + fieldBytes;
+    long delta = delta(timestamp);
+    int body = bodySize(timestamp, fieldBytes);
     ensure(size + varintSize(body) + body);
     if (count == timestamps.length) {
       timestamps = Arrays.copyOf(timestamps, count * 2);

@@ -9,6 +9,7 @@ import java.util.ArrayDeque;
 import java.util.HashMap;
 import java.util.Map;
 
+import org.apache.spark.ContextAwareIterator;
 import org.apache.spark.TaskContext;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
@@ -36,6 +37,7 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 import org.apache.spark.sql.vectorized.ArrowColumnVector;
 import org.apache.spark.sql.vectorized.ColumnarBatch;
 import org.apache.spark.unsafe.types.UTF8String;
+import scala.jdk.javaapi.CollectionConverters;
 
 /**
  * {@code df.write.format("compactlog")} with the JVM as the job's producer.
@@ -55,22 +57,22 @@ final class ProducingWrite {
 
   static final String PLAN_OPTION = "compactlog.produced.plan";  // compactlog.spark.produced's
   static final StructType BATCHES =
-      StructType.fromDDL("topic string, partition int, problem int, batch binary, now long");
+      StructType.fromDDL("topic string, partition long, problem int, batch binary, now long");
   private static final long GROUP_BYTES = 8L << 20;  // the batches of one Arrow batch to the worker
   private static final int GROUP_ROWS = 4096;
 
   static WriteBuilder builder(PythonTable table, LogicalWriteInfo info) {
     WriteBuilder python = table.newWriteBuilder(info);
-    RecordAccumulator.Columns columns = RecordAccumulator.Columns.of(info.schema());
+    RecordColumns columns = RecordColumns.of(info.schema());
     return columns == null ? python : new Builder(python, info, columns);
   }
 
   private static final class Builder implements WriteBuilder, SupportsTruncate {
     private final WriteBuilder python;
     private final LogicalWriteInfo info;
-    private final RecordAccumulator.Columns columns;
+    private final RecordColumns columns;
 
-    Builder(WriteBuilder python, LogicalWriteInfo info, RecordAccumulator.Columns columns) {
+    Builder(WriteBuilder python, LogicalWriteInfo info, RecordColumns columns) {
       this.python = python;
       this.info = info;
       this.columns = columns;
@@ -90,9 +92,9 @@ final class ProducingWrite {
   private static final class ProducedWrite implements Write {
     private final Write python;
     private final LogicalWriteInfo info;
-    private final RecordAccumulator.Columns columns;
+    private final RecordColumns columns;
 
-    ProducedWrite(Write python, LogicalWriteInfo info, RecordAccumulator.Columns columns) {
+    ProducedWrite(Write python, LogicalWriteInfo info, RecordColumns columns) {
       this.python = python;
       this.info = info;
       this.columns = columns;
@@ -127,10 +129,10 @@ final class ProducingWrite {
   /** The write Spark's Python source makes, given the batches' schema; its commit is the job's. */
   private static final class ProducedBatchWrite implements BatchWrite {
     private final LogicalWriteInfo info;
-    private final RecordAccumulator.Columns columns;
+    private final RecordColumns columns;
     private PythonBatchWrite python;
 
-    ProducedBatchWrite(LogicalWriteInfo info, RecordAccumulator.Columns columns) {
+    ProducedBatchWrite(LogicalWriteInfo info, RecordColumns columns) {
       this.info = info;
       this.columns = columns;
     }
@@ -145,15 +147,21 @@ final class ProducingWrite {
       }
       try {
         Map<String, String> options = new HashMap<>(info.options().asCaseSensitiveMap());
+        options.keySet().removeIf(k -> k.equalsIgnoreCase(PLAN_OPTION));  // the plan goes where this side reads it
         options.put(PLAN_OPTION, plan.toString());
         python = new PythonBatchWrite(ColumnarSource.pythonSource(), ColumnarSource.NAME,
             new BatchesInfo(info.queryId(), new CaseInsensitiveStringMap(options)), false);
         // The Python writer is made on the driver here: it checks the options, starts the job's
         // staging and writes the plan.
         PythonBatchWriterFactory f = (PythonBatchWriterFactory) python.createBatchWriterFactory(physical);
-        return new Factory(f.source(), f.pickledWriteFunc(), f.jobArtifactUUID(), f.sessionUUID(),
-            RecordAccumulator.TopicPlan.parse(Files.readString(plan, StandardCharsets.UTF_8)), columns,
-            info.options().get("topic"));
+        try {
+          return new Factory(f.source(), f.pickledWriteFunc(), f.jobArtifactUUID(), f.sessionUUID(),
+              TopicPlan.parse(Files.readString(plan, StandardCharsets.UTF_8)), columns,
+              info.options().get("topic"));
+        } catch (IOException | RuntimeException e) {
+          python.abort(new WriterCommitMessage[0]);  // Spark aborts no job whose factory it never got
+          throw e;
+        }
       } catch (IOException e) {
         throw new UncheckedIOException(e);
       } finally {
@@ -218,13 +226,13 @@ final class ProducingWrite {
     private final byte[] writeFunction;
     private final scala.Option<String> jobArtifactUUID;
     private final scala.Option<String> sessionUUID;
-    private final HashMap<String, RecordAccumulator.TopicPlan> plans;
-    private final RecordAccumulator.Columns columns;
+    private final HashMap<String, TopicPlan> plans;
+    private final RecordColumns columns;
     private final String topic;
 
     Factory(UserDefinedPythonDataSource source, byte[] writeFunction, scala.Option<String> jobArtifactUUID,
-        scala.Option<String> sessionUUID, HashMap<String, RecordAccumulator.TopicPlan> plans,
-        RecordAccumulator.Columns columns, String topic) {
+        scala.Option<String> sessionUUID, HashMap<String, TopicPlan> plans,
+        RecordColumns columns, String topic) {
       this.source = source;
       this.writeFunction = writeFunction;
       this.jobArtifactUUID = jobArtifactUUID;
@@ -254,7 +262,9 @@ final class ProducingWrite {
     @Override
     public void writeAll(java.util.Iterator<InternalRow> records) {
       TaskContext context = TaskContext.get();
-      Batches batches = new Batches(records);
+      // Rows stop being taken once the task is done, as Spark's own Python runners take their input.
+      Batches batches = new Batches(CollectionConverters.asJava(
+          new ContextAwareIterator<>(context, CollectionConverters.asScala(records))));
       batches.accumulator = new RecordAccumulator(job.plans, job.columns, job.topic, batches);
       scala.collection.Iterator<ColumnarBatch> out = PythonTasks.runner(
           job.source.createMapInBatchEvaluatorFactory(job.writeFunction, "write_to_data_source", BATCHES,
@@ -319,12 +329,12 @@ final class ProducingWrite {
     }
 
     @Override
-    public void problem(UTF8String topic, int partition, int code) {
+    public void problem(UTF8String topic, long partition, int code) {
       ready.add(wrapped(topic, partition, code, null, 0L));
       done = true;  // the Python task raises the error this row stands for
     }
 
-    private static InternalRow wrapped(UTF8String topic, int partition, int problem, byte[] batch, long now) {
+    private static InternalRow wrapped(UTF8String topic, long partition, int problem, byte[] batch, long now) {
       return new GenericInternalRow(new Object[] {
           new GenericInternalRow(new Object[] {topic, partition, problem, batch, now})});
     }

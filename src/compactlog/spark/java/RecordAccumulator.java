@@ -1,27 +1,11 @@
 package compactlog.spark;
 
-import java.io.Serializable;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Random;
 
 import org.apache.spark.sql.catalyst.InternalRow;
-import org.apache.spark.sql.catalyst.expressions.SpecializedGetters;
 import org.apache.spark.sql.catalyst.util.ArrayData;
-import org.apache.spark.sql.types.ArrayType;
-import org.apache.spark.sql.types.BinaryType;
-import org.apache.spark.sql.types.ByteType;
-import org.apache.spark.sql.types.DataType;
-import org.apache.spark.sql.types.IntegerType;
-import org.apache.spark.sql.types.LongType;
-import org.apache.spark.sql.types.NullType;
-import org.apache.spark.sql.types.ShortType;
-import org.apache.spark.sql.types.StringType;
-import org.apache.spark.sql.types.StructField;
-import org.apache.spark.sql.types.StructType;
-import org.apache.spark.sql.types.TimestampNTZType;
-import org.apache.spark.sql.types.TimestampType;
-import org.apache.spark.unsafe.Platform;
 import org.apache.spark.unsafe.types.UTF8String;
 
 /**
@@ -49,190 +33,7 @@ final class RecordAccumulator {
   interface Sink {
     void batch(UTF8String topic, int partition, byte[] batch, long now);
 
-    void problem(UTF8String topic, int partition, int code);
-  }
-
-  /** The Python side's plan for one topic ({@code compactlog.spark.produced.plan_text}). */
-  static final class TopicPlan implements Serializable {
-    final String topic;
-    final int partitions;
-    final int codec;
-    final int level;
-    final int batchBytes;
-    final int target;
-    final int limit;
-
-    private TopicPlan(String[] f) {
-      topic = f[0];
-      partitions = Integer.parseInt(f[1]);
-      codec = Integer.parseInt(f[2]);
-      level = Integer.parseInt(f[3]);
-      batchBytes = Integer.parseInt(f[4]);
-      target = Integer.parseInt(f[5]);
-      limit = Integer.parseInt(f[6]);
-    }
-
-    static HashMap<String, TopicPlan> parse(String text) {
-      HashMap<String, TopicPlan> plans = new HashMap<>();
-      for (String line : text.split("\n")) {
-        if (!line.isEmpty()) {
-          String[] f = line.split("\t");
-          if (f.length != 7) {
-            throw new IllegalStateException("compactlog's write plan has a line of " + f.length
-                + " fields, not 7: " + line);
-          }
-          plans.put(f[0], new TopicPlan(f));
-        }
-      }
-      return plans;
-    }
-  }
-
-  private static final int NONE = 0;
-  private static final int BYTES = 1;
-  private static final int STRING = 2;
-
-  /**
-   * Which columns of the DataFrame are read, and how: those the Python writer reads, by name. Null
-   * when a column's type is one only the Python writer handles (or refuses by name).
-   */
-  static final class Columns implements Serializable {
-    int key = -1;
-    int keyKind;
-    int value = -1;
-    int valueKind;
-    int timestamp = -1;
-    int headers = -1;
-    int headerKeyKind;
-    int headerValueKind;
-    int topic = -1;
-    int partition = -1;
-    int partitionWidth;  // the partition column's integer type, in bytes
-
-    static Columns of(StructType schema) {
-      Columns c = new Columns();
-      StructField[] fields = schema.fields();
-      for (int i = fields.length - 1; i >= 0; i--) {  // the first of a name wins, as in the Python writer
-        DataType t = fields[i].dataType();
-        switch (fields[i].name()) {
-          case "key":
-            c.key = i;
-            c.keyKind = bytesKind(t);
-            break;
-          case "value":
-            c.value = i;
-            c.valueKind = bytesKind(t);
-            break;
-          case "timestamp":
-            c.timestamp = t instanceof TimestampType || t instanceof TimestampNTZType ? i : -2;
-            break;
-          case "topic":
-            c.topic = t instanceof StringType ? i : -2;
-            break;
-          case "partition":
-            c.partitionWidth = t instanceof IntegerType ? 4 : t instanceof LongType ? 8
-                : t instanceof ShortType ? 2 : t instanceof ByteType ? 1 : 0;
-            c.partition = c.partitionWidth > 0 ? i : -2;
-            break;
-          case "headers":
-            c.headers = i;
-            c.headerKeyKind = -1;
-            if (t instanceof ArrayType && ((ArrayType) t).elementType() instanceof StructType) {
-              StructField[] pair = ((StructType) ((ArrayType) t).elementType()).fields();
-              if (pair.length == 2) {
-                c.headerKeyKind = bytesKind(pair[0].dataType());
-                c.headerValueKind = bytesKind(pair[1].dataType());
-              }
-            }
-            break;
-          default:
-        }
-      }
-      boolean handled = c.value >= 0 && c.keyKind >= 0 && c.valueKind >= 0 && c.timestamp != -2
-          && c.topic != -2 && c.partition != -2
-          && (c.headers < 0 || (c.headerKeyKind >= 0 && c.headerValueKind >= 0));
-      return handled ? c : null;
-    }
-
-    private static int bytesKind(DataType t) {
-      if (t instanceof BinaryType) {
-        return BYTES;
-      }
-      if (t instanceof StringType) {
-        return STRING;
-      }
-      return t instanceof NullType ? NONE : -1;
-    }
-  }
-
-  /** A byte field of the current row, where it lies (no copy for a string). Length -1 is null. */
-  private static final class Span {
-    Object base;
-    long offset;
-    int length;
-
-    void read(SpecializedGetters row, int ordinal, int kind) {
-      if (ordinal < 0 || kind == NONE || row.isNullAt(ordinal)) {
-        length = -1;
-      } else if (kind == STRING) {
-        UTF8String s = row.getUTF8String(ordinal);
-        base = s.getBaseObject();
-        offset = s.getBaseOffset();
-        length = s.numBytes();
-      } else {
-        byte[] b = row.getBinary(ordinal);
-        base = b;
-        offset = Platform.BYTE_ARRAY_OFFSET;
-        length = b.length;
-      }
-    }
-
-    /** Its bytes in a record: a varint length, then the bytes. */
-    int encodedSize() {
-      return BatchBuilder.varintSize(length) + Math.max(length, 0);
-    }
-
-    void write(BatchBuilder b) {
-      b.putVarint(length);
-      if (length > 0) {
-        b.putBytes(base, offset, length);
-      }
-    }
-
-    /** Kafka's murmur2 of the bytes, as its partitioner hashes a key. */
-    int murmur2() {
-      final int m = 0x5bd1e995;
-      int h = 0x9747b28c ^ length;
-      int whole = length & ~3;
-      for (int i = 0; i < whole; i += 4) {
-        int k = (Platform.getByte(base, offset + i) & 0xff)
-            | (Platform.getByte(base, offset + i + 1) & 0xff) << 8
-            | (Platform.getByte(base, offset + i + 2) & 0xff) << 16
-            | (Platform.getByte(base, offset + i + 3) & 0xff) << 24;
-        k *= m;
-        k ^= k >>> 24;
-        k *= m;
-        h *= m;
-        h ^= k;
-      }
-      switch (length & 3) {
-        case 3:
-          h ^= (Platform.getByte(base, offset + whole + 2) & 0xff) << 16;
-        // falls through
-        case 2:
-          h ^= (Platform.getByte(base, offset + whole + 1) & 0xff) << 8;
-        // falls through
-        case 1:
-          h ^= Platform.getByte(base, offset + whole) & 0xff;
-          h *= m;
-        // falls through
-        default:
-      }
-      h ^= h >>> 13;
-      h *= m;
-      h ^= h >>> 15;
-      return h;
-    }
+    void problem(UTF8String topic, long partition, int code);
   }
 
   /** One topic's open batches and sticky partition. */
@@ -266,22 +67,22 @@ final class RecordAccumulator {
   }
 
   private final Map<String, TopicPlan> plans;
-  private final Columns columns;
+  private final RecordColumns columns;
   private final String fixedTopic;
   private final Sink sink;
   private final Map<String, TopicState> topics = new HashMap<>();
   private final BatchBuilder.Codecs codecs = new BatchBuilder.Codecs();
   private final Random random = new Random();
-  private final Span key = new Span();
-  private final Span value = new Span();
-  private Span[] headerKeys = new Span[0];
-  private Span[] headerValues = new Span[0];
+  private final RecordColumns.Field key = new RecordColumns.Field();
+  private final RecordColumns.Field value = new RecordColumns.Field();
+  private RecordColumns.Field[] headerKeys = new RecordColumns.Field[0];
+  private RecordColumns.Field[] headerValues = new RecordColumns.Field[0];
   private UTF8String lastName;  // the topic column's last value, and its state
   private TopicState last;
   private long open;  // bytes in open batches
-  private long clock = System.currentTimeMillis();  // a null timestamp's value: read as a batch opens
+  private long retained;  // the capacity of every builder's arrays, open or not
 
-  RecordAccumulator(Map<String, TopicPlan> plans, Columns columns, String fixedTopic, Sink sink) {
+  RecordAccumulator(Map<String, TopicPlan> plans, RecordColumns columns, String fixedTopic, Sink sink) {
     this.plans = plans;
     this.columns = columns;
     this.fixedTopic = fixedTopic;
@@ -348,14 +149,14 @@ final class RecordAccumulator {
       }
     }
     fieldBytes += BatchBuilder.varintSize(pairs);
+    // A row without a timestamp is stamped when it is added, as Kafka's producer stamps a record at send().
     long ts = columns.timestamp < 0 || row.isNullAt(columns.timestamp)
-        ? clock : Math.floorDiv(row.getLong(columns.timestamp), 1000L);
+        ? System.currentTimeMillis() : Math.floorDiv(row.getLong(columns.timestamp), 1000L);
     int p;
     if (columns.partition >= 0 && !row.isNullAt(columns.partition)) {
       long given = partitionOf(row);
       if (given < 0 || given >= t.plan.partitions) {
-        sink.problem(t.name, (int) Math.max(Integer.MIN_VALUE, Math.min(Integer.MAX_VALUE, given)),
-            NO_PARTITION);
+        sink.problem(t.name, given, NO_PARTITION);
         return false;
       }
       p = (int) given;
@@ -382,11 +183,11 @@ final class RecordAccumulator {
   }
 
   private void growHeaders(int n) {
-    Span[] keys = new Span[n];
-    Span[] values = new Span[n];
+    RecordColumns.Field[] keys = new RecordColumns.Field[n];
+    RecordColumns.Field[] values = new RecordColumns.Field[n];
     for (int j = 0; j < n; j++) {
-      keys[j] = j < headerKeys.length ? headerKeys[j] : new Span();
-      values[j] = j < headerValues.length ? headerValues[j] : new Span();
+      keys[j] = j < headerKeys.length ? headerKeys[j] : new RecordColumns.Field();
+      values[j] = j < headerValues.length ? headerValues[j] : new RecordColumns.Field();
     }
     headerKeys = keys;
     headerValues = values;
@@ -407,13 +208,13 @@ final class RecordAccumulator {
       close(t, p);
     }
     if (b.count() == 0) {
-      clock = System.currentTimeMillis();
       open += BatchBuilder.HEADER;
       if (keyless) {
         t.produced += BatchBuilder.HEADER;
       }
     }
     int before = b.bytes();
+    long capacity = b.capacity();
     b.begin(ts, fieldBytes);
     key.write(b);
     value.write(b);
@@ -425,6 +226,7 @@ final class RecordAccumulator {
     b.end();
     int grew = b.bytes() - before;
     open += grew;
+    retained += b.capacity() - capacity;
     if (keyless) {
       t.produced += grew;
     }
@@ -452,6 +254,13 @@ final class RecordAccumulator {
     open -= b.bytes();
     emit(t, p, b);
     b.reset();
+    if (retained > BUFFER_MEMORY) {
+      // Idle buffers beyond the producer's memory are given back: many partitions, each of which once
+      // filled a large batch, would otherwise hold a batch.size each.
+      retained -= b.capacity();
+      b.release();
+      retained += b.capacity();
+    }
   }
 
   private void emit(TopicState t, int p, BatchBuilder b) {
