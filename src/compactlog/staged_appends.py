@@ -108,41 +108,64 @@ class _Staged:
     size: int
 
 
-def _staged(path: str) -> Iterator[_Staged]:
-    """The entries of one staging file, headers only (bodies are read with :func:`_body` when needed):
-    a write job's staged data can be far larger than the holder's memory. A header that fails its CRC,
-    or a file that ends inside an entry, is named, with the entry's position."""
+class _Chunks:
+    """A staging file read a megabyte at a time, its entries parsed from memory: a read call or two per
+    entry would cost more than the rest of the commit's work on a small batch."""
+
+    def __init__(self, f) -> None:
+        self.f = f
+        self.buf = b""
+        self.at = 0  # where the next entry starts in buf
+        self.base = 0  # the file position of buf[0]
+
+    def have(self, n: int) -> bool:
+        """Whether ``n`` bytes from ``at`` are in memory, reading more (and the rest of the file's
+        chunk) when they are not; False at the end of the file."""
+        if len(self.buf) - self.at >= n:
+            return True
+        rest = self.buf[self.at :]
+        self.base += self.at
+        self.buf = rest + self.f.read(max(n - len(rest), _CHUNK))
+        self.at = 0
+        return len(self.buf) >= n
+
+
+_CHUNK = 1 << 20
+
+
+def _staged(path: str) -> Iterator[tuple[_Staged, memoryview]]:
+    """The entries of one staging file, each with its batch's bytes, read in chunks: a write job's
+    staged data can be far larger than the holder's memory, so only a chunk (or one entry, if larger)
+    is held at a time. A header that fails its CRC, or a file that ends inside an entry, is named, with
+    the entry's position."""
     total = os.path.getsize(path)
-    with open(path, "rb") as f:
-        while head := f.read(4):
-            at = f.tell() - len(head)
-            if len(head) < 4:
+    with open(path, "rb", buffering=0) as f:
+        r = _Chunks(f)
+        while r.have(1):
+            at = r.base + r.at
+            if not r.have(4):
                 raise InvalidRequestError(f"staging file {path} ends inside an entry")
-            (nlen,) = INT32.unpack(head)
+            (nlen,) = INT32.unpack_from(r.buf, r.at)
             if not 0 <= nlen <= MAX_TOPIC_BYTES:  # (read as it stands, a damaged length could ask for gigabytes)
                 raise _damaged(path, at, "its topic length is not one a topic has")
-            head += f.read(nlen + 4 + FINGERPRINT_BYTES)
-            crc = f.read(4)
-            batch_head = f.read(LOG_OVERHEAD)
-            if len(head) < 4 + nlen + 4 + FINGERPRINT_BYTES or len(crc) < 4 or len(batch_head) < LOG_OVERHEAD:
+            head_len = 4 + nlen + 4 + FINGERPRINT_BYTES
+            if not r.have(head_len + 4 + LOG_OVERHEAD):
                 raise InvalidRequestError(f"staging file {path} ends inside an entry")
-            if UINT32.unpack(crc)[0] != crc32c(head):
+            head = r.buf[r.at : r.at + head_len]
+            if UINT32.unpack_from(r.buf, r.at + head_len)[0] != crc32c(head):
                 raise _damaged(path, at, "its header fails its CRC")
             (p,) = INT32.unpack_from(head, 4 + nlen)
-            (length,) = INT32.unpack_from(batch_head, 8)
-            position = f.tell() - LOG_OVERHEAD
-            if length < 0 or position + LOG_OVERHEAD + length > total:
+            (length,) = INT32.unpack_from(r.buf, r.at + head_len + 4 + 8)
+            start = head_len + 4
+            if length < 0 or at + start + LOG_OVERHEAD + length > total or not r.have(start + LOG_OVERHEAD + length):
                 raise InvalidRequestError(f"staging file {path} ends inside an entry")
-            yield _Staged(head[4 : 4 + nlen].decode(), p, head[8 + nlen :], position, LOG_OVERHEAD + length)
-            f.seek(position + LOG_OVERHEAD + length)
+            body = memoryview(r.buf)[r.at + start : r.at + start + LOG_OVERHEAD + length]
+            yield _Staged(head[4 : 4 + nlen].decode(), p, head[8 + nlen :], at + start, LOG_OVERHEAD + length), body
+            r.at += start + LOG_OVERHEAD + length
 
 
 def _damaged(path: str, at: int, why: str) -> InvalidRequestError:
     return InvalidRequestError(f"staging file {path}: the entry at position {at} is damaged: {why}")
-
-
-def _body(fd: int, entry: _Staged) -> bytes:
-    return os.pread(fd, entry.size, entry.position)
 
 
 def append_staged(data_dir: str | os.PathLike[str], paths: list[str]) -> int:
@@ -159,27 +182,28 @@ def append_staged(data_dir: str | os.PathLike[str], paths: list[str]) -> int:
 
     try:
         with CompactLog(data_dir) as cl:
+            targets: dict[tuple[str, int, bytes], tuple] = {}  # (partition, passed in its task) per destination
+
+            def target(e: _Staged) -> tuple:
+                key = (e.topic, e.partition, e.fingerprint)
+                if key not in targets:  # (nothing else writes the data directory while it is held)
+                    part = cl.partition(e.topic, e.partition)
+                    targets[key] = part, _passed_in_task(e, part)
+                return targets[key]
+
             for path in paths:  # check everything before writing anything
-                fd = os.open(path, os.O_RDONLY)
-                try:
-                    for e in _staged(path):
-                        part = cl.partition(e.topic, e.partition)
-                        if _passed_in_task(e, part):
-                            _check_intact(path, e, _body(fd, e))  # its bytes are still those that passed
-                        else:
-                            validate_and_assign_offsets(_body(fd, e), part.log_end_offset, part.config,
-                                                        cl.time.milliseconds(), part.name)
-                finally:
-                    os.close(fd)
+                for e, body in _staged(path):
+                    part, passed = target(e)
+                    if passed:
+                        _check_intact(path, e, body)  # its bytes are still those that passed
+                    else:
+                        validate_and_assign_offsets(body, part.log_end_offset, part.config,
+                                                    cl.time.milliseconds(), part.name)
             appended = 0
             for path in paths:
-                fd = os.open(path, os.O_RDONLY)
-                try:
-                    for e in _staged(path):
-                        part = cl.partition(e.topic, e.partition)
-                        appended += part.append(_body(fd, e), prechecked=_passed_in_task(e, part)).record_count
-                finally:
-                    os.close(fd)
+                for e, body in _staged(path):
+                    part, passed = target(e)
+                    appended += part.append(body, prechecked=passed).record_count
             return appended
     finally:
         for p in paths:
