@@ -270,3 +270,20 @@ def test_a_row_without_a_timestamp_is_stamped_when_it_is_written(spark, tmp_path
     write(spark.createDataFrame([("v",)], "value string").coalesce(1).select(late("value").alias("value")), path)
     (r,), = by_partition(path).values()
     assert r.timestamp >= before + 4000
+
+
+def test_a_compressed_batch_is_filled_by_its_estimated_compressed_size(spark, rows_only, tmp_path):
+    """As Kafka's producer fills one: as the topic's ratio is learnt (a step a batch), batches of records
+    that compress well hold more than batch.size of them, and come out larger, never beyond it."""
+    df = spark.range(40_000).selectExpr("cast(id % 100 as string) as key",
+                                        "concat('{\"price\": ', id, ', \"note\": \"', repeat('x', 60), '\"}') as value")
+    jvm = topic(tmp_path / "jvm", partitions=1, compression_type="lz4")
+    write(df.coalesce(1), jvm)
+    bs = batches(jvm)[0]
+    assert sum(b.record_count for b in bs) == 40_000 and max(b.size for b in bs) <= 16384
+    quarter = len(bs) // 4
+    first, last = sorted(b.size for b in bs[:quarter]), sorted(b.size for b in bs[-quarter - 1 : -1])
+    assert last[len(last) // 2] > 2 * first[len(first) // 2]
+    py = topic(tmp_path / "py", partitions=1, compression_type="lz4")
+    write(df.coalesce(1), py, rows_only)
+    assert len(batches(py)[0]) > 1.5 * len(bs)  # cut by plain size, as the API's producer cuts

@@ -17,8 +17,10 @@ import org.apache.spark.unsafe.types.UTF8String;
  * (KIP-794), chosen at random and kept until at least {@code batch.size} bytes went to it, switching
  * where a batch starts; a row's {@code partition} column wins over both. A partition's batch is
  * closed when the next record would take it past the plan's target ({@code batch.size} within the
- * log's limit; a record larger than that goes alone), and one that compresses to more than the limit
- * is split in halves, as Kafka's producer splits a batch the broker refused. Open batches are flushed
+ * log's limit; a record larger than that goes alone), a compressed batch by its estimated compressed
+ * size as in Kafka's producer (the topic's ratio so far, learnt batch by batch, with its 5% margin);
+ * one that compresses to more than the limit all the same is split in halves, as Kafka's producer
+ * splits a batch the broker refused. Open batches are flushed
  * whenever they hold more than the producer's {@code buffer.memory} together, so a task's memory does
  * not grow with its rows. Within a partition, rows keep the DataFrame's order.
  */
@@ -28,6 +30,10 @@ final class RecordAccumulator {
   static final int NO_PARTITION = 3;
   static final int NULL_HEADER_KEY = 4;
   static final long BUFFER_MEMORY = 32L << 20;  // the Java producer's buffer.memory
+  // Kafka's producer's steps for its compression ratio estimate, and the margin it adds to it.
+  private static final float RATIO_BETTER_STEP = 0.005f;
+  private static final float RATIO_WORSE_STEP = 0.05f;
+  private static final float ESTIMATION_MARGIN = 1.05f;
 
   /** Where batches and unroutable rows go (to the Python task, which validates and stages them). */
   interface Sink {
@@ -43,6 +49,9 @@ final class RecordAccumulator {
     final BatchBuilder[] open;
     int sticky = -1;
     long produced;  // bytes that went to the sticky partition since it was chosen
+    // Compressed over plain bytes, as the batches closed so far suggest: a compressed batch is filled
+    // by its estimated compressed size, as Kafka's producer fills one (CompressionRatioEstimator).
+    float ratio = 1.0f;
 
     TopicState(TopicPlan plan) {
       this.plan = plan;
@@ -57,12 +66,29 @@ final class RecordAccumulator {
       return open[p];
     }
 
-    /** Whether a record of {@code fieldBytes} at {@code ts} joins partition p's open batch. */
+    /**
+     * Whether a record of {@code fieldBytes} at {@code ts} joins partition p's open batch: whether the
+     * batch's estimated size with it stays within the target, counting the new record uncompressed.
+     */
     boolean joins(int p, long ts, int fieldBytes) {
       BatchBuilder b = open[p];
       int room = plan.target - BatchBuilder.HEADER;
-      return b != null && b.count() > 0 && room > 0
-          && b.bytes() - BatchBuilder.HEADER + b.sizeOf(ts, fieldBytes) <= room;
+      if (b == null || b.count() == 0 || room <= 0) {
+        return false;
+      }
+      long records = b.bytes() - BatchBuilder.HEADER;
+      long estimate = plan.codec == 0 ? records : (long) (records * ratio * ESTIMATION_MARGIN);
+      return estimate + b.sizeOf(ts, fieldBytes) <= room;
+    }
+
+    /** Learns from a closed batch how well this topic's records compress, as Kafka's estimator does. */
+    void observe(int plain, int compressed) {
+      float observed = (float) compressed / plain;
+      if (observed > ratio) {
+        ratio = Math.max(ratio + RATIO_WORSE_STEP, observed);
+      } else if (observed < ratio) {
+        ratio -= RATIO_BETTER_STEP;
+      }
     }
   }
 
@@ -252,7 +278,11 @@ final class RecordAccumulator {
   private void close(TopicState t, int p) {
     BatchBuilder b = t.open[p];
     open -= b.bytes();
-    emit(t, p, b);
+    byte[] data = b.build(t.plan.codec, t.plan.level, codecs);
+    if (t.plan.codec != 0) {
+      t.observe(b.bytes() - BatchBuilder.HEADER, data.length - BatchBuilder.HEADER);
+    }
+    emit(t, p, b, data);
     b.reset();
     if (retained > BUFFER_MEMORY) {
       // Idle buffers beyond the producer's memory are given back: many partitions, each of which once
@@ -263,14 +293,16 @@ final class RecordAccumulator {
     }
   }
 
-  private void emit(TopicState t, int p, BatchBuilder b) {
-    byte[] data = b.build(t.plan.codec, t.plan.level, codecs);
+  /** Hands on a built batch; one larger than the log takes is split in halves and each built again. */
+  private void emit(TopicState t, int p, BatchBuilder b, byte[] data) {
     if (data.length > t.plan.limit && b.count() > 1) {
-      // Larger than the log takes once compressed: halves, as the producer splits a refused batch. A
-      // single record that is too large goes as it is, and its validation names the log's limit.
+      // As Kafka's producer splits a batch the broker refused. A single record that is too large goes
+      // as it is, and its validation names the log's limit.
       int mid = b.count() / 2;
-      emit(t, p, b.slice(0, mid));
-      emit(t, p, b.slice(mid, b.count()));
+      BatchBuilder first = b.slice(0, mid);
+      BatchBuilder second = b.slice(mid, b.count());
+      emit(t, p, first, first.build(t.plan.codec, t.plan.level, codecs));
+      emit(t, p, second, second.build(t.plan.codec, t.plan.level, codecs));
       return;
     }
     sink.batch(t.name, p, data, System.currentTimeMillis());
