@@ -17,7 +17,7 @@ file of its own in the job's staging directory (``storage.staging``; :func:`begi
 At commit, :func:`append_staged` (the holder's side) checks every staged batch before appending any (a
 batch validated under the topic's current config passes on its fingerprint; others are validated
 again), so nothing is written unless everything can be; then it appends them in order through the
-normal validated append, and removes the files. Both passes read the files one entry at a time, so
+normal validated append, and removes the files. Both passes read the files a chunk at a time, so
 memory does not grow with the size of the job.
 """
 
