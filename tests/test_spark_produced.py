@@ -43,10 +43,10 @@ def sent(*rows):
 def test_the_plan_spells_out_each_topics_codec_level_and_limits(data):
     opts = WriteOptions.parse({"path": str(data), "kafka.batch.size": "262144"}, False)  # a topic column: all
     lines = {f[0]: f[1:] for f in (line.split("\t") for line in produced.plan_text(opts).splitlines())}
-    # partitions, codec id, level, batch.size, cut target, limit
-    assert lines["plain"] == ["3", "0", "0", "262144", "262144", "1048588"]
-    assert lines["lz"] == ["2", str(int(Codec.LZ4)), "9", "262144", "5000", "5000"]
-    assert lines["hz"] == ["1", str(int(Codec.ZSTD)), "7", "262144", "3000", "3000"]
+    # partitions, codec id, level, batch.size, cut target, limit, most bytes a batch may inflate to
+    assert lines["plain"] == ["3", "0", "0", "262144", "262144", "1048588", str(64 << 20)]
+    assert lines["lz"] == ["2", str(int(Codec.LZ4)), "9", "262144", "5000", "5000", str(64 << 20)]
+    assert lines["hz"] == ["1", str(int(Codec.ZSTD)), "7", "262144", "3000", "3000", str(64 << 20)]
     assert lines["gz"][1:3] == [str(int(Codec.GZIP)), "-1"]  # Kafka's gzip default: zlib's own
     zero = WriteOptions.parse({"path": str(data), "kafka.batch.size": "0"}, False)
     assert produced.plan_text(zero).splitlines()[0].split("\t")[4:6] == ["0", "0"]  # a record a batch

@@ -27,12 +27,15 @@ PLAN_OPTION = "compactlog.produced.plan"  # set by the JVM side alone: where to 
 # The rows the JVM sends: one a batch it built, or one a row it could not route (``batch`` null).
 BATCHES_DDL = "topic string, partition long, problem int, batch binary, now long"
 NO_TOPIC, UNKNOWN_TOPIC, NO_PARTITION, NULL_HEADER_KEY = 1, 2, 3, 4
+INFLATED_LIMIT = "message.max.decompressed.bytes"
 
 
 def plan_text(opts: WriteOptions) -> str:
-    """One line per topic of the data directory, tab-separated: name, partitions, codec id, level (the
-    codec's default spelled out), the batch size, the cut target (``batch.size`` within the log's
-    limit; 0 is a record a batch) and that limit (the largest batch the log takes)."""
+    """One line per topic to be written (the ``topic`` option's, else every topic of the data
+    directory), tab-separated: name, partitions, codec id, level (the codec's default spelled out), the
+    batch size, the cut target (``batch.size`` within the log's limit; 0 is a record a batch), that
+    limit (the largest batch the log takes) and the most a batch's records may take uncompressed (the
+    validator refuses a batch that inflates beyond it)."""
     lines = []
     topics = topic_metadata(opts.path)
     for topic in [opts.topic] if opts.topic is not None else sorted(topics):
@@ -42,7 +45,7 @@ def plan_text(opts: WriteOptions) -> str:
             continue
         lines.append(f"{topic}\t{plan.partitioner.partitions}\t{int(plan.codec)}\t"
                      f"{effective_level(plan.codec, plan.level)}\t{plan.batch_bytes}\t{plan.cut_target}\t"
-                     f"{plan.max_batch_bytes}\n")
+                     f"{plan.max_batch_bytes}\t{plan.config.broker.get(INFLATED_LIMIT)}\n")
     return "".join(lines)
 
 

@@ -77,8 +77,12 @@ final class RecordAccumulator {
         return false;
       }
       long records = b.bytes() - BatchBuilder.HEADER;
+      int next = b.sizeOf(ts, fieldBytes);
+      if (records + next > plan.plainLimit) {
+        return false;  // however well it compresses, the log refuses a batch that inflates beyond this
+      }
       long estimate = plan.codec == 0 ? records : (long) (records * ratio * ESTIMATION_MARGIN);
-      return estimate + b.sizeOf(ts, fieldBytes) <= room;
+      return estimate + next <= room;
     }
 
     /** Learns from a closed batch how well this topic's records compress, as Kafka's estimator does. */

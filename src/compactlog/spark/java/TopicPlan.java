@@ -15,6 +15,7 @@ final class TopicPlan implements Serializable {
   final int batchBytes;  // the producer's batch.size, which the sticky partitioner counts
   final int target;  // where batches are cut: batch.size within the limit; 0 is a record a batch
   final int limit;  // the largest batch the log takes
+  final int plainLimit;  // the most a batch's records may take uncompressed (the validator's bound)
 
   private TopicPlan(String[] f) {
     topic = f[0];
@@ -24,6 +25,7 @@ final class TopicPlan implements Serializable {
     batchBytes = Integer.parseInt(f[4]);
     target = Integer.parseInt(f[5]);
     limit = Integer.parseInt(f[6]);
+    plainLimit = Integer.parseInt(f[7]);
   }
 
   /** The plan's lines, one a topic, tab-separated. */
@@ -32,9 +34,9 @@ final class TopicPlan implements Serializable {
     for (String line : text.split("\n")) {
       if (!line.isEmpty()) {
         String[] f = line.split("\t");
-        if (f.length != 7) {
+        if (f.length != 8) {
           throw new IllegalStateException("compactlog's write plan has a line of " + f.length
-              + " fields, not 7: " + line);
+              + " fields, not 8: " + line);
         }
         plans.put(f[0], new TopicPlan(f));
       }
