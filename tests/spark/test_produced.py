@@ -287,3 +287,14 @@ def test_a_compressed_batch_is_filled_by_its_estimated_compressed_size(spark, ro
     py = topic(tmp_path / "py", partitions=1, compression_type="lz4")
     write(df.coalesce(1), py, rows_only)
     assert len(batches(py)[0]) > 1.5 * len(bs)  # cut by plain size, as the API's producer cuts
+
+
+def test_the_compression_estimate_never_falls_below_what_batches_showed(spark, tmp_path):
+    """Records that gzip about 400 times over: the estimate stops at their ratio, so a batch holds about
+    batch.size / ratio of them (7 MB), not everything until the producer's buffer.memory is full."""
+    df = spark.range(16_000).selectExpr("concat(repeat('a', 4000), id) as value")
+    path = topic(tmp_path, partitions=1, compression_type="gzip")
+    write(df.coalesce(1), path)
+    bs = batches(path)[0]
+    assert sum(b.record_count for b in bs) == 16_000
+    assert max(b.record_count for b in bs) * 4000 < 16 << 20, "no batch of 32 MiB: the estimate did not fall to 0"

@@ -91,7 +91,7 @@ final class RecordAccumulator {
       if (observed > ratio) {
         ratio = Math.max(ratio + RATIO_WORSE_STEP, observed);
       } else if (observed < ratio) {
-        ratio -= RATIO_BETTER_STEP;
+        ratio = Math.max(ratio - RATIO_BETTER_STEP, observed);  // never below what was seen, nor 0
       }
     }
   }
