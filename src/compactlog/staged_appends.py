@@ -135,11 +135,11 @@ _CHUNK = 1 << 20
 
 def _staged(path: str) -> Iterator[tuple[_Staged, memoryview]]:
     """The entries of one staging file, each with its batch's bytes, read in chunks: a write job's
-    staged data can be far larger than the holder's memory, so only a chunk (or one entry, if larger)
-    is held at a time. A header that fails its CRC, or a file that ends inside an entry, is named, with
+    staged data can be far larger than the holder's memory, so only a few chunks (or entries, where
+    an entry is larger) are held at a time. A header that fails its CRC, or a file that ends inside an entry, is named, with
     the entry's position."""
     total = os.path.getsize(path)
-    with open(path, "rb", buffering=0) as f:
+    with open(path, "rb") as f:  # (buffered: its read(n) returns short only at the end of the file)
         r = _Chunks(f)
         while r.have(1):
             at = r.base + r.at
