@@ -67,6 +67,7 @@ final class ProducingWrite {
     return columns == null ? python : new Builder(python, info, columns);
   }
 
+  /** What the job writes (the user's schema and options) and how its rows are read. */
   private static final class Builder implements WriteBuilder, SupportsTruncate {
     private final WriteBuilder python;
     private final LogicalWriteInfo info;
@@ -85,19 +86,18 @@ final class ProducingWrite {
 
     @Override
     public Write build() {
-      return new ProducedWrite(python.build(), info, columns);
+      return new ProducedWrite(this, python.build());
     }
   }
 
+  /** A batch write through the JVM's producer; a stream's is the Python source's own. */
   private static final class ProducedWrite implements Write {
+    private final Builder job;
     private final Write python;
-    private final LogicalWriteInfo info;
-    private final RecordColumns columns;
 
-    ProducedWrite(Write python, LogicalWriteInfo info, RecordColumns columns) {
+    ProducedWrite(Builder job, Write python) {
+      this.job = job;
       this.python = python;
-      this.info = info;
-      this.columns = columns;
     }
 
     @Override
@@ -107,7 +107,7 @@ final class ProducingWrite {
 
     @Override
     public BatchWrite toBatch() {
-      return new ProducedBatchWrite(info, columns);
+      return new ProducedBatchWrite(job.info, job.columns);
     }
 
     @Override
