@@ -125,3 +125,26 @@ def test_the_plan_option_on_other_rows_is_refused_by_name():
 
     with pytest.raises(InvalidRequestError, match="is for compactlog's JVM writer"):
         produced.check_schema(StructType([StructField("value", StringType())]))
+
+
+def test_a_batch_larger_than_a_segment_is_refused_before_anything_is_appended(data):
+    """The log checks a batch against segment.bytes only as it stores it: the stager checks first, and
+    the commit checks every staged batch before the first append, so a job never half appends."""
+    from compactlog.errors import RecordBatchTooLargeError
+    from compactlog.staged_appends import BatchStager, staged_entry
+    from compactlog.storage.log_config import LogConfig
+
+    opts = WriteOptions.parse({"path": str(data), "topic": "hz"}, False)
+    small, big = build_batch([b"k"], [b"v"], [NOW]), build_batch([b"k"], [b"x" * 4000], [NOW])
+    config = LogConfig({"compression.type": "zstd", "compression.zstd.level": "7", "segment.bytes": "3000"})
+    with pytest.raises(RecordBatchTooLargeError, match="exceeds the maximum configured segment size of 3000"):
+        with BatchStager(opts.staging) as stager:
+            stager.stage("hz", 0, config, big, NOW)
+    path = opts.staging.new_file(".batches")  # staged by hand, unchecked: the commit's own check
+    with open(path, "wb") as f:
+        f.write(staged_entry("hz", 0, config.fingerprint(), small) + staged_entry("hz", 0, config.fingerprint(), big))
+    with pytest.raises(RecordBatchTooLargeError, match="hz-0"):
+        append_staged(opts, [str(path)])
+    with compactlog.open(data) as cl:
+        assert cl.end_offsets("hz") == {0: 0}
+    opts.staging.remove()

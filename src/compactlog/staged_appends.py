@@ -34,7 +34,7 @@ from .records.batch import LOG_OVERHEAD, RecordBatch, crc32c
 from .storage.files import MAX_TOPIC_NAME_LENGTH
 from .storage.log_config import LogConfig
 from .storage.staging import JobStaging
-from .storage.validator import LONG_MAX, validate_and_assign_offsets
+from .storage.validator import LONG_MAX, check_fits_segment, validate_and_assign_offsets
 
 FINGERPRINT_BYTES = 8  # LogConfig.fingerprint of the config a task validated a batch under
 INT32 = struct.Struct(">i")
@@ -76,6 +76,7 @@ class BatchStager:
     def stage(self, topic: str, partition: int, config: LogConfig, batch: bytes, now_ms: int) -> None:
         """Check ``batch`` as the append will (raising the append's typed error), then stage it."""
         validate_and_assign_offsets(batch, 0, config, now_ms, f"{topic}-{partition}")  # fail fast
+        check_fits_segment(len(batch), config, f"{topic}-{partition}")
         if self._out is None:
             self.path = self.staging.new_file(STAGED_SUFFIX)
             self._out = open(self.path, "r+b")
@@ -194,6 +195,7 @@ def append_staged(data_dir: str | os.PathLike[str], paths: list[str]) -> int:
             for path in paths:  # check everything before writing anything
                 for e, body in _staged(path):
                     part, passed = target(e)
+                    check_fits_segment(e.size, part.config, part.name)  # the append checks it only as it stores
                     if passed:
                         _check_intact(path, e, body)  # its bytes are still those that passed
                     else:

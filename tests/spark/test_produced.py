@@ -298,3 +298,14 @@ def test_the_compression_estimate_never_falls_below_what_batches_showed(spark, t
     bs = batches(path)[0]
     assert sum(b.record_count for b in bs) == 16_000
     assert max(b.record_count for b in bs) * 4000 < 16 << 20, "no batch of 32 MiB: the estimate did not fall to 0"
+
+
+def test_a_row_too_large_for_a_segment_fails_its_task_and_nothing_is_appended(spark, tmp_path):
+    """segment.bytes below max.message.bytes: the task refuses the batch (the log would refuse it only
+    at its append, after the job's other batches were appended)."""
+    rows = [("k%d" % i, "v" * 100) for i in range(50)] + [("big", "y" * 3000)]
+    df = spark.createDataFrame(rows, "key string, value string").coalesce(1)
+    path = topic(tmp_path, partitions=1, segment_bytes=2000)
+    with pytest.raises(Exception, match="exceeds the maximum configured segment size of 2000"):
+        write(df, path)
+    assert by_partition(path) == {} and nothing_staged(path)

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Iterator
 
 from ..clock import SYSTEM, Time
-from ..errors import CompactLogError, CorruptRecordError, OffsetOutOfRangeError, RecordBatchTooLargeError
+from ..errors import CompactLogError, CorruptRecordError, OffsetOutOfRangeError
 from ..records.batch import RecordBatch, iter_batches
 from ..records.runs import BatchRun
 from . import files, producer_recovery
@@ -37,7 +37,7 @@ from .retention import SegmentFacts, segments_to_delete
 from .rewrite import move_cleaned
 from .integrity import Bounds
 from .segment import LogSegment, SegmentParams
-from .validator import ValidatedAppend, validate_and_assign_offsets
+from .validator import ValidatedAppend, check_fits_segment, validate_and_assign_offsets
 
 log = logging.getLogger(__name__)
 
@@ -226,11 +226,7 @@ class Log(ProducerStateLog):
 
     def _maybe_roll(self, size: int, max_ts: int, first: int, last: int, now: int) -> LogSegment:
         c = self.config
-        if size > c.segment_bytes:
-            raise RecordBatchTooLargeError(
-                f"Message batch size is {size} bytes in append to partition {self.name} which exceeds the maximum "
-                f"configured segment size of {c.segment_bytes}."
-            )
+        check_fits_segment(size, c, self.name)
         seg = self.active_segment
         if (
             seg.size > c.segment_bytes - size

@@ -30,6 +30,7 @@ from ..errors import (
     CorruptRecordError,
     InvalidRecordError,
     InvalidTimestampError,
+    RecordBatchTooLargeError,
     RecordTooLargeError,
 )
 from ..records import kernels
@@ -84,6 +85,16 @@ class ValidatedAppend:
 def target_codec(compression_type: str, source: Codec) -> Codec:
     """The codec stored on disk: the topic's, or the producer's when ``compression.type=producer``."""
     return source if compression_type == "producer" else codec_from_name(compression_type)
+
+
+def check_fits_segment(size: int, config, where: str) -> None:
+    """A batch larger than a segment can never be stored (Kafka's words): checked when the log stores
+    one, and by those who must know beforehand that an append will not fail half way."""
+    if size > config.segment_bytes:
+        raise RecordBatchTooLargeError(
+            f"Message batch size is {size} bytes in append to partition {where} which exceeds the maximum "
+            f"configured segment size of {config.segment_bytes}."
+        )
 
 
 def _single_batch(records: bytes, where: str) -> RecordBatch:
