@@ -279,14 +279,14 @@ class ProducedBatchesWriter(CompactLogWriter):
     """``df.write`` whose tasks' batches the format's JVM side built (``compactlog.spark.produced``): made
     on the driver with the plan the JVM asked for, its tasks validate and stage whole batches."""
 
-    def __init__(self, options: dict[str, str], overwrite: bool, schema: StructType) -> None:
-        from .produced import PLAN_OPTION, check_schema, plan_text
+    def __init__(self, options: dict[str, str], overwrite: bool, schema: StructType, plan: str) -> None:
+        """``plan``: where the JVM side reads the plan from."""
+        from .produced import check_schema, plan_text
 
         check_schema(schema)
         super().__init__(options, overwrite)
         try:
-            where = {k.lower(): v for k, v in options.items()}[PLAN_OPTION]
-            with open(where, "w", encoding="utf-8") as f:
+            with open(plan, "w", encoding="utf-8") as f:
                 f.write(plan_text(self.wopts))
         except BaseException:
             self.wopts.staging.remove()
@@ -364,8 +364,9 @@ class CompactLogDataSource(DataSource):
     def writer(self, schema: StructType, overwrite: bool) -> CompactLogWriter:
         from .produced import PLAN_OPTION
 
-        if any(k.lower() == PLAN_OPTION for k in self.options):  # the JVM side builds the batches
-            return ProducedBatchesWriter(dict(self.options), overwrite, schema)
+        plan = {k.lower(): v for k, v in self.options.items()}.get(PLAN_OPTION)
+        if plan is not None:  # the JVM side builds the batches
+            return ProducedBatchesWriter(dict(self.options), overwrite, schema, plan)
         return CompactLogWriter(dict(self.options), overwrite)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> CompactLogStreamWriter:

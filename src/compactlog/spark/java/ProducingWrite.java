@@ -139,12 +139,7 @@ final class ProducingWrite {
 
     @Override
     public DataWriterFactory createBatchWriterFactory(PhysicalWriteInfo physical) {
-      Path plan;
-      try {
-        plan = Files.createTempFile("compactlog-plan-", ".tsv");
-      } catch (IOException e) {
-        throw new UncheckedIOException(e);
-      }
+      Path plan = io(() -> Files.createTempFile("compactlog-plan-", ".tsv"));
       try {
         Map<String, String> options = new HashMap<>(info.options().asCaseSensitiveMap());
         options.keySet().removeIf(k -> k.equalsIgnoreCase(PLAN_OPTION));  // the plan goes where this side reads it
@@ -156,20 +151,14 @@ final class ProducingWrite {
         PythonBatchWriterFactory f = (PythonBatchWriterFactory) python.createBatchWriterFactory(physical);
         try {
           return new Factory(f.source(), f.pickledWriteFunc(), f.jobArtifactUUID(), f.sessionUUID(),
-              TopicPlan.parse(Files.readString(plan, StandardCharsets.UTF_8)), columns,
+              TopicPlan.parse(io(() -> Files.readString(plan, StandardCharsets.UTF_8))), columns,
               info.options().get("topic"));
-        } catch (IOException | RuntimeException e) {
+        } catch (RuntimeException e) {
           python.abort(new WriterCommitMessage[0]);  // Spark aborts no job whose factory it never got
           throw e;
         }
-      } catch (IOException e) {
-        throw new UncheckedIOException(e);
       } finally {
-        try {
-          Files.deleteIfExists(plan);
-        } catch (IOException e) {
-          // (a temporary file: the machine's cleaner takes it)
-        }
+        plan.toFile().delete();  // (a temporary file: if it stays, the machine's cleaner takes it)
       }
     }
 
@@ -193,6 +182,18 @@ final class ProducingWrite {
       if (python != null) {
         python.abort(messages);
       }
+    }
+  }
+
+  private interface IO<T> {
+    T get() throws IOException;
+  }
+
+  private static <T> T io(IO<T> call) {
+    try {
+      return call.get();
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
     }
   }
 
