@@ -342,3 +342,60 @@ def test_recovery_that_cuts_the_tail_removes_the_snapshots_above_the_new_end(tmp
     assert lg.producer_state.loaded_from == active.base_offset
     assert state_of(lg.producer_state) == truth(lg)
     lg.close()
+
+
+@pytest.mark.parametrize("delta", [1, -1], ids=["one byte longer", "one byte shorter"])
+def test_a_damaged_last_batch_kept_after_an_unclean_stop_does_not_break_the_producer_state(tmp_path, clock, delta):
+    """The newest snapshot sits at the log end; the last batch, acknowledged and flushed, has its length
+    changed by a byte and is kept in place (below the recovery point). Loading the state must replay
+    nothing and must not trip over the damage: every read of the LSO went through it (a fetch failed)."""
+    lg = open_log(tmp_path, clock)
+    last = fill(lg)
+    end = lg.log_end_offset
+    position = lg.active_segment.translate_offset(end - 1)[0]
+    path = lg.active_segment.log_path
+    lg.close()
+    assert snapshot_offsets(lg.dir)[-1] == end
+    with open(path, "r+b") as f:
+        f.seek(position + 11)
+        low = f.read(1)[0]
+        f.seek(position + 11)
+        f.write(bytes([low + delta]))
+    lg = Log(tmp_path / "t-0", make_config(**CFG), time=clock, recovery_point=end)  # unclean
+    assert lg.damage_on_load and lg.log_end_offset == end
+    assert lg.last_stable_offset == end
+    assert lg.producer_state.loaded_from == end and lg.producer_state.batches_replayed == 0
+    lg.close()
+
+
+def test_damage_holding_the_snapshot_offset_is_walked_past_and_the_batches_after_it_replayed(tmp_path, clock):
+    """The batch at the newest snapshot's offset is damaged (its base offset flipped down, onto the batch
+    before it): the replay cannot find its start by offset, so it walks the segment, past the damage,
+    judging what follows by the last sound batch, and replays the batches after it."""
+    lg = open_log(tmp_path, clock, segment_bytes=100_000)
+    fill(lg, rounds=3)
+    lg.close()
+    lg = open_log(tmp_path, clock, segment_bytes=100_000)
+    snap = snapshot_offsets(lg.dir)[-1]
+    assert snap == lg.log_end_offset
+    lg.append(idem(PIDS[0], 6))  # at the snapshot's offset: to be damaged
+    retry, first = idem(PIDS[1], 6), lg.log_end_offset
+    lg.append(retry)
+    lg.append(idem(PIDS[2], 6))  # (recovery trusts a last batch after damage only if it starts where expected)
+    lg.flush()
+    end = lg.log_end_offset
+    position = lg.active_segment.translate_offset(snap)[0]
+    path = lg.active_segment.log_path
+    del lg  # killed: no snapshot at the new end
+    with open(path, "r+b") as f:
+        f.seek(position + 7)
+        low = f.read(1)[0]
+        f.seek(position + 7)
+        f.write(bytes([low ^ 0x02]))
+    lg = Log(tmp_path / "t-0", make_config(segment_bytes=100_000), time=clock, recovery_point=end)
+    assert lg.damage_on_load and lg.log_end_offset == end
+    assert lg.last_stable_offset == end
+    again = lg.append(retry)  # the batch after the damage was replayed: its retry is known
+    assert again.duplicate and again.first_offset == first
+    assert lg.producer_state.loaded_from == snap
+    lg.close()

@@ -134,8 +134,14 @@ def read_partitions(broker: Broker, wanted: list, max_bytes: int, zero_copy: boo
                     error = True
                     continue
                 # the watermarks before the read, as Kafka takes them (an append meanwhile only adds above);
-                # the LSO first, so that it is never above the high watermark read after it
-                lso = part.last_stable_offset
+                # the LSO first, so that it is never above the high watermark read after it. Finding the
+                # LSO may load the producer state, which can meet damage: this partition answers with it
+                try:
+                    lso = part.last_stable_offset
+                except CompactLogError as exc:
+                    rows.append(error_row(p.partition, exc.code))
+                    error = True
+                    continue
                 hw, start = part.high_watermark, part.log_start_offset
                 limit = min(p.partition_max_bytes, budget - total)
                 data = b""

@@ -48,11 +48,12 @@ def _lookup(broker: Broker, topics, read_committed: bool = False) -> list[list[t
                 rows.append((p.partition_index, problem, -1, -1))
             elif p.timestamp in (EARLIEST, EARLIEST_LOCAL):  # all of a log is local: there is no tiered storage
                 rows.append((p.partition_index, 0, -1, part.log_start_offset))
-            elif p.timestamp == LATEST:
-                rows.append((p.partition_index, 0, -1, part.last_stable_offset if read_committed else part.high_watermark))
             else:
-                fetchable = part.last_stable_offset if read_committed else part.high_watermark
-                try:
+                try:  # the LSO may load the producer state, and a search reads batches: either may meet damage
+                    fetchable = part.last_stable_offset if read_committed else part.high_watermark
+                    if p.timestamp == LATEST:
+                        rows.append((p.partition_index, 0, -1, fetchable))
+                        continue
                     found = part.max_timestamp() if p.timestamp == MAX_TIMESTAMP else part.offset_for_timestamp(p.timestamp)
                 except CompactLogError as exc:
                     rows.append((p.partition_index, exc.code, -1, -1))

@@ -99,15 +99,18 @@ def _walk(seg: LogSegment, position: int):
     """The segment's batches from ``position``; past damage kept in place (recovery keeps it, readers meet
     it), the sound batches after it, found by the recovery's own walk (``audit``), so that one damaged
     batch does not stop a rebuild of the producer state or of the ``.txnindex``."""
+    expected = None  # where the batch after the last one handed out starts: how the audit judges the next
     try:
-        yield from seg.batches(position)
+        for p, b in seg.batches(position):
+            expected = b.next_offset
+            yield p, b
         return
     except CorruptRecordError as exc:
         resume = getattr(exc, "position", None)
         if resume is None:
             raise
         log.warning("replaying the producer state of %s around damage: %s", seg.file_name, exc)
-    for p, b, damage in seg.audit(resume, None, seg.bounds.gaps_below):
+    for p, b, damage in seg.audit(resume, expected, seg.bounds.gaps_below):
         if damage is None and b is not None:
             yield p, b
 
@@ -117,6 +120,8 @@ def _replay(state: ProducerStateManager, listing: Listing, start: int, end: int,
     """Record the producers' batches holding offsets in [start, end), markers included; a batch failing
     its CRC is left out. ``index``: the base offsets of the segments whose ``.txnindex`` is being
     rebuilt, which get an entry for each aborted transaction whose marker they hold."""
+    if start >= end:
+        return  # nothing to replay: the walk to ``start`` could only meet damage at the log's end
     bases, segment_at = listing
     for i, base in enumerate(bases):
         following = bases[i + 1] if i + 1 < len(bases) else None
@@ -127,7 +132,10 @@ def _replay(state: ProducerStateManager, listing: Listing, start: int, end: int,
         seg = segment_at(i)
         position = 0
         if seg.base_offset < start:
-            found = seg.translate_offset(start)
+            try:
+                found = seg.translate_offset(start)
+            except CorruptRecordError:  # damage before ``start``'s batch: walk the whole segment past it
+                found = (0, None)
             if found is None:
                 continue
             position = found[0]
