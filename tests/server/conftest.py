@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import select
 import signal
 import subprocess
 import sys
@@ -48,29 +49,38 @@ class ServeProcess:
         self._log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=self._log,
                                      env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        self._pending = b""
         deadline = time.monotonic() + START_TIMEOUT
         wanted = len([x for x in self.overrides["listeners"].split(",") if x.strip()])
         self.ports = {}
         while len(self.ports) < wanted:
-            line = self.proc.stdout.readline().decode()
-            if not line:
-                raise RuntimeError(f"compactlog serve exited with {self.proc.wait()}; log: "
-                                   f"{self.log_path.read_text(errors='replace')[-3000:]}")
-            m = LISTENING.search(line)
+            m = LISTENING.search(self._line(deadline))
             if m:
                 self.ports[m.group(1)] = int(m.group(3))
-            if time.monotonic() > deadline:
-                raise RuntimeError("compactlog serve did not start in time")
         if self.overrides.get("http.listeners"):
             while self.console_url is None:
-                line = self.proc.stdout.readline().decode()
-                if not line:
-                    raise RuntimeError(f"compactlog serve exited with {self.proc.wait()}; log: "
-                                       f"{self.log_path.read_text(errors='replace')[-3000:]}")
-                m = CONSOLE.search(line.strip())
+                m = CONSOLE.search(self._line(deadline).strip())
                 if m:
                     self.console_url = m.group(1)
         return self
+
+    def _line(self, deadline: float) -> str:
+        """The next line the server prints, waiting no later than ``deadline`` (a server stuck while
+        starting fails the test, naming where its log stands, instead of holding the run)."""
+        fd = self.proc.stdout.fileno()
+        while b"\n" not in self._pending:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                self.kill()
+                raise RuntimeError(f"compactlog serve did not start in {START_TIMEOUT:.0f} s; log: "
+                                   f"{self.log_path.read_text(errors='replace')[-3000:]}")
+            chunk = os.read(fd, 4096)
+            if not chunk:
+                raise RuntimeError(f"compactlog serve exited with {self.proc.wait()}; log: "
+                                   f"{self.log_path.read_text(errors='replace')[-3000:]}")
+            self._pending += chunk
+        line, self._pending = self._pending.split(b"\n", 1)
+        return line.decode()
 
     def _pin_ports(self) -> None:
         """After the first start, restart on the same ports (clients keep the address)."""

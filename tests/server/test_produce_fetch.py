@@ -68,6 +68,17 @@ def test_sigterm_shuts_down_cleanly_and_sigkill_does_not(server):
     assert len(got) == 100
 
 
+def test_a_sigterm_sent_as_soon_as_the_listener_is_announced_still_stops_cleanly(server):
+    """A supervisor may send SIGTERM the moment it reads "listening": the handler must be in place by
+    then, or the signal's default action kills the broker without its clean-shutdown marker."""
+    marker = server.data_dir / ".kafka_cleanshutdown"
+    for _ in range(8):  # the window was a few milliseconds after the line: try it several times
+        assert server.stop() == 0
+        assert marker.exists()
+        server._pin_ports()
+        server.start()
+
+
 def test_large_fetch_answers_sent_with_sendfile_arrive_whole(server):
     """3 MB in one partition, fetched in answers of up to 4 MB: the ranges over ZERO_COPY_BYTES go out with
     sendfile from the segment file; every value arrives in order, byte for byte."""

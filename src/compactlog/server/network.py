@@ -404,12 +404,15 @@ class KafkaServer:
         self.stopped.set()
 
     async def run(self) -> None:
-        """Serve until SIGTERM or SIGINT, then stop cleanly (the data directory gets its clean-shutdown marker)."""
-        await self.start()
+        """Serve until SIGTERM or SIGINT, then stop cleanly (the data directory gets its clean-shutdown marker).
+
+        The handlers are in place before the listeners are announced: a SIGTERM sent as soon as a
+        supervisor reads "listening" still gets the clean shutdown, not the signal's default death."""
         loop = asyncio.get_running_loop()
         stop = asyncio.Event()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
+        await self.start()
         await stop.wait()
         log.info("shutting down")
         await self.stop()
