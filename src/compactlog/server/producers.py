@@ -49,7 +49,10 @@ def _partition_states(broker: Broker, topics, problems) -> list[list[tuple[int, 
             if part is None:
                 rows.append((index, UNKNOWN_TOPIC_OR_PARTITION, None, []))
             else:
-                rows.append((index, 0, None, part.producers()))
+                try:  # loads the producer state, which can meet damage: named for this partition alone
+                    rows.append((index, 0, None, part.producers()))
+                except CompactLogError as exc:
+                    rows.append((index, int(error_code(exc)), str(exc), []))
         out.append(rows)
     return out
 
