@@ -264,3 +264,42 @@ def test_an_open_transaction_outlives_the_retention_of_its_first_batches_across_
     marker = lg.write_txn_marker(1, 0, False, 0)
     assert lg.aborted_transactions(start, marker + 1) == [(1, 0)] and lg.last_stable_offset == marker + 1
     lg.close()
+
+
+@pytest.mark.parametrize("clean", [True, False], ids=["clean", "unclean"])
+def test_a_damaged_first_batch_of_a_segment_does_not_hide_the_commit_after_it(tmp_path, clock, clean):
+    """The active segment opens with the second batch of a committed transaction, and that batch's base
+    offset is flipped one up (the CRC does not cover it). The replay of the producer state must judge the
+    batches after it by the segment's base offset, as recovery does: else the shifted batch passes, the
+    commit marker after it looks out of order and is dropped, and the transaction stays open for ever
+    (the LSO stuck at its start, its records hidden from read_committed readers)."""
+    lg = Log(tmp_path / "t-0", make_config(**CFG), time=clock)
+    i = 0
+    while len(lg.segments) < 2 or lg.active_segment.size > 0:  # fill up to a roll, with no batch after it
+        lg.append(build_batch([b"k%d" % i], [b"x" * 40], [TS]))
+        i += 1
+        if len(lg.segments) == 2 and lg.active_segment.size > 0:
+            lg.roll()
+            break
+    first = lg.append(tx(1, 0, 2, 0)).first_offset  # the transaction's first batch, in the old segment
+    lg.roll()
+    second = lg.append(tx(1, 2, 2, 1)).first_offset  # the active segment's first batch: to be damaged
+    marker = lg.write_txn_marker(1, 0, True, 1)
+    still_open = lg.append(tx(1, 4, 2, 2)).first_offset  # the producer's next transaction, left open
+    end = lg.log_end_offset
+    path = lg.active_segment.log_path
+    assert lg.active_segment.base_offset == second
+    if clean:
+        lg.close()
+    else:
+        lg.flush()
+        del lg
+    with open(path, "r+b") as f:
+        f.write((second + 1).to_bytes(8, "big"))
+    lg = Log(tmp_path / "t-0", make_config(**CFG), time=clock, clean_shutdown=clean, recovery_point=end)
+    assert lg.last_stable_offset == still_open, "the committed transaction is taken for open"
+    assert [t.first_offset for t in lg.open_transactions()] == [still_open]
+    lg.write_txn_marker(1, 0, False, 1)  # the open one aborted: its entry must not reach back
+    assert lg.aborted_transactions(first, lg.log_end_offset) == [(1, still_open)]
+    assert marker == second + 2
+    lg.close()

@@ -99,7 +99,10 @@ def _walk(seg: LogSegment, position: int):
     """The segment's batches from ``position``; past damage kept in place (recovery keeps it, readers meet
     it), the sound batches after it, found by the recovery's own walk (``audit``), so that one damaged
     batch does not stop a rebuild of the producer state or of the ``.txnindex``."""
-    expected = None  # where the batch after the last one handed out starts: how the audit judges the next
+    # Where the next batch must start, by which the audit judges what follows damage: a segment's first
+    # batch starts at its base offset (recovery holds it to that too), later ones after the last handed out.
+    # Unknown, a batch whose base offset was flipped up would pass, and the sound batch after it fail.
+    expected = seg.base_offset if position == 0 else None
     try:
         for p, b in seg.batches(position):
             expected = b.next_offset
