@@ -266,6 +266,23 @@ def test_missing_and_corrupt_indexes_are_rebuilt(tmp_path, clock):
     assert [r.offset for r in all_records(lg)] == list(range(100))
 
 
+@pytest.mark.parametrize("clean", [True, False], ids=["clean", "unclean"])
+def test_a_missing_time_index_is_rebuilt_and_seeks_by_time_find_every_record(tmp_path, clock, clean):
+    """A closed segment's .timeindex deleted: opened empty, the segment would seem to hold no timestamp,
+    and a seek by time to one of its records would skip ahead to the next segment."""
+    lg = open_log(tmp_path, clock, segment_bytes=400)
+    for i in range(20):
+        lg.append(batch([f"k{i}"], ts=TS + i))
+    lg.close()
+    assert len(lg.segments) >= 3
+    d = tmp_path / "t-0"
+    files.segment_file(d, 0, files.TIME_INDEX_SUFFIX).unlink()
+    lg = Log(d, make_config(segment_bytes=400), time=clock, clean_shutdown=clean, recovery_point=20)
+    assert [lg.offset_for_timestamp(TS + i)[1] for i in range(20)] == list(range(20))
+    assert files.segment_file(d, 0, files.TIME_INDEX_SUFFIX).exists()
+    lg.close()
+
+
 def test_truncate_to(tmp_path, clock):
     lg = open_log(tmp_path, clock, segment_bytes=400)
     for i in range(20):

@@ -303,3 +303,48 @@ def test_a_damaged_first_batch_of_a_segment_does_not_hide_the_commit_after_it(tm
     assert lg.aborted_transactions(first, lg.log_end_offset) == [(1, still_open)]
     assert marker == second + 2
     lg.close()
+
+
+# (field, byte within the 34-byte entry, new value of that byte as a function of the old one)
+ENTRY_FLIPS = [
+    ("producer id", 9, lambda b: b ^ 0x01),
+    ("last offset", 25, lambda b: b ^ 0x01),
+    ("first offset onto another producer's batch", 17, None),
+]
+
+
+@pytest.mark.parametrize("field,byte,change", ENTRY_FLIPS, ids=[f[0] for f in ENTRY_FLIPS])
+@pytest.mark.parametrize("clean", [True, False], ids=["clean", "unclean"])
+def test_a_txnindex_entry_that_disagrees_with_the_log_is_rebuilt(tmp_path, clock, field, byte, change, clean):
+    """The .txnindex has no checksum: an entry whose producer id or offsets were changed would hand
+    aborted records to read_committed readers, or hide committed ones, with no error. At load each
+    entry is held against the log (its ABORT marker, its first batch) and the index rebuilt if one
+    disagrees."""
+    lg = Log(tmp_path / "t-0", make_config(segment_bytes=100_000), time=clock)
+    lg.append(tx(1, 0, 2, 0))  # 0-1: producer 1, to be aborted
+    other = lg.append(tx(2, 0, 2, 0)).first_offset  # 2-3: producer 2, committed
+    lg.write_txn_marker(1, 0, False, 1)  # 4: abort
+    lg.write_txn_marker(2, 0, True, 1)  # 5: commit
+    lg.append(build_batch([b"plain"], [b"x"], [TS]))
+    want = [AbortedTxn(1, 0, 4, 2)]
+    assert stored_index(lg)[0] == want
+    lg.roll()  # the segment with the entry is closed: a clean load does not recover it
+    lg.append(build_batch([b"more"], [b"y"], [TS]))
+    end = lg.log_end_offset
+    path = files.segment_file(tmp_path / "t-0", 0, files.TXN_INDEX_SUFFIX)
+    if clean:
+        lg.close()
+    else:
+        lg.flush()
+        del lg
+    data = bytearray(path.read_bytes())
+    if change is None:
+        data[10:18] = other.to_bytes(8, "big")  # the first offset moved onto producer 2's batch
+    else:
+        data[byte] = change(data[byte])
+    path.write_bytes(bytes(data))
+    lg = Log(tmp_path / "t-0", make_config(segment_bytes=100_000), time=clock, clean_shutdown=clean,
+             recovery_point=end)
+    assert stored_index(lg)[0] == want
+    assert lg.aborted_transactions(0, end) == [(1, 0)]  # what read_committed readers leave out
+    lg.close()

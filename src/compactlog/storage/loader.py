@@ -39,6 +39,7 @@ from ..records.batch import BatchInfo, build_batch
 from . import files
 from .integrity import MAX_RELATIVE_OFFSET, Bounds, Damage
 from .segment import LogSegment, SegmentParams
+from .transactions import check_index_entries
 
 log = logging.getLogger(__name__)
 
@@ -111,6 +112,16 @@ def clean_temp_files(directory: Path) -> None:
     files.fsync_dir(directory)
 
 
+def _finder(segments: list[LogSegment]):
+    """The first batch whose last offset is at or above an offset, in the segment that would hold it
+    (the segments opened so far, in order), or None."""
+    def find(offset: int):
+        held = [seg for seg in segments if seg.base_offset <= offset]
+        found = held[-1].translate_offset(offset) if held else None
+        return found[1] if found else None
+    return find
+
+
 def load_log(
     directory: Path,
     params: SegmentParams,
@@ -145,7 +156,10 @@ def load_log(
     damage: list[Damage] = []
     rebuild: set[int] = set()
     for base in sorted(logs):
-        index_missing = not files.segment_file(directory, base, files.INDEX_SUFFIX).exists()
+        # Either index missing: rebuilt from the log. Kafka rebuilds a missing .index but opens a missing
+        # .timeindex empty, and a segment with no time index seems to hold no timestamp: seeks by time skip it.
+        index_missing = not all(files.segment_file(directory, base, suffix).exists()
+                                for suffix in (files.INDEX_SUFFIX, files.TIME_INDEX_SUFFIX))
         seg = LogSegment(directory, base, params, time)
         if index_missing or seg.needs_recovery:
             rec = seg.recover(base, cut_tail=False, gaps_below=gaps_allowed_below)
@@ -156,6 +170,7 @@ def load_log(
                 seg.time_index.sanity_check()
                 if files.segment_file(directory, base, files.TXN_INDEX_SUFFIX).exists():
                     seg.txn_index.sanity_check()
+                    check_index_entries(seg.txn_index.all_aborted_txns(), _finder(segments + [seg]))
                 rec = None
             except Exception:
                 log.warning("rebuilding the indexes of %s: they do not match the log", seg.file_name)

@@ -77,6 +77,25 @@ def is_abort_marker(batch: RecordBatch) -> bool:
     return record is not None and record.is_abort
 
 
+def check_index_entries(entries, find) -> None:
+    """Raise CorruptRecordError unless each ``.txnindex`` entry agrees with the log: its last offset is
+    an ABORT marker of its producer, and a batch starting at its first offset is that producer's.
+
+    The file has no checksum (Kafka's format), and a flipped producer id or offset would make
+    read_committed readers hand out aborted records, or hide committed ones, with no error. ``find``
+    gives the first batch whose last offset is at or above an offset, or None. A first offset whose
+    batch the cleaner removed starts no batch, and is let be."""
+    for entry in entries:
+        marker = find(entry.last_offset)
+        if (marker is None or marker.base_offset != entry.last_offset or not is_abort_marker(marker)
+                or marker.producer_id != entry.producer_id):
+            raise CorruptRecordError(f"the transaction index entry {entry} names no ABORT marker of its producer")
+        first = find(entry.first_offset)
+        if first is not None and first.base_offset == entry.first_offset and (
+                first.producer_id != entry.producer_id or not first.is_transactional):
+            raise CorruptRecordError(f"the transaction index entry {entry} starts at another producer's batch")
+
+
 def aborted_entry(done: tuple[CompletedTxn | None, int] | None) -> AbortedTxn | None:
     """The ``.txnindex`` entry for what :func:`apply_stored` or ``complete`` returned: only an aborted
     transaction has one (a marker with no transaction open has nothing to index, as in Kafka)."""
