@@ -29,6 +29,7 @@ or at 0).
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 from dataclasses import dataclass, field
@@ -112,13 +113,16 @@ def clean_temp_files(directory: Path) -> None:
     files.fsync_dir(directory)
 
 
-def _finder(segments: list[LogSegment]):
+def _finder(opened: list[LogSegment], seg: LogSegment):
     """The first batch whose last offset is at or above an offset, in the segment that would hold it
-    (the segments opened so far, in order), or None."""
+    (``seg`` or one of those opened before it, in order), or None. Searched from ``seg`` back: an
+    aborted transaction starts in its marker's segment or one shortly before it."""
     def find(offset: int):
-        held = [seg for seg in segments if seg.base_offset <= offset]
-        found = held[-1].translate_offset(offset) if held else None
-        return found[1] if found else None
+        for s in itertools.chain((seg,), reversed(opened)):
+            if s.base_offset <= offset:
+                found = s.translate_offset(offset)
+                return found[1] if found else None
+        return None
     return find
 
 
@@ -170,7 +174,7 @@ def load_log(
                 seg.time_index.sanity_check()
                 if files.segment_file(directory, base, files.TXN_INDEX_SUFFIX).exists():
                     seg.txn_index.sanity_check()
-                    check_index_entries(seg.txn_index.all_aborted_txns(), _finder(segments + [seg]))
+                    check_index_entries(seg.txn_index.all_aborted_txns(), _finder(segments, seg))
                 rec = None
             except Exception:
                 log.warning("rebuilding the indexes of %s: they do not match the log", seg.file_name)
