@@ -310,6 +310,7 @@ ENTRY_FLIPS = [
     ("producer id", 9, lambda b: b ^ 0x01),
     ("last offset", 25, lambda b: b ^ 0x01),
     ("first offset onto another producer's batch", 17, None),
+    ("first offset back into the producer's committed transaction", 17, "back"),
 ]
 
 
@@ -321,12 +322,14 @@ def test_a_txnindex_entry_that_disagrees_with_the_log_is_rebuilt(tmp_path, clock
     entry is held against the log (its ABORT marker, its first batch) and the index rebuilt if one
     disagrees."""
     lg = Log(tmp_path / "t-0", make_config(segment_bytes=100_000), time=clock)
-    lg.append(tx(1, 0, 2, 0))  # 0-1: producer 1, to be aborted
-    other = lg.append(tx(2, 0, 2, 0)).first_offset  # 2-3: producer 2, committed
-    lg.write_txn_marker(1, 0, False, 1)  # 4: abort
-    lg.write_txn_marker(2, 0, True, 1)  # 5: commit
+    lg.append(tx(1, 0, 2, 0))  # 0-1: producer 1, committed
+    lg.write_txn_marker(1, 0, True, 1)  # 2: commit
+    lg.append(tx(1, 2, 2, 0))  # 3-4: producer 1, to be aborted
+    other = lg.append(tx(2, 0, 2, 0)).first_offset  # 5-6: producer 2, committed
+    lg.write_txn_marker(1, 0, False, 1)  # 7: abort
+    lg.write_txn_marker(2, 0, True, 1)  # 8: commit
     lg.append(build_batch([b"plain"], [b"x"], [TS]))
-    want = [AbortedTxn(1, 0, 4, 2)]
+    want = [AbortedTxn(1, 3, 7, 5)]
     assert stored_index(lg)[0] == want
     lg.roll()  # the segment with the entry is closed: a clean load does not recover it
     lg.append(build_batch([b"more"], [b"y"], [TS]))
@@ -340,11 +343,13 @@ def test_a_txnindex_entry_that_disagrees_with_the_log_is_rebuilt(tmp_path, clock
     data = bytearray(path.read_bytes())
     if change is None:
         data[10:18] = other.to_bytes(8, "big")  # the first offset moved onto producer 2's batch
+    elif change == "back":
+        data[10:18] = (0).to_bytes(8, "big")  # onto the producer's own committed batch, before its commit
     else:
         data[byte] = change(data[byte])
     path.write_bytes(bytes(data))
     lg = Log(tmp_path / "t-0", make_config(segment_bytes=100_000), time=clock, clean_shutdown=clean,
              recovery_point=end)
     assert stored_index(lg)[0] == want
-    assert lg.aborted_transactions(0, end) == [(1, 0)]  # what read_committed readers leave out
+    assert lg.aborted_transactions(0, end) == [(1, 3)]  # what read_committed readers leave out
     lg.close()

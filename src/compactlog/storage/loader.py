@@ -29,7 +29,6 @@ or at 0).
 
 from __future__ import annotations
 
-import itertools
 import logging
 import os
 from dataclasses import dataclass, field
@@ -113,17 +112,39 @@ def clean_temp_files(directory: Path) -> None:
     files.fsync_dir(directory)
 
 
-def _finder(opened: list[LogSegment], seg: LogSegment):
-    """The first batch whose last offset is at or above an offset, in the segment that would hold it
-    (``seg`` or one of those opened before it, in order), or None. Searched from ``seg`` back: an
-    aborted transaction starts in its marker's segment or one shortly before it."""
+def _lookups(opened: list[LogSegment], seg: LogSegment):
+    """``find`` and ``walk`` for :func:`check_index_entries` over ``seg`` and the segments opened before
+    it (in order). Searched from ``seg`` back: an aborted transaction starts in its marker's segment or
+    one shortly before it."""
+    def holding(offset: int) -> int:
+        """The index in ``opened + [seg]`` of the segment that would hold ``offset`` (-1: none)."""
+        if seg.base_offset <= offset:
+            return len(opened)
+        for i in range(len(opened) - 1, -1, -1):
+            if opened[i].base_offset <= offset:
+                return i
+        return -1
+
+    def at(i: int) -> LogSegment:
+        return seg if i == len(opened) else opened[i]
+
     def find(offset: int):
-        for s in itertools.chain((seg,), reversed(opened)):
-            if s.base_offset <= offset:
-                found = s.translate_offset(offset)
-                return found[1] if found else None
-        return None
-    return find
+        i = holding(offset)
+        found = at(i).translate_offset(offset) if i >= 0 else None
+        return found[1] if found else None
+
+    def walk(start: int, end: int):
+        i = max(holding(start), 0)
+        for j in range(i, len(opened) + 1):
+            s = at(j)
+            found = s.translate_offset(start) if s.base_offset <= start else (0, None)
+            if found is None:
+                continue
+            for _, batch in s.batches(found[0]):
+                if batch.base_offset >= end:
+                    return
+                yield batch
+    return find, walk
 
 
 def load_log(
@@ -174,7 +195,7 @@ def load_log(
                 seg.time_index.sanity_check()
                 if files.segment_file(directory, base, files.TXN_INDEX_SUFFIX).exists():
                     seg.txn_index.sanity_check()
-                    check_index_entries(seg.txn_index.all_aborted_txns(), _finder(segments, seg))
+                    check_index_entries(seg.txn_index.all_aborted_txns(), *_lookups(segments, seg))
                 rec = None
             except Exception:
                 log.warning("rebuilding the indexes of %s: they do not match the log", seg.file_name)

@@ -77,14 +77,17 @@ def is_abort_marker(batch: RecordBatch) -> bool:
     return record is not None and record.is_abort
 
 
-def check_index_entries(entries, find) -> None:
+def check_index_entries(entries, find, walk) -> None:
     """Raise CorruptRecordError unless each ``.txnindex`` entry agrees with the log: its last offset is
-    an ABORT marker of its producer, and a batch starting at its first offset is that producer's.
+    an ABORT marker of its producer, a batch starting at its first offset is that producer's, and no
+    other marker of that producer lies between the two (a first offset moved back into an earlier
+    transaction of the same producer would hide its committed records).
 
     The file has no checksum (Kafka's format), and a flipped producer id or offset would make
     read_committed readers hand out aborted records, or hide committed ones, with no error. ``find``
-    gives the first batch whose last offset is at or above an offset, or None. A first offset whose
-    batch the cleaner removed starts no batch, and is let be."""
+    gives the first batch whose last offset is at or above an offset, or None; ``walk(start, end)`` the
+    batches from the one holding ``start`` to those starting below ``end``. A first offset whose batch
+    the cleaner removed starts no batch, and is let be."""
     for entry in entries:
         marker = find(entry.last_offset)
         if (marker is None or marker.base_offset != entry.last_offset or not is_abort_marker(marker)
@@ -94,6 +97,10 @@ def check_index_entries(entries, find) -> None:
         if first is not None and first.base_offset == entry.first_offset and (
                 first.producer_id != entry.producer_id or not first.is_transactional):
             raise CorruptRecordError(f"the transaction index entry {entry} starts at another producer's batch")
+        for batch in walk(entry.first_offset, entry.last_offset):
+            if batch.is_control and batch.producer_id == entry.producer_id:
+                raise CorruptRecordError(f"the transaction index entry {entry} spans another marker of its "
+                                         f"producer, at offset {batch.base_offset}")
 
 
 def aborted_entry(done: tuple[CompletedTxn | None, int] | None) -> AbortedTxn | None:
